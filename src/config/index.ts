@@ -1,0 +1,182 @@
+/**
+ * Configuration is resolved once at start-up: flag > environment > default. Nothing else in
+ * Roost reads `process.env`; everything receives the resolved, validated `RoostConfig`.
+ * Documented in docs/configuration.md (keep the two in step).
+ */
+import { resolve as resolvePath } from "node:path";
+import { ConfigError } from "../errors/index.ts";
+
+export interface ModelProvidersConfig {
+  /** Model used by bots that name none, `provider:model` or `demo`. */
+  defaultModel: string | undefined;
+  openai: { apiKey: string; baseUrl: string | undefined } | undefined;
+  anthropic: { apiKey: string; baseUrl: string | undefined } | undefined;
+  xai: { apiKey: string; baseUrl: string | undefined } | undefined;
+  openaiCompatible: { baseUrl: string; apiKey: string | undefined } | undefined;
+}
+
+export type RestateConfig =
+  | {
+      mode: "embedded";
+      ingressPort: number;
+      adminPort: number;
+      nodePort: number;
+    }
+  | { mode: "external"; ingressUrl: string; adminUrl: string };
+
+export type StoreConfig = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
+
+export interface RoostConfig {
+  /** Everything the embedded mode keeps lives here. @default ./.roost */
+  dataDir: string;
+  /** Address the API, events stream, web app and gateway listen on. @default 127.0.0.1 */
+  host: string;
+  /** One port for API, events, web app and gateway. @default 7700 */
+  port: number;
+  /** Port of the durable-loop service endpoint that Restate calls. @default 7790 */
+  servicePort: number;
+  /** URL Restate uses to reach the service endpoint. @default http://127.0.0.1:{servicePort} */
+  serviceUrl: string;
+  store: StoreConfig;
+  restate: RestateConfig;
+  models: ModelProvidersConfig;
+  /** How long a conversation's loop waits for follow-up messages after a reply. @default 120000 */
+  followUpWindowMs: number;
+  /** Largest accepted request body. @default 1048576 */
+  maxBodyBytes: number;
+  /** Retries of a failed model call inside one journaled step. @default 4 */
+  modelAttempts: number;
+}
+
+export type Flags = Record<string, string | boolean | undefined>;
+export type Environment = Record<string, string | undefined>;
+
+interface Source {
+  flags: Flags;
+  env: Environment;
+}
+
+function pick(source: Source, flag: string, envName: string): string | undefined {
+  const fromFlag = source.flags[flag];
+  if (typeof fromFlag === "string" && fromFlag !== "") return fromFlag;
+  const fromEnv = source.env[envName];
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  return undefined;
+}
+
+function integer(
+  source: Source,
+  flag: string,
+  envName: string,
+  fallback: number,
+  { min, max }: { min: number; max: number },
+): number {
+  const raw = pick(source, flag, envName);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(
+      `${envName} (--${flag}) must be a whole number between ${min} and ${max}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+}
+
+function url(source: Source, flag: string, envName: string): string | undefined {
+  const raw = pick(source, flag, envName);
+  if (raw === undefined) return undefined;
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
+  } catch {
+    throw new ConfigError(`${envName} (--${flag}) must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+/** Resolve and validate the whole configuration. Throws ConfigError with a fix-it message. */
+export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostConfig {
+  const source: Source = { flags, env };
+  const dataDir = resolvePath(pick(source, "data-dir", "ROOST_DATA_DIR") ?? ".roost");
+  const host = pick(source, "host", "ROOST_HOST") ?? "127.0.0.1";
+  const port = integer(source, "port", "ROOST_PORT", 7700, { min: 0, max: 65535 });
+  const servicePort = integer(source, "service-port", "ROOST_SERVICE_PORT", 7790, { min: 0, max: 65535 });
+  const serviceUrl = url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
+
+  const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
+  let store: StoreConfig;
+  if (storeKind === "sqlite") {
+    store = { kind: "sqlite", path: pick(source, "sqlite-path", "ROOST_SQLITE_PATH") ?? `${dataDir}/roost.db` };
+  } else if (storeKind === "postgres") {
+    const databaseUrl = pick(source, "database-url", "ROOST_DATABASE_URL");
+    if (databaseUrl === undefined) {
+      throw new ConfigError(
+        "ROOST_STORE=postgres needs a connection string: set ROOST_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/roost)",
+      );
+    }
+    store = { kind: "postgres", url: databaseUrl };
+  } else {
+    throw new ConfigError(`ROOST_STORE must be "sqlite" or "postgres", got ${JSON.stringify(storeKind)}`);
+  }
+
+  const ingressUrl = url(source, "restate-ingress-url", "ROOST_RESTATE_INGRESS_URL");
+  const adminUrl = url(source, "restate-admin-url", "ROOST_RESTATE_ADMIN_URL");
+  let restate: RestateConfig;
+  if (ingressUrl !== undefined || adminUrl !== undefined) {
+    if (ingressUrl === undefined || adminUrl === undefined) {
+      throw new ConfigError(
+        "an external Restate needs both ROOST_RESTATE_INGRESS_URL and ROOST_RESTATE_ADMIN_URL (set both, or neither to run the embedded one)",
+      );
+    }
+    restate = { mode: "external", ingressUrl, adminUrl };
+  } else {
+    restate = {
+      mode: "embedded",
+      ingressPort: integer(source, "restate-ingress-port", "ROOST_RESTATE_INGRESS_PORT", 7780, { min: 1, max: 65535 }),
+      adminPort: integer(source, "restate-admin-port", "ROOST_RESTATE_ADMIN_PORT", 7781, { min: 1, max: 65535 }),
+      nodePort: integer(source, "restate-node-port", "ROOST_RESTATE_NODE_PORT", 7782, { min: 1, max: 65535 }),
+    };
+  }
+
+  const secret = (envName: string) => pick(source, "", envName);
+  const openaiKey = secret("ROOST_OPENAI_API_KEY");
+  const anthropicKey = secret("ROOST_ANTHROPIC_API_KEY");
+  const xaiKey = secret("ROOST_XAI_API_KEY");
+  const compatibleUrl = url(source, "", "ROOST_OPENAI_COMPATIBLE_BASE_URL");
+  const models: ModelProvidersConfig = {
+    defaultModel: pick(source, "model", "ROOST_MODEL"),
+    openai:
+      openaiKey === undefined
+        ? undefined
+        : { apiKey: openaiKey, baseUrl: url(source, "", "ROOST_OPENAI_BASE_URL") },
+    anthropic:
+      anthropicKey === undefined
+        ? undefined
+        : { apiKey: anthropicKey, baseUrl: url(source, "", "ROOST_ANTHROPIC_BASE_URL") },
+    xai: xaiKey === undefined ? undefined : { apiKey: xaiKey, baseUrl: url(source, "", "ROOST_XAI_BASE_URL") },
+    openaiCompatible:
+      compatibleUrl === undefined
+        ? undefined
+        : { baseUrl: compatibleUrl, apiKey: secret("ROOST_OPENAI_COMPATIBLE_API_KEY") },
+  };
+
+  return {
+    dataDir,
+    host,
+    port,
+    servicePort,
+    serviceUrl,
+    store,
+    restate,
+    models,
+    followUpWindowMs: integer(source, "follow-up-window-ms", "ROOST_FOLLOW_UP_WINDOW_MS", 120_000, {
+      min: 0,
+      max: 24 * 3600_000,
+    }),
+    maxBodyBytes: integer(source, "max-body-bytes", "ROOST_MAX_BODY_BYTES", 1_048_576, {
+      min: 1024,
+      max: 64 * 1_048_576,
+    }),
+    modelAttempts: integer(source, "model-attempts", "ROOST_MODEL_ATTEMPTS", 4, { min: 1, max: 20 }),
+  };
+}

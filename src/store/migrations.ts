@@ -1,0 +1,68 @@
+/**
+ * Schema migrations, shared by SQLite and Postgres: plain SQL both accept (TEXT, BIGINT,
+ * INTEGER, UNIQUE, REFERENCES). Append new migrations; never edit a released one.
+ */
+export const migrations: readonly { version: number; statements: readonly string[] }[] = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        is_admin INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        name TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE bots (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        name TEXT NOT NULL,
+        instructions TEXT NOT NULL,
+        model TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        UNIQUE (account_id, name))`,
+      `CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        bot_id TEXT NOT NULL REFERENCES bots(id),
+        title TEXT NOT NULL,
+        last_seq BIGINT NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      `CREATE INDEX conversations_by_account ON conversations (account_id, updated_at)`,
+      `CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL REFERENCES conversations(id),
+        client_message_id TEXT NOT NULL,
+        author_account_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        taken_by TEXT,
+        created_at BIGINT NOT NULL,
+        UNIQUE (conversation_id, client_message_id))`,
+      `CREATE INDEX messages_by_take ON messages (conversation_id, taken_by)`,
+      `CREATE TABLE steps (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id),
+        seq BIGINT NOT NULL,
+        id TEXT NOT NULL UNIQUE,
+        turn_id TEXT,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (conversation_id, seq))`,
+      `CREATE TABLE audit_log (
+        id TEXT PRIMARY KEY,
+        account_id TEXT,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX audit_by_account ON audit_log (account_id, created_at)`,
+    ],
+  },
+];

@@ -1,0 +1,472 @@
+/**
+ * The one `Store` implementation, written against `SqlDriver`, so SQLite and Postgres run the
+ * same queries. Invariants S1–S5 are listed in types.ts.
+ */
+import { RoostError } from "../errors/index.ts";
+import { newId, type IdGenerator } from "../ids.ts";
+import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import { migrations } from "./migrations.ts";
+import type {
+  Account,
+  ApiToken,
+  AuditEntry,
+  Bot,
+  BotPatch,
+  Conversation,
+  Message,
+  Step,
+  StepKind,
+  Store,
+} from "./types.ts";
+
+interface AccountRow {
+  id: string;
+  name: string;
+  is_admin: number;
+  created_at: number;
+}
+interface BotRow {
+  id: string;
+  account_id: string;
+  name: string;
+  instructions: string;
+  model: string | null;
+  created_at: number;
+  updated_at: number;
+}
+interface ConversationRow {
+  id: string;
+  account_id: string;
+  bot_id: string;
+  title: string;
+  last_seq: number;
+  created_at: number;
+  updated_at: number;
+}
+interface MessageRow {
+  id: string;
+  conversation_id: string;
+  client_message_id: string;
+  author_account_id: string;
+  text: string;
+  seq: number;
+  taken_by: string | null;
+  created_at: number;
+}
+interface StepRow {
+  conversation_id: string;
+  seq: number;
+  id: string;
+  turn_id: string | null;
+  kind: string;
+  payload: string;
+  created_at: number;
+}
+interface AuditRow {
+  id: string;
+  account_id: string | null;
+  action: string;
+  target: string;
+  detail: string;
+  created_at: number;
+}
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  name: row.name,
+  isAdmin: Number(row.is_admin) === 1,
+  createdAt: Number(row.created_at),
+});
+const toBot = (row: BotRow): Bot => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  instructions: row.instructions,
+  model: row.model,
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+const toConversation = (row: ConversationRow): Conversation => ({
+  id: row.id,
+  accountId: row.account_id,
+  botId: row.bot_id,
+  title: row.title,
+  lastSeq: Number(row.last_seq),
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+const toMessage = (row: MessageRow): Message => ({
+  id: row.id,
+  conversationId: row.conversation_id,
+  clientMessageId: row.client_message_id,
+  authorAccountId: row.author_account_id,
+  text: row.text,
+  seq: Number(row.seq),
+  takenBy: row.taken_by,
+  createdAt: Number(row.created_at),
+});
+const toStep = (row: StepRow): Step => ({
+  conversationId: row.conversation_id,
+  seq: Number(row.seq),
+  id: row.id,
+  turnId: row.turn_id,
+  kind: row.kind as StepKind,
+  payload: JSON.parse(row.payload) as Record<string, unknown>,
+  createdAt: Number(row.created_at),
+});
+const toAudit = (row: AuditRow): AuditEntry => ({
+  id: row.id,
+  accountId: row.account_id,
+  action: row.action,
+  target: row.target,
+  detail: JSON.parse(row.detail) as Record<string, unknown>,
+  createdAt: Number(row.created_at),
+});
+
+const messageColumns = "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at";
+const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
+
+export interface SqlStoreOptions {
+  clock?: () => number;
+  ids?: IdGenerator;
+}
+
+export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {}): Store {
+  const now = options.clock ?? Date.now;
+  const ids = options.ids ?? newId;
+
+  async function first<Row>(executor: SqlExecutor, sql: string, params: (string | number | null)[]) {
+    const rows = await executor.all<Row>(sql, params);
+    return rows[0];
+  }
+
+  /** S1: the next sequence number, taken under the conversation row's write lock. */
+  async function nextSeq(tx: SqlExecutor, conversationId: string, at: number): Promise<number> {
+    const row = await first<{ last_seq: number }>(
+      tx,
+      "UPDATE conversations SET last_seq = last_seq + 1, updated_at = ? WHERE id = ? RETURNING last_seq",
+      [at, conversationId],
+    );
+    if (row === undefined) throw new RoostError("not_found", `conversation ${conversationId} not found`);
+    return Number(row.last_seq);
+  }
+
+  async function findStep(executor: SqlExecutor, id: string) {
+    const row = await first<StepRow>(executor, `SELECT ${stepColumns} FROM steps WHERE id = ?`, [id]);
+    return row === undefined ? undefined : toStep(row);
+  }
+
+  async function findMessageByClientId(executor: SqlExecutor, conversationId: string, clientMessageId: string) {
+    const row = await first<MessageRow>(
+      executor,
+      `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND client_message_id = ?`,
+      [conversationId, clientMessageId],
+    );
+    return row === undefined ? undefined : toMessage(row);
+  }
+
+  /** Run an insert that may race with an identical one; on a unique violation, read the winner. */
+  async function idempotent<T>(insert: () => Promise<T>, readExisting: () => Promise<T | undefined>): Promise<T> {
+    try {
+      return await insert();
+    } catch (error) {
+      if (!driver.isUniqueViolation(error)) throw error;
+      const existing = await readExisting();
+      if (existing === undefined) throw error;
+      return existing;
+    }
+  }
+
+  return {
+    kind: driver.kind,
+
+    async migrate() {
+      await driver.withMigrationLock(async () => {
+        await driver.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)");
+        const applied = new Set(
+          (await driver.all<{ version: number }>("SELECT version FROM schema_migrations")).map((row) =>
+            Number(row.version),
+          ),
+        );
+        for (const migration of migrations) {
+          if (applied.has(migration.version)) continue;
+          await driver.transaction(async (tx) => {
+            for (const statement of migration.statements) await tx.run(statement);
+            await tx.run("INSERT INTO schema_migrations (version) VALUES (?)", [migration.version]);
+          });
+        }
+      });
+    },
+
+    close: () => driver.close(),
+
+    async createAccount({ name, isAdmin }) {
+      const account: Account = { id: ids("acct"), name, isAdmin, createdAt: now() };
+      await driver.run("INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, ?, ?)", [
+        account.id,
+        name,
+        isAdmin ? 1 : 0,
+        account.createdAt,
+      ]);
+      return account;
+    },
+
+    async getAccount(id) {
+      const row = await first<AccountRow>(driver, "SELECT * FROM accounts WHERE id = ?", [id]);
+      return row === undefined ? undefined : toAccount(row);
+    },
+
+    async findAdminAccount() {
+      const row = await first<AccountRow>(
+        driver,
+        "SELECT * FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1",
+        [],
+      );
+      return row === undefined ? undefined : toAccount(row);
+    },
+
+    async createApiToken({ accountId, name, tokenHash }) {
+      const token: ApiToken = { id: ids("tok"), accountId, name, createdAt: now() };
+      await driver.run(
+        "INSERT INTO api_tokens (id, account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        [token.id, accountId, name, tokenHash, token.createdAt],
+      );
+      return token;
+    },
+
+    async findAccountByTokenHash(tokenHash) {
+      const row = await first<AccountRow>(
+        driver,
+        "SELECT a.* FROM accounts a JOIN api_tokens t ON t.account_id = a.id WHERE t.token_hash = ?",
+        [tokenHash],
+      );
+      return row === undefined ? undefined : toAccount(row);
+    },
+
+    async createBot({ accountId, name, instructions, model }) {
+      const at = now();
+      const bot: Bot = { id: ids("bot"), accountId, name, instructions, model, createdAt: at, updatedAt: at };
+      try {
+        await driver.run(
+          "INSERT INTO bots (id, account_id, name, instructions, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          [bot.id, accountId, name, instructions, model, at, at],
+        );
+      } catch (error) {
+        if (driver.isUniqueViolation(error)) {
+          throw new RoostError("conflict", `a bot named ${JSON.stringify(name)} already exists (pick another name)`, {
+            details: { field: "name" },
+          });
+        }
+        throw error;
+      }
+      return bot;
+    },
+
+    async listBots(accountId) {
+      const rows = await driver.all<BotRow>("SELECT * FROM bots WHERE account_id = ? ORDER BY created_at, id", [
+        accountId,
+      ]);
+      return rows.map(toBot);
+    },
+
+    async getBot(id) {
+      const row = await first<BotRow>(driver, "SELECT * FROM bots WHERE id = ?", [id]);
+      return row === undefined ? undefined : toBot(row);
+    },
+
+    async findBotByName(accountId, name) {
+      const row = await first<BotRow>(driver, "SELECT * FROM bots WHERE account_id = ? AND name = ?", [
+        accountId,
+        name,
+      ]);
+      return row === undefined ? undefined : toBot(row);
+    },
+
+    async updateBot(id, patch: BotPatch) {
+      return driver.transaction(async (tx) => {
+        const row = await first<BotRow>(tx, "SELECT * FROM bots WHERE id = ?", [id]);
+        if (row === undefined) throw new RoostError("not_found", `bot ${id} not found`);
+        const bot = toBot(row);
+        const next: Bot = {
+          ...bot,
+          name: patch.name ?? bot.name,
+          instructions: patch.instructions ?? bot.instructions,
+          model: patch.model === undefined ? bot.model : patch.model,
+          updatedAt: now(),
+        };
+        try {
+          await tx.run("UPDATE bots SET name = ?, instructions = ?, model = ?, updated_at = ? WHERE id = ?", [
+            next.name,
+            next.instructions,
+            next.model,
+            next.updatedAt,
+            id,
+          ]);
+        } catch (error) {
+          if (driver.isUniqueViolation(error)) {
+            throw new RoostError("conflict", `a bot named ${JSON.stringify(next.name)} already exists (pick another name)`, {
+              details: { field: "name" },
+            });
+          }
+          throw error;
+        }
+        return next;
+      });
+    },
+
+    async createConversation({ accountId, botId, title }) {
+      const at = now();
+      const conversation: Conversation = {
+        id: ids("conv"),
+        accountId,
+        botId,
+        title,
+        lastSeq: 0,
+        createdAt: at,
+        updatedAt: at,
+      };
+      await driver.run(
+        "INSERT INTO conversations (id, account_id, bot_id, title, last_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
+        [conversation.id, accountId, botId, title, at, at],
+      );
+      return conversation;
+    },
+
+    async listConversations(accountId, { botId, limit = 100 } = {}) {
+      const rows =
+        botId === undefined
+          ? await driver.all<ConversationRow>(
+              "SELECT * FROM conversations WHERE account_id = ? ORDER BY updated_at DESC, id LIMIT ?",
+              [accountId, limit],
+            )
+          : await driver.all<ConversationRow>(
+              "SELECT * FROM conversations WHERE account_id = ? AND bot_id = ? ORDER BY updated_at DESC, id LIMIT ?",
+              [accountId, botId, limit],
+            );
+      return rows.map(toConversation);
+    },
+
+    async getConversation(id) {
+      const row = await first<ConversationRow>(driver, "SELECT * FROM conversations WHERE id = ?", [id]);
+      return row === undefined ? undefined : toConversation(row);
+    },
+
+    async appendMessage({ conversationId, clientMessageId, authorAccountId, text }) {
+      const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
+      if (existing !== undefined) return { message: existing, created: false }; // S3
+      return idempotent(
+        () =>
+          driver.transaction(async (tx) => {
+            // S4: the message row and its step are written together.
+            const at = now();
+            const seq = await nextSeq(tx, conversationId, at);
+            const message: Message = {
+              id: ids("msg"),
+              conversationId,
+              clientMessageId,
+              authorAccountId,
+              text,
+              seq,
+              takenBy: null,
+              createdAt: at,
+            };
+            await tx.run(
+              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)`,
+              [message.id, conversationId, clientMessageId, authorAccountId, text, seq, at],
+            );
+            await tx.run(`INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, NULL, 'message', ?, ?)`, [
+              conversationId,
+              seq,
+              `${message.id}`,
+              JSON.stringify({ messageId: message.id, text, authorAccountId }),
+              at,
+            ]);
+            return { message, created: true };
+          }),
+        async () => {
+          const winner = await findMessageByClientId(driver, conversationId, clientMessageId);
+          return winner === undefined ? undefined : { message: winner, created: false };
+        },
+      );
+    },
+
+    async takeInbox(conversationId, takeId) {
+      return driver.transaction(async (tx) => {
+        await tx.run("UPDATE messages SET taken_by = ? WHERE conversation_id = ? AND taken_by IS NULL", [
+          takeId,
+          conversationId,
+        ]);
+        const rows = await tx.all<MessageRow>(
+          `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND taken_by = ? ORDER BY seq`,
+          [conversationId, takeId],
+        );
+        return rows.map(toMessage);
+      });
+    },
+
+    async pendingMessages(conversationId) {
+      const rows = await driver.all<MessageRow>(
+        `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND taken_by IS NULL ORDER BY seq`,
+        [conversationId],
+      );
+      return rows.map(toMessage);
+    },
+
+    async listMessages(conversationId, { limit = 1000 } = {}) {
+      const rows = await driver.all<MessageRow>(
+        `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?`,
+        [conversationId, limit],
+      );
+      return rows.map(toMessage);
+    },
+
+    async appendStep({ conversationId, id, turnId, kind, payload }) {
+      const existing = await findStep(driver, id);
+      if (existing !== undefined) return existing; // S2
+      return idempotent(
+        () =>
+          driver.transaction(async (tx) => {
+            const at = now();
+            const seq = await nextSeq(tx, conversationId, at);
+            await tx.run(`INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+              conversationId,
+              seq,
+              id,
+              turnId,
+              kind,
+              JSON.stringify(payload),
+              at,
+            ]);
+            return { conversationId, seq, id, turnId, kind, payload, createdAt: at };
+          }),
+        () => findStep(driver, id),
+      );
+    },
+
+    async listSteps(conversationId, { afterSeq = 0, limit = 500 } = {}) {
+      const rows = await driver.all<StepRow>(
+        `SELECT ${stepColumns} FROM steps WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+        [conversationId, afterSeq, limit],
+      );
+      return rows.map(toStep);
+    },
+
+    async audit({ accountId, action, target, detail = {} }) {
+      await driver.run(
+        "INSERT INTO audit_log (id, account_id, action, target, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [ids("aud"), accountId, action, target, JSON.stringify(detail), now()],
+      );
+    },
+
+    async listAudit({ accountId, limit = 100 } = {}) {
+      const rows =
+        accountId === undefined
+          ? await driver.all<AuditRow>("SELECT * FROM audit_log ORDER BY created_at DESC, id LIMIT ?", [limit])
+          : await driver.all<AuditRow>(
+              "SELECT * FROM audit_log WHERE account_id = ? ORDER BY created_at DESC, id LIMIT ?",
+              [accountId, limit],
+            );
+      return rows.map(toAudit);
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * SQLite through Node's built-in `node:sqlite` (no native addon to build).
+ *
+ * One connection serves the process. Its calls are synchronous, but transactions span awaits,
+ * so every use goes through one promise queue: nothing from another request can slip into an
+ * open transaction.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import type { SqlDriver, SqlExecutor, SqlValue } from "./driver.ts";
+
+export function createSqliteDriver(path: string): SqlDriver {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const database = new DatabaseSync(path);
+  database.exec("PRAGMA journal_mode = WAL");
+  database.exec("PRAGMA synchronous = NORMAL");
+  database.exec("PRAGMA busy_timeout = 5000");
+  database.exec("PRAGMA foreign_keys = ON");
+
+  const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();
+  const prepare = (sql: string) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = database.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  const direct: SqlExecutor = {
+    async all<Row>(sql: string, params: readonly SqlValue[] = []) {
+      return prepare(sql).all(...params) as Row[];
+    },
+    async run(sql: string, params: readonly SqlValue[] = []) {
+      const result = prepare(sql).run(...params);
+      return { changes: Number(result.changes) };
+    },
+  };
+
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work, work);
+    queue = next.catch(() => undefined);
+    return next;
+  };
+
+  return {
+    kind: "sqlite",
+    all: (sql, params) => exclusive(() => direct.all(sql, params)),
+    run: (sql, params) => exclusive(() => direct.run(sql, params)),
+    transaction: (work) =>
+      exclusive(async () => {
+        database.exec("BEGIN IMMEDIATE");
+        try {
+          const result = await work(direct);
+          database.exec("COMMIT");
+          return result;
+        } catch (error) {
+          database.exec("ROLLBACK");
+          throw error;
+        }
+      }),
+    withMigrationLock: (work) => work(),
+    isUniqueViolation: (error) =>
+      error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY constraint failed/.test(error.message),
+    close: () =>
+      exclusive(async () => {
+        database.close();
+      }),
+  };
+}

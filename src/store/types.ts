@@ -1,0 +1,144 @@
+/**
+ * The store keeps the conversation record users see: accounts, tokens, bots, conversations,
+ * messages, the append-only step log and the audit log.
+ *
+ * Invariants (both implementations; checked by store.contract.ts):
+ *   S1 steps of a conversation have a gapless sequence 1, 2, 3…; a message is a step too.
+ *   S2 appending a step is idempotent by its id: a repeat returns the stored step, unchanged.
+ *   S3 appending a message is idempotent by (conversation, clientMessageId).
+ *   S4 every write of several rows happens in one transaction: nothing is stored half-way.
+ *   S5 API tokens are stored only as SHA-256 hashes.
+ */
+
+export interface Account {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  createdAt: number;
+}
+
+export interface ApiToken {
+  id: string;
+  accountId: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface Bot {
+  id: string;
+  accountId: string;
+  name: string;
+  instructions: string;
+  /** `provider:model`, `demo`, or null for the platform default. */
+  model: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Conversation {
+  id: string;
+  accountId: string;
+  botId: string;
+  title: string;
+  /** Sequence number of the newest step; 0 when empty. */
+  lastSeq: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Message {
+  id: string;
+  conversationId: string;
+  clientMessageId: string;
+  authorAccountId: string;
+  text: string;
+  /** The step sequence number the message was stored at. */
+  seq: number;
+  /** Which inbox take picked the message up; null while it waits. */
+  takenBy: string | null;
+  createdAt: number;
+}
+
+export const stepKinds = ["message", "model", "tool", "reply", "error"] as const;
+export type StepKind = (typeof stepKinds)[number];
+
+export interface Step {
+  conversationId: string;
+  seq: number;
+  /** Stable id chosen by the writer; repeats of the same id are ignored (S2). */
+  id: string;
+  turnId: string | null;
+  kind: StepKind;
+  payload: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface AuditEntry {
+  id: string;
+  accountId: string | null;
+  action: string;
+  target: string;
+  detail: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface BotPatch {
+  name?: string;
+  instructions?: string;
+  model?: string | null;
+}
+
+export interface Store {
+  readonly kind: "sqlite" | "postgres";
+  /** Bring the schema up to date. Safe to call on every start. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  createAccount(input: { name: string; isAdmin: boolean }): Promise<Account>;
+  getAccount(id: string): Promise<Account | undefined>;
+  findAdminAccount(): Promise<Account | undefined>;
+  /** S5: pass the SHA-256 hash, never the token. */
+  createApiToken(input: { accountId: string; name: string; tokenHash: string }): Promise<ApiToken>;
+  findAccountByTokenHash(tokenHash: string): Promise<Account | undefined>;
+
+  /** Throws a `conflict` RoostError when the account already has a bot of that name. */
+  createBot(input: { accountId: string; name: string; instructions: string; model: string | null }): Promise<Bot>;
+  listBots(accountId: string): Promise<Bot[]>;
+  getBot(id: string): Promise<Bot | undefined>;
+  findBotByName(accountId: string, name: string): Promise<Bot | undefined>;
+  updateBot(id: string, patch: BotPatch): Promise<Bot>;
+
+  createConversation(input: { accountId: string; botId: string; title: string }): Promise<Conversation>;
+  listConversations(accountId: string, options?: { botId?: string; limit?: number }): Promise<Conversation[]>;
+  getConversation(id: string): Promise<Conversation | undefined>;
+
+  /** S1, S3, S4: stores the message and its `message` step together. */
+  appendMessage(input: {
+    conversationId: string;
+    clientMessageId: string;
+    authorAccountId: string;
+    text: string;
+  }): Promise<{ message: Message; created: boolean }>;
+  /**
+   * Marks every waiting message of the conversation as taken by `takeId` and returns all messages
+   * taken by `takeId`, oldest first. Repeating a take returns the same messages (plus any that
+   * arrived since), so a retried journal step never loses one.
+   */
+  takeInbox(conversationId: string, takeId: string): Promise<Message[]>;
+  /** Messages not yet taken by any loop, oldest first. */
+  pendingMessages(conversationId: string): Promise<Message[]>;
+  listMessages(conversationId: string, options?: { limit?: number }): Promise<Message[]>;
+
+  /** S1, S2. */
+  appendStep(input: {
+    conversationId: string;
+    id: string;
+    turnId: string | null;
+    kind: StepKind;
+    payload: Record<string, unknown>;
+  }): Promise<Step>;
+  listSteps(conversationId: string, options?: { afterSeq?: number; limit?: number }): Promise<Step[]>;
+
+  audit(input: { accountId: string | null; action: string; target: string; detail?: Record<string, unknown> }): Promise<void>;
+  listAudit(options?: { accountId?: string; limit?: number }): Promise<AuditEntry[]>;
+}
