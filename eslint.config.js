@@ -54,7 +54,7 @@ export default tseslint.config(
     },
   })),
   {
-    files: ["src/cli/**/*.ts", "src/main.ts"],
+    files: ["src/cli/**/*.ts", "src/platform/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",

@@ -404,6 +404,17 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
+    async listWaitingConversations({ limit = 1000 } = {}) {
+      const rows = await driver.all<{ conversation_id: string; id: string }>(
+        `SELECT m.conversation_id, m.id FROM messages m
+         WHERE m.taken_by IS NULL AND m.seq = (
+           SELECT MIN(w.seq) FROM messages w WHERE w.conversation_id = m.conversation_id AND w.taken_by IS NULL)
+         ORDER BY m.created_at LIMIT ?`,
+        [limit],
+      );
+      return rows.map((row) => ({ conversationId: row.conversation_id, oldestMessageId: row.id }));
+    },
+
     async pendingMessages(conversationId) {
       const rows = await driver.all<MessageRow>(
         `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND taken_by IS NULL ORDER BY seq`,

@@ -126,12 +126,17 @@ export function storeContract(name: string, open: () => Promise<{ store: Store; 
         await send("a");
         await send("b");
         expect((await store.pendingMessages(conversation.id)).map((m) => m.text)).toEqual(["a", "b"]);
+        const waiting = await store.listWaitingConversations();
+        expect(waiting).toHaveLength(1);
+        expect(waiting[0]?.conversationId).toBe(conversation.id);
+        expect(waiting[0]?.oldestMessageId).toBe((await store.pendingMessages(conversation.id))[0]?.id);
         const take1 = await store.takeInbox(conversation.id, "take-1");
         expect(take1.map((m) => m.text)).toEqual(["a", "b"]);
         await send("c");
         expect((await store.takeInbox(conversation.id, "take-1")).map((m) => m.text)).toEqual(["a", "b", "c"]);
         expect(await store.takeInbox(conversation.id, "take-2")).toEqual([]);
         expect(await store.pendingMessages(conversation.id)).toEqual([]);
+        expect(await store.listWaitingConversations()).toEqual([]);
       }));
 
     it("rejects a step for an unknown conversation and stores nothing", () =>

@@ -125,6 +125,8 @@ export interface Store {
    * arrived since), so a retried journal step never loses one.
    */
   takeInbox(conversationId: string, takeId: string): Promise<Message[]>;
+  /** Conversations with messages no loop has taken yet, with the oldest waiting message's id. */
+  listWaitingConversations(options?: { limit?: number }): Promise<{ conversationId: string; oldestMessageId: string }[]>;
   /** Messages not yet taken by any loop, oldest first. */
   pendingMessages(conversationId: string): Promise<Message[]>;
   listMessages(conversationId: string, options?: { limit?: number }): Promise<Message[]>;

@@ -1,0 +1,1 @@
+export { createApi, type ApiDependencies } from "./app.ts";

@@ -1,0 +1,27 @@
+/**
+ * API tokens: `roost_` + 32 random bytes, shown once, stored only as a SHA-256 hash (S5).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import type { Account, Store } from "../store/index.ts";
+
+export const tokenPrefix = "roost_";
+
+export function generateApiToken(): string {
+  return `${tokenPrefix}${randomBytes(32).toString("base64url")}`;
+}
+
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/** Creates a token for the account and returns it in the clear (the only time it exists so). */
+export async function issueApiToken(store: Store, accountId: string, name: string): Promise<{ id: string; token: string }> {
+  const token = generateApiToken();
+  const record = await store.createApiToken({ accountId, name, tokenHash: hashToken(token) });
+  return { id: record.id, token };
+}
+
+export async function authenticate(store: Store, token: string): Promise<Account | undefined> {
+  if (!token.startsWith(tokenPrefix)) return undefined;
+  return store.findAccountByTokenHash(hashToken(token));
+}

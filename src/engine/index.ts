@@ -1,0 +1,29 @@
+/**
+ * engine/: the durable engine (Restate) that runs Roost's loops. Embedded by default — a
+ * supervised restate-server child with its data under the data dir — or an external Restate
+ * reached by URL; the rest of Roost sees the same {@link RestateEngine} either way.
+ * Decisions and operating notes: docs/decisions/0001-restate-embedded.md.
+ */
+export type { RestateEngine } from "./types.ts";
+export {
+  startEmbeddedRestate,
+  resolveRestateBinary,
+  findFreePort,
+  nextSupervisorState,
+  embeddedRestateDefaults,
+} from "./embedded-restate.ts";
+export type {
+  EmbeddedRestate,
+  EmbeddedRestateOptions,
+  EngineEvent,
+  SupervisorInput,
+  SupervisorState,
+} from "./embedded-restate.ts";
+export { connectExternalRestate } from "./external-restate.ts";
+export type { ExternalRestateOptions } from "./external-restate.ts";
+export { registerDeployment } from "./deployments.ts";
+export type { RegisterDeploymentOptions, RegisteredDeployment } from "./deployments.ts";
+export { probeRestateHealth, waitUntilHealthy } from "./health.ts";
+export type { HealthProbe } from "./health.ts";
+export { EngineUnavailableError } from "./errors.ts";
+export { restateConfigDefaults } from "./restate-config.ts";

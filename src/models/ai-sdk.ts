@@ -1,0 +1,191 @@
+/**
+ * `ModelClient` for hosted and local providers through the Vercel AI SDK: OpenAI, Anthropic, xAI
+ * and any OpenAI-compatible server (Ollama, vLLM, llama.cpp).
+ *
+ * Invariants:
+ * A1 One model step per `infer`: tools have no `execute` and the SDK's own retries are off
+ *    (`maxRetries: 0`); `retryModelCall` does the retrying so it can classify and explain errors.
+ * A2 Credentials come only from options: providers are never left to read `OPENAI_API_KEY` and
+ *    friends from the environment (only config/ reads the environment).
+ * A3 Text deltas from an attempt that later fails have already reached `onTextDelta` and cannot be
+ *    taken back; the returned result holds only the successful attempt's text.
+ * A4 A stream that stays silent for `idleTimeoutMs` is aborted and counted as a retryable timeout.
+ */
+import { streamText } from "ai";
+import type { LanguageModel, LanguageModelUsage, FinishReason } from "ai";
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { createXai } from "@ai-sdk/xai";
+import { ConfigError } from "../errors/index.ts";
+import { toAiSdkMessages, toAiSdkTools } from "./ai-sdk-messages.ts";
+import { ProviderTimeoutError } from "./provider-failure.ts";
+import { providerEnvironmentVariables } from "./providers.ts";
+import type { ModelProvider } from "./providers.ts";
+import { retryModelCall } from "./retry.ts";
+import { emitTextDelta } from "./text-deltas.ts";
+import type { RetryOptions, Sleep } from "./retry.ts";
+import type { InferRequest, InferResult, ModelClient, ToolCall } from "./types.ts";
+
+/** Options for `createAiSdkModel`. */
+export interface AiSdkModelOptions {
+  provider: ModelProvider;
+  /** The provider's model name, e.g. `gpt-4.1-mini` or `llama3.2:3b`. */
+  model: string;
+  /** Required for openai, anthropic and xai; optional for openai-compatible (A2). */
+  apiKey?: string | undefined;
+  /** Required for openai-compatible (e.g. `http://127.0.0.1:11434/v1`); overrides the default for the others. */
+  baseUrl?: string | undefined;
+  retry?: RetryOptions | undefined;
+  /** Abort an attempt when the stream is silent this long (A4). @default 300000 */
+  idleTimeoutMs?: number | undefined;
+  /** Injectable wait between attempts, for tests. @default a real timer */
+  sleep?: Sleep | undefined;
+  /** Injectable jitter source in [0, 1), for tests. @default Math.random */
+  random?: (() => number) | undefined;
+}
+
+/** Default for `AiSdkModelOptions.idleTimeoutMs`: long enough for reasoning models to think. */
+export const defaultIdleTimeoutMs = 300_000;
+
+function trimTrailingSlash(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
+/** Builds the AI SDK language model for a provider (A2). */
+function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
+  const { provider, model } = options;
+  const baseURL = options.baseUrl === undefined ? undefined : trimTrailingSlash(options.baseUrl);
+  if (provider === "openai-compatible") {
+    if (baseURL === undefined || baseURL === "") {
+      throw new ConfigError(
+        `openai-compatible: a base URL is required (set ${providerEnvironmentVariables[provider].baseUrl}, e.g. http://127.0.0.1:11434/v1 for Ollama)`,
+      );
+    }
+    return createOpenAICompatible({
+      name: "openai-compatible",
+      baseURL,
+      ...(options.apiKey === undefined || options.apiKey === "" ? {} : { apiKey: options.apiKey }),
+      includeUsage: true,
+    }).chatModel(model);
+  }
+  const apiKey = options.apiKey;
+  if (apiKey === undefined || apiKey === "") {
+    throw new ConfigError(`${provider}: an API key is required (set ${providerEnvironmentVariables[provider].apiKey})`);
+  }
+  const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
+  switch (provider) {
+    case "openai":
+      // Chat Completions rather than Responses: the same wire format as every OpenAI-compatible
+      // server, and Roost keeps no server-side conversation state.
+      return createOpenAI(settings).chat(model);
+    case "anthropic":
+      return createAnthropic(settings).languageModel(model);
+    case "xai":
+      return createXai(settings).languageModel(model);
+  }
+}
+
+function toFinishReason(reason: FinishReason | undefined, toolCallCount: number): InferResult["finishReason"] {
+  // Some OpenAI-compatible servers (Ollama among them) report "stop" alongside tool calls.
+  if (toolCallCount > 0 && (reason === "stop" || reason === undefined)) return "tool-calls";
+  switch (reason) {
+    case "stop":
+    case "length":
+    case "content-filter":
+    case "tool-calls":
+    case "error":
+    case "other":
+      return reason;
+    case "interrupted":
+    case undefined:
+      return "other";
+  }
+}
+
+function toUsage(usage: LanguageModelUsage | undefined): InferResult["usage"] {
+  return { inputTokens: usage?.inputTokens ?? 0, outputTokens: usage?.outputTokens ?? 0 };
+}
+
+/** Creates a `ModelClient` for `provider:model` through the AI SDK. Throws `ConfigError` when credentials are missing. */
+export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
+  const languageModel = createLanguageModel(options);
+  const id = `${options.provider}:${options.model}`;
+  const idleTimeoutMs = options.idleTimeoutMs ?? defaultIdleTimeoutMs;
+  const context = {
+    provider: options.provider,
+    model: options.model,
+    baseUrl: options.baseUrl === undefined ? undefined : trimTrailingSlash(options.baseUrl),
+  };
+
+  async function attempt(request: InferRequest): Promise<InferResult> {
+    const idle = new AbortController();
+    let idleTimer: NodeJS.Timeout | undefined;
+    const touch = (): void => {
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => idle.abort(new ProviderTimeoutError(idleTimeoutMs)), idleTimeoutMs); // A4
+    };
+    const abortSignal = request.signal === undefined ? idle.signal : AbortSignal.any([request.signal, idle.signal]);
+    touch();
+    try {
+      const stream = streamText({
+        model: languageModel,
+        instructions: request.system,
+        messages: toAiSdkMessages(request.messages),
+        tools: toAiSdkTools(request.tools),
+        maxRetries: 0, // A1
+        abortSignal,
+        // Errors arrive as `error` parts below; the default handler would only log them.
+        onError: () => {},
+      });
+
+      let text = "";
+      const toolCalls: ToolCall[] = [];
+      let usage: LanguageModelUsage | undefined;
+      let finishReason: FinishReason | undefined;
+      let streamError: { error: unknown } | undefined;
+      for await (const part of stream.fullStream) {
+        touch();
+        switch (part.type) {
+          case "text-delta":
+            text += part.text;
+            emitTextDelta(request, part.text); // A3
+            break;
+          case "tool-call":
+            // Invalid calls (unknown tool, unparsable JSON) come through too, with the raw input:
+            // the loop answers them with a tool error so the model can correct itself.
+            toolCalls.push({ id: part.toolCallId, name: part.toolName, input: part.input });
+            break;
+          case "finish-step":
+            usage = part.usage;
+            finishReason = part.finishReason;
+            break;
+          case "error":
+            streamError ??= { error: part.error };
+            break;
+          default:
+            break;
+        }
+      }
+      if (idle.signal.aborted) throw idle.signal.reason; // A4
+      request.signal?.throwIfAborted();
+      if (streamError !== undefined) throw streamError.error;
+      return { text, toolCalls, usage: toUsage(usage), finishReason: toFinishReason(finishReason, toolCalls.length), model: id };
+    } finally {
+      clearTimeout(idleTimer);
+    }
+  }
+
+  return {
+    id,
+    isDemo: false,
+    infer: (request) =>
+      retryModelCall(() => attempt(request), {
+        retry: options.retry,
+        sleep: options.sleep,
+        random: options.random,
+        signal: request.signal,
+        context,
+      }),
+  };
+}

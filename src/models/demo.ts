@@ -1,0 +1,163 @@
+/**
+ * The built-in offline demo model: lets people try Roost (and its tools) before configuring a
+ * provider. It follows a tiny command language (docs/models.md):
+ *
+ *   `$ <command>`           → tool `shell` `{ command }`
+ *   `read <path>`           → tool `read` `{ path }`
+ *   `write <path> <text>`   → tool `write` `{ path, content }`
+ *   `ls [path]`             → tool `list` `{ path }` (default `.`)
+ *   after tool results      → the output quoted in a fenced block, with the exit status if shown
+ *   anything else           → a labelled echo saying no provider is configured
+ *
+ * Invariants:
+ * D1 Deterministic: the same conversation and tools give the same result, call ids included
+ *    (derived from the user message's index and text), so replays and tests are stable.
+ * D2 A tool is only called when it is offered; otherwise the model answers in text.
+ */
+import { createHash } from "node:crypto";
+import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
+import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } from "./types.ts";
+
+const label = "[demo model]";
+
+/** What the demo model decided to do with the last user message. */
+type DemoAction = { kind: "tool"; name: string; input: Record<string, string> } | { kind: "reply"; text: string };
+
+/** Rough token count: words, not tokens. */
+function countWords(text: string): number {
+  return text.match(/\S+/g)?.length ?? 0;
+}
+
+function isOffered(request: InferRequest, toolName: string): boolean {
+  return request.tools.some((tool) => tool.name === toolName);
+}
+
+function echoReply(text: string, request: InferRequest): string {
+  const hint = isOffered(request, "shell") ? ' Try "$ uname -a" to run a command on this bot\'s computer.' : "";
+  return `${label} You said: "${text}". (No model provider is configured; set ROOST_MODEL — see docs/configuration.md.)${hint}`;
+}
+
+/** Parses the command language (D2). */
+function decide(text: string, request: InferRequest): DemoAction {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("$ ")) {
+    const command = trimmed.slice(2).trim();
+    if (isOffered(request, "shell")) return { kind: "tool", name: "shell", input: { command } };
+    return { kind: "reply", text: `${label} I can't run "${command}": this bot has no computer yet.` };
+  }
+  const read = /^read\s+(\S+)\s*$/.exec(trimmed);
+  if (read?.[1] !== undefined && isOffered(request, "read")) {
+    return { kind: "tool", name: "read", input: { path: read[1] } };
+  }
+  const write = /^write\s+(\S+)(?:\s([\s\S]*))?$/.exec(trimmed);
+  if (write?.[1] !== undefined && isOffered(request, "write")) {
+    return { kind: "tool", name: "write", input: { path: write[1], content: write[2] ?? "" } };
+  }
+  const list = /^ls(?:\s+(\S+))?\s*$/.exec(trimmed);
+  if (list !== null && isOffered(request, "list")) {
+    return { kind: "tool", name: "list", input: { path: list[1] ?? "." } };
+  }
+  return { kind: "reply", text: echoReply(trimmed, request) };
+}
+
+/** A fence longer than any run of backticks in the content, so the quote cannot be broken out of. */
+function fence(content: string): string {
+  const longestRun = Math.max(0, ...(content.match(/`+/g) ?? []).map((run) => run.length));
+  return "`".repeat(Math.max(3, longestRun + 1));
+}
+
+const exitStatusPatterns = [/\bexit(?:ed with)?[ _-]?(?:status|code)\b\s*[:=]?\s*(-?\d+)/i, /"exit_?code"\s*:\s*(-?\d+)/i];
+
+function exitStatusOf(output: string): string | undefined {
+  for (const pattern of exitStatusPatterns) {
+    const match = pattern.exec(output);
+    if (match?.[1] !== undefined) return match[1];
+  }
+  return undefined;
+}
+
+function quoteToolResult(message: Extract<ModelMessage, { role: "tool" }>): string {
+  const output = message.output.replace(/\n$/, "");
+  const marker = fence(output);
+  const exitStatus = exitStatusOf(output);
+  const heading = message.isError ? `\`${message.name}\` failed:` : `\`${message.name}\` returned:`;
+  const status = exitStatus === undefined ? "" : `\n\nExit status: ${exitStatus}.`;
+  return `${heading}\n\n${marker}\n${output}\n${marker}${status}`;
+}
+
+/** The tool results at the end of the conversation (one per call of the last assistant turn). */
+function trailingToolResults(messages: readonly ModelMessage[]): Array<Extract<ModelMessage, { role: "tool" }>> {
+  const results: Array<Extract<ModelMessage, { role: "tool" }>> = [];
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index];
+    if (message?.role !== "tool") break;
+    results.unshift(message);
+  }
+  return results;
+}
+
+function lastUserMessage(messages: readonly ModelMessage[]): { index: number; text: string } | undefined {
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index];
+    if (message?.role === "user") return { index, text: message.text };
+  }
+  return undefined;
+}
+
+/** Deterministic call id from the user message that asked for it (D1). */
+function callIdFor(index: number, text: string): string {
+  return `demo_${createHash("sha256").update(`${index}\u0000${text}`).digest("hex").slice(0, 16)}`;
+}
+
+function messageText(message: ModelMessage): string {
+  switch (message.role) {
+    case "user":
+      return message.text;
+    case "assistant":
+      return `${message.text} ${message.toolCalls.map((call) => JSON.stringify(call.input)).join(" ")}`;
+    case "tool":
+      return message.output;
+  }
+}
+
+function inputWords(request: InferRequest): number {
+  return countWords(request.system) + request.messages.reduce((total, message) => total + countWords(messageText(message)), 0);
+}
+
+function replyWith(text: string, request: InferRequest): InferResult {
+  for (const piece of splitIntoWordPieces(text)) emitTextDelta(request, piece);
+  return {
+    text,
+    toolCalls: [],
+    usage: { inputTokens: inputWords(request), outputTokens: countWords(text) },
+    finishReason: "stop",
+    model: "demo",
+  };
+}
+
+/** Creates the offline demo model (`id: "demo"`, `isDemo: true`). */
+export function createDemoModel(): ModelClient {
+  return {
+    id: "demo",
+    isDemo: true,
+    async infer(request: InferRequest): Promise<InferResult> {
+      request.signal?.throwIfAborted();
+      const results = trailingToolResults(request.messages);
+      if (results.length > 0) {
+        return replyWith(`${label} ${results.map(quoteToolResult).join("\n\n")}`, request);
+      }
+      const userMessage = lastUserMessage(request.messages);
+      if (userMessage === undefined) return replyWith(`${label} Say something and I will answer.`, request);
+      const action = decide(userMessage.text, request);
+      if (action.kind === "reply") return replyWith(action.text, request);
+      const call: ToolCall = { id: callIdFor(userMessage.index, userMessage.text), name: action.name, input: action.input };
+      return {
+        text: "",
+        toolCalls: [call],
+        usage: { inputTokens: inputWords(request), outputTokens: countWords(JSON.stringify(action.input)) },
+        finishReason: "tool-calls",
+        model: "demo",
+      };
+    },
+  };
+}

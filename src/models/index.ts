@@ -1,0 +1,36 @@
+/**
+ * models/: everything the loop needs to call a language model. Other folders import only from
+ * here; `types.ts` is the seam (`ModelClient`).
+ */
+export type { InferRequest, InferResult, ModelClient, ModelMessage, TokenUsage, ToolCall, ToolSpec } from "./types.ts";
+export { modelProviders, isModelProvider, providerEnvironmentVariables, defaultModelEnvironmentVariable } from "./providers.ts";
+export type { ModelProvider } from "./providers.ts";
+export { createAiSdkModel, defaultIdleTimeoutMs } from "./ai-sdk.ts";
+export type { AiSdkModelOptions } from "./ai-sdk.ts";
+export { defaultRetryOptions, realSleep } from "./retry.ts";
+export type { RetryOptions, Sleep } from "./retry.ts";
+export { createDemoModel } from "./demo.ts";
+export { createScriptedModel } from "./scripted.ts";
+export type { Script, ScriptedModel, ScriptedModelOptions, ScriptedResponder, ScriptedResponse } from "./scripted.ts";
+export { createModelResolver, fallbackModels, parseModelSpec } from "./registry.ts";
+export type {
+  HostedProviderConfig,
+  ModelResolver,
+  ModelResolverOptions,
+  ModelSpec,
+  OpenAiCompatibleProviderConfig,
+  ProvidersConfig,
+} from "./registry.ts";
+/** Test support: a fake OpenAI-compatible HTTP server (see fake-openai-server.ts). */
+export { fakeTextReply, startFakeOpenAiServer } from "./fake-openai-server.ts";
+export type {
+  FakeChatCompletionBody,
+  FakeCompletionReply,
+  FakeErrorReply,
+  FakeHangUpReply,
+  FakeOpenAiHandler,
+  FakeOpenAiReply,
+  FakeOpenAiRequest,
+  FakeOpenAiServer,
+  FakeToolCall,
+} from "./fake-openai-server.ts";

@@ -1,0 +1,166 @@
+/**
+ * From a model spec (`openai:gpt-4.1-mini`, `demo`, or nothing) to a `ModelClient`.
+ *
+ * Invariants:
+ * G1 No spec means the default model; with no default model and no provider configured that is
+ *    the demo model, so a fresh install answers without any setup.
+ * G2 A spec naming a provider without credentials fails with the environment variable to set;
+ *    it never silently falls back to another model.
+ * G3 One client per spec: resolving the same spec twice returns the same client.
+ */
+import { ConfigError } from "../errors/index.ts";
+import { createAiSdkModel } from "./ai-sdk.ts";
+import { createDemoModel } from "./demo.ts";
+import { defaultModelEnvironmentVariable, isModelProvider, modelProviders, providerEnvironmentVariables } from "./providers.ts";
+import type { ModelProvider } from "./providers.ts";
+import type { RetryOptions, Sleep } from "./retry.ts";
+import type { ModelClient } from "./types.ts";
+
+/** A parsed model spec. */
+export type ModelSpec = { provider: "demo"; model: "demo" } | { provider: ModelProvider; model: string };
+
+const validSpecs = `${modelProviders.join(", ")}, or "demo"`;
+
+/** Parses `provider:model` (the model part may itself contain colons, e.g. `openai-compatible:llama3.2:3b`) or `demo`. */
+export function parseModelSpec(spec: string): ModelSpec {
+  const trimmed = spec.trim();
+  if (trimmed === "demo") return { provider: "demo", model: "demo" };
+  const colon = trimmed.indexOf(":");
+  if (colon === -1) {
+    throw new ConfigError(
+      `model spec ${JSON.stringify(spec)} has no provider: write provider:model, e.g. openai:gpt-4.1-mini (providers: ${validSpecs})`,
+    );
+  }
+  const provider = trimmed.slice(0, colon).trim().toLowerCase();
+  const model = trimmed.slice(colon + 1).trim();
+  if (!isModelProvider(provider)) {
+    throw new ConfigError(
+      `unknown model provider ${JSON.stringify(provider)} in model spec ${JSON.stringify(spec)} (valid: ${validSpecs})`,
+    );
+  }
+  if (model === "") {
+    throw new ConfigError(`model spec ${JSON.stringify(spec)} names no model: write ${provider}:<model name>`);
+  }
+  return { provider, model };
+}
+
+/** Credentials for a hosted provider. */
+export interface HostedProviderConfig {
+  apiKey: string;
+  /** @default the provider's public endpoint */
+  baseUrl?: string | undefined;
+}
+
+/** Where an OpenAI-compatible server (Ollama, vLLM, llama.cpp) listens. */
+export interface OpenAiCompatibleProviderConfig {
+  /** E.g. `http://127.0.0.1:11434/v1`. */
+  baseUrl: string;
+  apiKey?: string | undefined;
+}
+
+/** The resolved provider configuration (from config/). */
+export interface ProvidersConfig {
+  /** Spec used when a bot names no model, e.g. `anthropic:claude-sonnet-4-5`. */
+  defaultModel?: string | undefined;
+  openai?: HostedProviderConfig | undefined;
+  anthropic?: HostedProviderConfig | undefined;
+  xai?: HostedProviderConfig | undefined;
+  openaiCompatible?: OpenAiCompatibleProviderConfig | undefined;
+}
+
+/** Options that apply to every client a resolver creates. */
+export interface ModelResolverOptions {
+  retry?: RetryOptions | undefined;
+  sleep?: Sleep | undefined;
+  idleTimeoutMs?: number | undefined;
+}
+
+/** Turns model specs into clients. */
+export interface ModelResolver {
+  /** The client for `spec`; `null`/`undefined`/empty means the default model (G1). Throws `ConfigError`. */
+  resolve(spec: string | null | undefined): ModelClient;
+  /** The spec that `resolve(undefined)` uses, e.g. `demo` or `openai:gpt-4.1-mini`. */
+  readonly defaultSpec: string;
+}
+
+/** Model used when a hosted provider is configured but no default model is set. */
+export const fallbackModels: Record<Exclude<ModelProvider, "openai-compatible">, string> = {
+  openai: "gpt-4.1-mini",
+  anthropic: "claude-sonnet-4-5",
+  xai: "grok-4",
+};
+
+function credentialsFor(
+  config: ProvidersConfig,
+  provider: ModelProvider,
+): { apiKey?: string | undefined; baseUrl?: string | undefined } | undefined {
+  switch (provider) {
+    case "openai":
+      return config.openai;
+    case "anthropic":
+      return config.anthropic;
+    case "xai":
+      return config.xai;
+    case "openai-compatible":
+      return config.openaiCompatible;
+  }
+}
+
+/** The default spec (G1): the configured default, else a configured hosted provider's fallback model, else demo. */
+function chooseDefaultSpec(config: ProvidersConfig): string {
+  const configured = config.defaultModel?.trim();
+  if (configured !== undefined && configured !== "") return configured;
+  for (const provider of ["openai", "anthropic", "xai"] as const) {
+    if (credentialsFor(config, provider) !== undefined) return `${provider}:${fallbackModels[provider]}`;
+  }
+  if (config.openaiCompatible !== undefined) {
+    throw new ConfigError(
+      `no default model: ${providerEnvironmentVariables["openai-compatible"].baseUrl} is set, so also set ${defaultModelEnvironmentVariable}=openai-compatible:<model name> (e.g. openai-compatible:llama3.2)`,
+    );
+  }
+  return "demo";
+}
+
+/** Creates a resolver over the given provider configuration. */
+export function createModelResolver(config: ProvidersConfig, options: ModelResolverOptions = {}): ModelResolver {
+  const clients = new Map<string, ModelClient>();
+  let defaultSpec: string | undefined;
+  const getDefaultSpec = (): string => (defaultSpec ??= chooseDefaultSpec(config));
+
+  function create(spec: ModelSpec): ModelClient {
+    if (spec.provider === "demo") return createDemoModel();
+    const credentials = credentialsFor(config, spec.provider);
+    const variables = providerEnvironmentVariables[spec.provider];
+    if (credentials === undefined) {
+      // G2
+      const missing = spec.provider === "openai-compatible" ? variables.baseUrl : variables.apiKey;
+      throw new ConfigError(`model ${spec.provider}:${spec.model} needs ${spec.provider} credentials: set ${missing}`);
+    }
+    return createAiSdkModel({
+      provider: spec.provider,
+      model: spec.model,
+      apiKey: credentials.apiKey,
+      baseUrl: credentials.baseUrl,
+      retry: options.retry,
+      sleep: options.sleep,
+      idleTimeoutMs: options.idleTimeoutMs,
+    });
+  }
+
+  return {
+    get defaultSpec(): string {
+      return getDefaultSpec();
+    },
+    resolve(spec) {
+      const wanted = spec === null || spec === undefined || spec.trim() === "" ? getDefaultSpec() : spec;
+      const parsed = parseModelSpec(wanted);
+      const key = parsed.provider === "demo" ? "demo" : `${parsed.provider}:${parsed.model}`;
+      let client = clients.get(key); // G3
+      if (client === undefined) {
+        client = create(parsed);
+        clients.set(key, client);
+      }
+      return client;
+    },
+  };
+}

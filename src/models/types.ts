@@ -1,0 +1,59 @@
+/**
+ * The seam between the loop and any language model. The loop only ever sees these types; the
+ * AI SDK adapters, the demo model and the scripted test model implement `ModelClient`.
+ */
+
+/** A tool the model may call, as offered to it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the tool's input object. */
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ToolCall {
+  /** Stable id of this call (from the provider, or derived by the loop). */
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export type ModelMessage =
+  | { role: "user"; text: string }
+  | { role: "assistant"; text: string; toolCalls: ToolCall[] }
+  | { role: "tool"; callId: string; name: string; output: string; isError: boolean };
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface InferRequest {
+  system: string;
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+  /** Called with each piece of text as the provider streams it. Not journaled; for live views only. */
+  onTextDelta?: (delta: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface InferResult {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: TokenUsage;
+  finishReason: "stop" | "tool-calls" | "length" | "content-filter" | "error" | "other";
+  /** `provider:model` that produced this result, e.g. `openai:gpt-4.1-mini` or `demo`. */
+  model: string;
+}
+
+export interface ModelClient {
+  /** `provider:model`, or `demo`. */
+  readonly id: string;
+  /** True for the built-in offline demo model; UIs label its output. */
+  readonly isDemo: boolean;
+  /**
+   * One model call. Retries provider errors and rate limits with backoff itself; after the last
+   * attempt throws a terminal `ModelError` whose message says what to do.
+   */
+  infer(request: InferRequest): Promise<InferResult>;
+}

@@ -1,0 +1,178 @@
+/**
+ * The composition root: builds every subsystem from the resolved config and wires them
+ * together. `roost up` (and so `npm start`) calls `startPlatform`; tests start it in-process or
+ * as a child process. The only module allowed to know about all the others.
+ */
+import { mkdirSync } from "node:fs";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { serve, type ServerType } from "@hono/node-server";
+import * as restate from "@restatedev/restate-sdk";
+import { createApi } from "../api/index.ts";
+import type { RoostConfig } from "../config/index.ts";
+import {
+  connectExternalRestate,
+  probeRestateHealth,
+  registerDeployment,
+  startEmbeddedRestate,
+  type RestateEngine,
+} from "../engine/index.ts";
+import { createEventHub, type EventHub } from "../events/index.ts";
+import { createConversationObject } from "../loop/index.ts";
+import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
+import { openStore, type Store } from "../store/index.ts";
+import { createEmptyToolRouter, type ToolRouter } from "../tools/index.ts";
+import { ensureLocalAdmin } from "./admin.ts";
+import { createKicker } from "./kicker.ts";
+
+export interface PlatformOptions {
+  log?: (message: string) => void;
+  /** Replace model resolution (tests script the model here). */
+  resolveModel?: (spec: string | null) => ModelClient;
+  tools?: ToolRouter;
+  /** How often waiting messages are re-kicked. @default 5000 */
+  sweepIntervalMs?: number;
+}
+
+export interface Platform {
+  readonly url: string;
+  readonly port: number;
+  readonly adminTokenFile: string;
+  readonly store: Store;
+  readonly events: EventHub;
+  readonly engine: RestateEngine;
+  close(): Promise<void>;
+}
+
+export async function startPlatform(config: RoostConfig, options: PlatformOptions = {}): Promise<Platform> {
+  const log = options.log ?? ((message: string) => console.error(message));
+  const cleanups: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
+  };
+
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+    const store = await openStore(config.store);
+    cleanups.push(() => store.close());
+    const events = createEventHub();
+
+    const models = createModelResolver(config.models, { retry: { maxAttempts: config.modelAttempts } });
+    const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
+    const tools = options.tools ?? createEmptyToolRouter();
+
+    // The loop's service endpoint, called by Restate.
+    const conversationObject = createConversationObject({
+      store,
+      events,
+      resolveModel,
+      tools,
+      followUpWindowMs: config.followUpWindowMs,
+    });
+    const serviceServer = http2.createServer(
+      restate.createEndpointHandler({ services: [conversationObject], logger: () => undefined }),
+    );
+    await new Promise<void>((resolve, reject) => {
+      serviceServer.once("error", reject);
+      serviceServer.listen(config.servicePort, "127.0.0.1", resolve);
+    });
+    cleanups.push(() => closeHttp2(serviceServer));
+    const servicePort = (serviceServer.address() as AddressInfo).port;
+    const serviceUrl = config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
+
+    const engine =
+      config.restate.mode === "embedded"
+        ? await startEmbeddedRestate({
+            dataDir: config.dataDir,
+            ingressPort: config.restate.ingressPort,
+            adminPort: config.restate.adminPort,
+            nodePort: config.restate.nodePort,
+            onEvent: (event) => {
+              if (event.type === "exited" && !event.expected) log(`roost: restate-server exited (${event.signal ?? event.code}); restarting`);
+              if (event.type === "orphan-terminated") log(`roost: stopped a restate-server left over from an earlier run (pid ${event.pid})`);
+            },
+          })
+        : await connectExternalRestate({ ingressUrl: config.restate.ingressUrl, adminUrl: config.restate.adminUrl });
+    cleanups.push(() => engine.close());
+    await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
+
+    const admin = await ensureLocalAdmin(store, config.dataDir);
+    const kicker = createKicker(() => engine.ingressUrl, store);
+
+    const api = createApi({
+      store,
+      events,
+      kick: (conversationId) => kicker.kick(conversationId),
+      maxBodyBytes: config.maxBodyBytes,
+      log,
+      checkModel: (spec) => {
+        if (spec === null || spec === "demo") return;
+        parseModelSpec(spec);
+        models.resolve(spec);
+      },
+      defaultModel: () => {
+        try {
+          const client = resolveModel(null);
+          return { id: client.id, isDemo: client.isDemo };
+        } catch {
+          return { id: models.defaultSpec, isDemo: false };
+        }
+      },
+      health: async () => {
+        const checks: Record<string, string> = {};
+        try {
+          await store.listBots("health-check");
+          checks.store = "ok";
+        } catch (error) {
+          checks.store = `failing: ${(error as Error).message}`;
+        }
+        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
+          healthy: false,
+          problem: String(error),
+        }));
+        checks.engine = probe.healthy ? "ok" : `failing: ${probe.problem ?? "unhealthy"}`;
+        return { ok: Object.values(checks).every((value) => value === "ok"), checks };
+      },
+    });
+
+    const server = await new Promise<ServerType>((resolve, reject) => {
+      const created = serve({ fetch: api.fetch, hostname: config.host, port: config.port }, () => resolve(created));
+      created.once("error", reject);
+    });
+    cleanups.push(() => closeHttp(server));
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://${config.host}:${port}`;
+
+    const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
+    const sweep = () =>
+      kicker.sweep().catch((error: unknown) => log(`roost: sweep of waiting messages failed: ${(error as Error).message}`));
+    void sweep();
+    const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
+    sweepTimer.unref();
+    cleanups.push(async () => clearInterval(sweepTimer));
+
+    return {
+      url,
+      port,
+      adminTokenFile: admin.tokenFile,
+      store,
+      events,
+      engine,
+      close: closeAll,
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+function closeHttp(server: ServerType): Promise<void> {
+  return new Promise((resolve) => {
+    if ("closeAllConnections" in server) server.closeAllConnections();
+    server.close(() => resolve());
+  });
+}
+
+function closeHttp2(server: http2.Http2Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
