@@ -82,7 +82,8 @@ export async function serveServices(
   services: Parameters<typeof restate.createEndpointHandler>[0]["services"],
   port = 0,
 ): Promise<ServiceEndpoint> {
-  const server: Http2Server = createServer(restate.createEndpointHandler({ services }));
+  // The SDK logs every invocation and every dropped connection (expected here); keep test output readable.
+  const server: Http2Server = createServer(restate.createEndpointHandler({ services, logger: () => undefined }));
   const sessions = new Set<import("node:http2").ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);

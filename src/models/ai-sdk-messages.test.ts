@@ -30,8 +30,18 @@ describe("toAiSdkMessages", () => {
       {
         role: "tool",
         content: [
-          { type: "tool-result", toolCallId: "call_1", toolName: "read", output: { type: "text", value: "alpha" } },
-          { type: "tool-result", toolCallId: "call_2", toolName: "read", output: { type: "error-text", value: "no such file" } },
+          {
+            type: "tool-result",
+            toolCallId: "call_1",
+            toolName: "read",
+            output: { type: "text", value: "alpha" },
+          },
+          {
+            type: "tool-result",
+            toolCallId: "call_2",
+            toolName: "read",
+            output: { type: "error-text", value: "no such file" },
+          },
         ],
       },
       { role: "assistant", content: [{ type: "text", text: "One file is missing." }] },
@@ -39,14 +49,18 @@ describe("toAiSdkMessages", () => {
   });
 
   test("an assistant message with neither text nor tool calls becomes empty content", () => {
-    expect(toAiSdkMessages([{ role: "assistant", text: "", toolCalls: [] }])).toEqual([{ role: "assistant", content: "" }]);
+    expect(toAiSdkMessages([{ role: "assistant", text: "", toolCalls: [] }])).toEqual([
+      { role: "assistant", content: "" },
+    ]);
   });
 });
 
 describe("toAiSdkTools", () => {
   test("offers each tool with its description and JSON schema, and no execute function", () => {
     const schema = { type: "object", properties: { path: { type: "string" } }, required: ["path"] };
-    const tools = toAiSdkTools([{ name: "read", description: "Read a file.", inputSchema: schema }]);
+    const tools = toAiSdkTools([
+      { name: "read", description: "Read a file.", inputSchema: schema },
+    ]);
     expect(Object.keys(tools)).toEqual(["read"]);
     expect(tools.read?.description).toBe("Read a file.");
     expect(tools.read?.execute).toBeUndefined();

@@ -37,10 +37,13 @@ export function toAiSdkMessages(messages: readonly ModelMessage[]): AiSdkModelMe
           type: "tool-result",
           toolCallId: message.callId,
           toolName: message.name,
-          output: message.isError ? { type: "error-text", value: message.output } : { type: "text", value: message.output },
+          output: message.isError
+            ? { type: "error-text", value: message.output }
+            : { type: "text", value: message.output },
         };
         const previous = converted[converted.length - 1];
-        if (previous?.role === "tool") previous.content.push(result); // M2
+        if (previous?.role === "tool")
+          previous.content.push(result); // M2
         else converted.push({ role: "tool", content: [result] });
         break;
       }

@@ -10,11 +10,20 @@ import type { InferRequest, ToolSpec } from "./types.ts";
 const shellTool: ToolSpec = {
   name: "shell",
   description: "Run a shell command on the bot's computer.",
-  inputSchema: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+  inputSchema: {
+    type: "object",
+    properties: { command: { type: "string" } },
+    required: ["command"],
+  },
 };
 
 function hello(overrides: Partial<InferRequest> = {}): InferRequest {
-  return { system: "You are a test bot.", messages: [{ role: "user", text: "hello" }], tools: [], ...overrides };
+  return {
+    system: "You are a test bot.",
+    messages: [{ role: "user", text: "hello" }],
+    tools: [],
+    ...overrides,
+  };
 }
 
 /** A sleep that returns at once and records what it was asked to wait. */
@@ -35,8 +44,16 @@ async function withServer(
   }
 }
 
-function compatible(baseUrl: string, extra: Partial<AiSdkModelOptions> = {}): ReturnType<typeof createAiSdkModel> {
-  return createAiSdkModel({ provider: "openai-compatible", model: "llama3.2:3b", baseUrl, ...extra });
+function compatible(
+  baseUrl: string,
+  extra: Partial<AiSdkModelOptions> = {},
+): ReturnType<typeof createAiSdkModel> {
+  return createAiSdkModel({
+    provider: "openai-compatible",
+    model: "llama3.2:3b",
+    baseUrl,
+    ...extra,
+  });
 }
 
 async function rejectionOf(promise: Promise<unknown>): Promise<ModelError> {
@@ -51,10 +68,16 @@ async function rejectionOf(promise: Promise<unknown>): Promise<ModelError> {
 describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
   test("streams text to onTextDelta in pieces and returns the whole text, usage and model id", async () => {
     await withServer(
-      () => ({ type: "completion", textChunks: ["Hel", "lo ", "world"], usage: { promptTokens: 12, completionTokens: 34 } }),
+      () => ({
+        type: "completion",
+        textChunks: ["Hel", "lo ", "world"],
+        usage: { promptTokens: 12, completionTokens: 34 },
+      }),
       async (server) => {
         const deltas: string[] = [];
-        const result = await compatible(server.baseUrl).infer(hello({ onTextDelta: (delta) => deltas.push(delta) }));
+        const result = await compatible(server.baseUrl).infer(
+          hello({ onTextDelta: (delta) => deltas.push(delta) }),
+        );
         expect(deltas).toEqual(["Hel", "lo ", "world"]);
         expect(result).toEqual({
           text: "Hello world",
@@ -79,7 +102,9 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       }),
       async (server) => {
         const result = await compatible(server.baseUrl).infer(hello({ tools: [shellTool] }));
-        expect(result.toolCalls).toEqual([{ id: "call_abc", name: "shell", input: { command: "ls -la /home/user" } }]);
+        expect(result.toolCalls).toEqual([
+          { id: "call_abc", name: "shell", input: { command: "ls -la /home/user" } },
+        ]);
         expect(result.text).toBe("Let me look.");
         expect(result.finishReason).toBe("tool-calls");
       },
@@ -88,10 +113,15 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
 
   test("passes an unparsable tool call through with its raw input, for the loop to answer", async () => {
     await withServer(
-      () => ({ type: "completion", toolCalls: [{ id: "call_bad", name: "shell", arguments: '{"command": "ls' }] }),
+      () => ({
+        type: "completion",
+        toolCalls: [{ id: "call_bad", name: "shell", arguments: '{"command": "ls' }],
+      }),
       async (server) => {
         const result = await compatible(server.baseUrl).infer(hello({ tools: [shellTool] }));
-        expect(result.toolCalls).toEqual([{ id: "call_bad", name: "shell", input: '{"command": "ls' }]);
+        expect(result.toolCalls).toEqual([
+          { id: "call_bad", name: "shell", input: '{"command": "ls' },
+        ]);
       },
     );
   });
@@ -105,8 +135,18 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
           tools: [shellTool],
           messages: [
             { role: "user", text: "list files" },
-            { role: "assistant", text: "", toolCalls: [{ id: "call_1", name: "shell", input: { command: "ls" } }] },
-            { role: "tool", callId: "call_1", name: "shell", output: "a.txt\nb.txt", isError: false },
+            {
+              role: "assistant",
+              text: "",
+              toolCalls: [{ id: "call_1", name: "shell", input: { command: "ls" } }],
+            },
+            {
+              role: "tool",
+              callId: "call_1",
+              name: "shell",
+              output: "a.txt\nb.txt",
+              isError: false,
+            },
           ],
         });
         const body = server.requests[0]?.body;
@@ -117,12 +157,25 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
           {
             role: "assistant",
             content: null,
-            tool_calls: [{ id: "call_1", type: "function", function: { name: "shell", arguments: '{"command":"ls"}' } }],
+            tool_calls: [
+              {
+                id: "call_1",
+                type: "function",
+                function: { name: "shell", arguments: '{"command":"ls"}' },
+              },
+            ],
           },
           { role: "tool", tool_call_id: "call_1", content: "a.txt\nb.txt" },
         ]);
         expect(body?.tools).toEqual([
-          { type: "function", function: { name: "shell", description: shellTool.description, parameters: shellTool.inputSchema } },
+          {
+            type: "function",
+            function: {
+              name: "shell",
+              description: shellTool.description,
+              parameters: shellTool.inputSchema,
+            },
+          },
         ]);
       },
     );
@@ -131,7 +184,9 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
   test("rate limited with retry-after: waits what the server asked, then succeeds", async () => {
     await withServer(
       (_request, index) =>
-        index === 0 ? { type: "error", status: 429, headers: { "retry-after": "2" } } : fakeTextReply("finally"),
+        index === 0
+          ? { type: "error", status: 429, headers: { "retry-after": "2" } }
+          : fakeTextReply("finally"),
       async (server) => {
         const { sleep, waits } = recordingSleep();
         const result = await compatible(server.baseUrl, { sleep }).infer(hello());
@@ -145,7 +200,9 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
   test("rate limited with retry-after-ms: honors the millisecond header", async () => {
     await withServer(
       (_request, index) =>
-        index === 0 ? { type: "error", status: 429, headers: { "retry-after-ms": "1500" } } : fakeTextReply("ok"),
+        index === 0
+          ? { type: "error", status: 429, headers: { "retry-after-ms": "1500" } }
+          : fakeTextReply("ok"),
       async (server) => {
         const { sleep, waits } = recordingSleep();
         await compatible(server.baseUrl, { sleep }).infer(hello());
@@ -159,7 +216,14 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       () => ({ type: "error", status: 429 }),
       async (server) => {
         const { sleep, waits } = recordingSleep();
-        const model = createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini", apiKey: "sk-test", baseUrl: server.baseUrl, sleep, random: () => 0 });
+        const model = createAiSdkModel({
+          provider: "openai",
+          model: "gpt-4.1-mini",
+          apiKey: "sk-test",
+          baseUrl: server.baseUrl,
+          sleep,
+          random: () => 0,
+        });
         const error = await rejectionOf(model.infer(hello()));
         expect(error.message).toContain("rate limited after 4 attempts; try again later");
         expect(error.retryable).toBe(false);
@@ -188,7 +252,11 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       () => ({ type: "error", status: 500 }),
       async (server) => {
         const { sleep, waits } = recordingSleep();
-        const model = compatible(server.baseUrl, { sleep, random: () => 1, retry: { maxAttempts: 3, initialDelayMs: 100 } });
+        const model = compatible(server.baseUrl, {
+          sleep,
+          random: () => 1,
+          retry: { maxAttempts: 3, initialDelayMs: 100 },
+        });
         const error = await rejectionOf(model.infer(hello()));
         expect(error.message).toBe(
           `openai-compatible at ${server.baseUrl}: 500 Internal Server Error after 3 attempts — the provider is having trouble; try again later (provider said: "The server had an error while processing your request")`,
@@ -206,9 +274,17 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       () => ({ type: "error", status: 401 }),
       async (server) => {
         const { sleep, waits } = recordingSleep();
-        const model = createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini", apiKey: "sk-wrong", sleep, baseUrl: server.baseUrl });
+        const model = createAiSdkModel({
+          provider: "openai",
+          model: "gpt-4.1-mini",
+          apiKey: "sk-wrong",
+          sleep,
+          baseUrl: server.baseUrl,
+        });
         const error = await rejectionOf(model.infer(hello()));
-        expect(error.message).toContain("401 Unauthorized — the API key was rejected; set ROOST_OPENAI_API_KEY to a valid key");
+        expect(error.message).toContain(
+          "401 Unauthorized — the API key was rejected; set ROOST_OPENAI_API_KEY to a valid key",
+        );
         expect(error.details).toMatchObject({ kind: "unauthorized", status: 401, attempts: 1 });
         expect(server.requests).toHaveLength(1);
         expect(waits).toEqual([]);
@@ -261,7 +337,9 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       },
       async (server) => {
         const { sleep } = recordingSleep();
-        const result = await compatible(server.baseUrl, { sleep, idleTimeoutMs: 200 }).infer(hello());
+        const result = await compatible(server.baseUrl, { sleep, idleTimeoutMs: 200 }).infer(
+          hello(),
+        );
         expect(result.text).toBe("awake");
         expect(server.requests).toHaveLength(2);
         releaseFirst();
@@ -271,7 +349,11 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
 
   test("aborting mid-stream rejects with the abort reason and does not retry", async () => {
     await withServer(
-      () => ({ type: "completion", textChunks: ["one ", "two ", "three ", "four"], chunkDelayMs: 100 }),
+      () => ({
+        type: "completion",
+        textChunks: ["one ", "two ", "three ", "four"],
+        chunkDelayMs: 100,
+      }),
       async (server) => {
         const controller = new AbortController();
         const reason = new Error("turn interrupted");
@@ -298,9 +380,9 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
       async (server) => {
         const controller = new AbortController();
         controller.abort(new Error("cancelled before start"));
-        await expect(compatible(server.baseUrl).infer(hello({ signal: controller.signal }))).rejects.toThrow(
-          "cancelled before start",
-        );
+        await expect(
+          compatible(server.baseUrl).infer(hello({ signal: controller.signal })),
+        ).rejects.toThrow("cancelled before start");
         expect(server.requests).toHaveLength(0);
       },
     );
@@ -328,11 +410,20 @@ describe("createAiSdkModel providers", () => {
     await withServer(
       () => fakeTextReply("Hi", " there"),
       async (server) => {
-        const model = createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini", apiKey: "sk-test", baseUrl: server.baseUrl });
+        const model = createAiSdkModel({
+          provider: "openai",
+          model: "gpt-4.1-mini",
+          apiKey: "sk-test",
+          baseUrl: server.baseUrl,
+        });
         expect(model.id).toBe("openai:gpt-4.1-mini");
         expect(model.isDemo).toBe(false);
         const result = await model.infer(hello());
-        expect(result).toMatchObject({ text: "Hi there", model: "openai:gpt-4.1-mini", usage: { inputTokens: 10, outputTokens: 5 } });
+        expect(result).toMatchObject({
+          text: "Hi there",
+          model: "openai:gpt-4.1-mini",
+          usage: { inputTokens: 10, outputTokens: 5 },
+        });
         expect(server.requests[0]?.path).toBe("/v1/chat/completions");
         expect(server.requests[0]?.headers.authorization).toBe("Bearer sk-test");
       },
@@ -343,7 +434,12 @@ describe("createAiSdkModel providers", () => {
     await withServer(
       () => ({ type: "error", status: 401 }),
       async (server) => {
-        const model = createAiSdkModel({ provider: "anthropic", model: "claude-sonnet-4-5", apiKey: "sk-ant-test", baseUrl: server.baseUrl });
+        const model = createAiSdkModel({
+          provider: "anthropic",
+          model: "claude-sonnet-4-5",
+          apiKey: "sk-ant-test",
+          baseUrl: server.baseUrl,
+        });
         const error = await rejectionOf(model.infer(hello()));
         expect(error.message).toContain("set ROOST_ANTHROPIC_API_KEY to a valid key");
         expect(server.requests[0]?.path).toBe("/v1/messages");
@@ -356,7 +452,12 @@ describe("createAiSdkModel providers", () => {
     await withServer(
       () => ({ type: "error", status: 403 }),
       async (server) => {
-        const model = createAiSdkModel({ provider: "xai", model: "grok-4", apiKey: "xai-test", baseUrl: server.baseUrl });
+        const model = createAiSdkModel({
+          provider: "xai",
+          model: "grok-4",
+          apiKey: "xai-test",
+          baseUrl: server.baseUrl,
+        });
         const error = await rejectionOf(model.infer(hello()));
         expect(error.message).toContain('403 Forbidden — this API key may not use model "grok-4"');
         expect(server.requests[0]?.path).toBe("/v1/responses");
@@ -366,11 +467,15 @@ describe("createAiSdkModel providers", () => {
   });
 
   test("hosted providers without an API key fail at creation, naming the variable", () => {
-    expect(() => createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini" })).toThrow(ConfigError);
-    expect(() => createAiSdkModel({ provider: "anthropic", model: "claude-sonnet-4-5", apiKey: "" })).toThrow(
-      "anthropic: an API key is required (set ROOST_ANTHROPIC_API_KEY)",
+    expect(() => createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini" })).toThrow(
+      ConfigError,
     );
-    expect(() => createAiSdkModel({ provider: "xai", model: "grok-4" })).toThrow("ROOST_XAI_API_KEY");
+    expect(() =>
+      createAiSdkModel({ provider: "anthropic", model: "claude-sonnet-4-5", apiKey: "" }),
+    ).toThrow("anthropic: an API key is required (set ROOST_ANTHROPIC_API_KEY)");
+    expect(() => createAiSdkModel({ provider: "xai", model: "grok-4" })).toThrow(
+      "ROOST_XAI_API_KEY",
+    );
   });
 
   test("openai-compatible without a base URL fails at creation, naming the variable", () => {

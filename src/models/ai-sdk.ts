@@ -71,7 +71,9 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
   }
   const apiKey = options.apiKey;
   if (apiKey === undefined || apiKey === "") {
-    throw new ConfigError(`${provider}: an API key is required (set ${providerEnvironmentVariables[provider].apiKey})`);
+    throw new ConfigError(
+      `${provider}: an API key is required (set ${providerEnvironmentVariables[provider].apiKey})`,
+    );
   }
   const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
   switch (provider) {
@@ -86,7 +88,10 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
   }
 }
 
-function toFinishReason(reason: FinishReason | undefined, toolCallCount: number): InferResult["finishReason"] {
+function toFinishReason(
+  reason: FinishReason | undefined,
+  toolCallCount: number,
+): InferResult["finishReason"] {
   // Some OpenAI-compatible servers (Ollama among them) report "stop" alongside tool calls.
   if (toolCallCount > 0 && (reason === "stop" || reason === undefined)) return "tool-calls";
   switch (reason) {
@@ -123,9 +128,13 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
     let idleTimer: NodeJS.Timeout | undefined;
     const touch = (): void => {
       clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => idle.abort(new ProviderTimeoutError(idleTimeoutMs)), idleTimeoutMs); // A4
+      idleTimer = setTimeout(
+        () => idle.abort(new ProviderTimeoutError(idleTimeoutMs)),
+        idleTimeoutMs,
+      ); // A4
     };
-    const abortSignal = request.signal === undefined ? idle.signal : AbortSignal.any([request.signal, idle.signal]);
+    const abortSignal =
+      request.signal === undefined ? idle.signal : AbortSignal.any([request.signal, idle.signal]);
     touch();
     try {
       const stream = streamText({
@@ -170,7 +179,13 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
       if (idle.signal.aborted) throw idle.signal.reason; // A4
       request.signal?.throwIfAborted();
       if (streamError !== undefined) throw streamError.error;
-      return { text, toolCalls, usage: toUsage(usage), finishReason: toFinishReason(finishReason, toolCalls.length), model: id };
+      return {
+        text,
+        toolCalls,
+        usage: toUsage(usage),
+        finishReason: toFinishReason(finishReason, toolCalls.length),
+        model: id,
+      };
     } finally {
       clearTimeout(idleTimer);
     }

@@ -21,7 +21,8 @@ import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } f
 const label = "[demo model]";
 
 /** What the demo model decided to do with the last user message. */
-type DemoAction = { kind: "tool"; name: string; input: Record<string, string> } | { kind: "reply"; text: string };
+type DemoAction =
+  { kind: "tool"; name: string; input: Record<string, string> } | { kind: "reply"; text: string };
 
 /** Rough token count: words, not tokens. */
 function countWords(text: string): number {
@@ -33,7 +34,9 @@ function isOffered(request: InferRequest, toolName: string): boolean {
 }
 
 function echoReply(text: string, request: InferRequest): string {
-  const hint = isOffered(request, "shell") ? ' Try "$ uname -a" to run a command on this bot\'s computer.' : "";
+  const hint = isOffered(request, "shell")
+    ? ' Try "$ uname -a" to run a command on this bot\'s computer.'
+    : "";
   return `${label} You said: "${text}". (No model provider is configured; set ROOST_MODEL — see docs/configuration.md.)${hint}`;
 }
 
@@ -43,7 +46,10 @@ function decide(text: string, request: InferRequest): DemoAction {
   if (trimmed.startsWith("$ ")) {
     const command = trimmed.slice(2).trim();
     if (isOffered(request, "shell")) return { kind: "tool", name: "shell", input: { command } };
-    return { kind: "reply", text: `${label} I can't run "${command}": this bot has no computer yet.` };
+    return {
+      kind: "reply",
+      text: `${label} I can't run "${command}": this bot has no computer yet.`,
+    };
   }
   const read = /^read\s+(\S+)\s*$/.exec(trimmed);
   if (read?.[1] !== undefined && isOffered(request, "read")) {
@@ -66,7 +72,10 @@ function fence(content: string): string {
   return "`".repeat(Math.max(3, longestRun + 1));
 }
 
-const exitStatusPatterns = [/\bexit(?:ed with)?[ _-]?(?:status|code)\b\s*[:=]?\s*(-?\d+)/i, /"exit_?code"\s*:\s*(-?\d+)/i];
+const exitStatusPatterns = [
+  /\bexit(?:ed with)?[ _-]?(?:status|code)\b\s*[:=]?\s*(-?\d+)/i,
+  /"exit_?code"\s*:\s*(-?\d+)/i,
+];
 
 function exitStatusOf(output: string): string | undefined {
   for (const pattern of exitStatusPatterns) {
@@ -86,7 +95,9 @@ function quoteToolResult(message: Extract<ModelMessage, { role: "tool" }>): stri
 }
 
 /** The tool results at the end of the conversation (one per call of the last assistant turn). */
-function trailingToolResults(messages: readonly ModelMessage[]): Array<Extract<ModelMessage, { role: "tool" }>> {
+function trailingToolResults(
+  messages: readonly ModelMessage[],
+): Array<Extract<ModelMessage, { role: "tool" }>> {
   const results: Array<Extract<ModelMessage, { role: "tool" }>> = [];
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index];
@@ -96,7 +107,9 @@ function trailingToolResults(messages: readonly ModelMessage[]): Array<Extract<M
   return results;
 }
 
-function lastUserMessage(messages: readonly ModelMessage[]): { index: number; text: string } | undefined {
+function lastUserMessage(
+  messages: readonly ModelMessage[],
+): { index: number; text: string } | undefined {
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index];
     if (message?.role === "user") return { index, text: message.text };
@@ -121,7 +134,10 @@ function messageText(message: ModelMessage): string {
 }
 
 function inputWords(request: InferRequest): number {
-  return countWords(request.system) + request.messages.reduce((total, message) => total + countWords(messageText(message)), 0);
+  return (
+    countWords(request.system) +
+    request.messages.reduce((total, message) => total + countWords(messageText(message)), 0)
+  );
 }
 
 function replyWith(text: string, request: InferRequest): InferResult {
@@ -147,14 +163,22 @@ export function createDemoModel(): ModelClient {
         return replyWith(`${label} ${results.map(quoteToolResult).join("\n\n")}`, request);
       }
       const userMessage = lastUserMessage(request.messages);
-      if (userMessage === undefined) return replyWith(`${label} Say something and I will answer.`, request);
+      if (userMessage === undefined)
+        return replyWith(`${label} Say something and I will answer.`, request);
       const action = decide(userMessage.text, request);
       if (action.kind === "reply") return replyWith(action.text, request);
-      const call: ToolCall = { id: callIdFor(userMessage.index, userMessage.text), name: action.name, input: action.input };
+      const call: ToolCall = {
+        id: callIdFor(userMessage.index, userMessage.text),
+        name: action.name,
+        input: action.input,
+      };
       return {
         text: "",
         toolCalls: [call],
-        usage: { inputTokens: inputWords(request), outputTokens: countWords(JSON.stringify(action.input)) },
+        usage: {
+          inputTokens: inputWords(request),
+          outputTokens: countWords(JSON.stringify(action.input)),
+        },
         finishReason: "tool-calls",
         model: "demo",
       };

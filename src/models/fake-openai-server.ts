@@ -31,7 +31,10 @@ export interface FakeChatCompletionBody {
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   messages?: Array<Record<string, unknown>>;
-  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  tools?: Array<{
+    type: string;
+    function: { name: string; description?: string; parameters?: unknown };
+  }>;
   [key: string]: unknown;
 }
 
@@ -75,7 +78,10 @@ export interface FakeHangUpReply {
 export type FakeOpenAiReply = FakeCompletionReply | FakeErrorReply | FakeHangUpReply;
 
 /** Decides the reply to one request; `index` counts requests from 0. May be async to delay. */
-export type FakeOpenAiHandler = (request: FakeOpenAiRequest, index: number) => FakeOpenAiReply | Promise<FakeOpenAiReply>;
+export type FakeOpenAiHandler = (
+  request: FakeOpenAiRequest,
+  index: number,
+) => FakeOpenAiReply | Promise<FakeOpenAiReply>;
 
 /** A running fake server. */
 export interface FakeOpenAiServer {
@@ -102,7 +108,9 @@ export async function startFakeOpenAiServer(handler: FakeOpenAiHandler): Promise
       if (!response.headersSent) {
         response.writeHead(500, { "content-type": "application/json" });
       }
-      response.end(JSON.stringify({ error: { message: `fake server handler failed: ${String(error)}` } }));
+      response.end(
+        JSON.stringify({ error: { message: `fake server handler failed: ${String(error)}` } }),
+      );
     });
   });
   server.on("connection", (socket) => {
@@ -205,7 +213,11 @@ function usageOf(reply: FakeCompletionReply): Record<string, number> {
   };
 }
 
-function writeJson(response: ServerResponse, reply: FakeCompletionReply, body: FakeChatCompletionBody | undefined): void {
+function writeJson(
+  response: ServerResponse,
+  reply: FakeCompletionReply,
+  body: FakeChatCompletionBody | undefined,
+): void {
   const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
     id: call.id ?? `call_${index}`,
     type: "function",
@@ -240,12 +252,21 @@ function splitInto(text: string, parts: number): string[] {
   if (text.length === 0) return [""];
   const size = Math.max(1, Math.ceil(text.length / parts));
   const pieces: string[] = [];
-  for (let start = 0; start < text.length; start += size) pieces.push(text.slice(start, start + size));
+  for (let start = 0; start < text.length; start += size)
+    pieces.push(text.slice(start, start + size));
   return pieces;
 }
 
-async function writeStream(response: ServerResponse, reply: FakeCompletionReply, body: FakeChatCompletionBody): Promise<void> {
-  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+async function writeStream(
+  response: ServerResponse,
+  reply: FakeCompletionReply,
+  body: FakeChatCompletionBody,
+): Promise<void> {
+  response.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
   const model = body.model ?? "fake-model";
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
     `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1_700_000_000, model, choices, ...extra })}\n\n`;
@@ -254,7 +275,8 @@ async function writeStream(response: ServerResponse, reply: FakeCompletionReply,
   const send = async (line: string): Promise<void> => {
     if (response.destroyed) return;
     response.write(line);
-    if ((reply.chunkDelayMs ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
+    if ((reply.chunkDelayMs ?? 0) > 0)
+      await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
   };
 
   await send(delta({ role: "assistant", content: "" }));
@@ -265,7 +287,12 @@ async function writeStream(response: ServerResponse, reply: FakeCompletionReply,
     await send(
       delta({
         tool_calls: [
-          { index, id: call.id ?? `call_${index}`, type: "function", function: { name: call.name, arguments: fragments[0] } },
+          {
+            index,
+            id: call.id ?? `call_${index}`,
+            type: "function",
+            function: { name: call.name, arguments: fragments[0] },
+          },
         ],
       }),
     );

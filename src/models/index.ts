@@ -2,8 +2,21 @@
  * models/: everything the loop needs to call a language model. Other folders import only from
  * here; `types.ts` is the seam (`ModelClient`).
  */
-export type { InferRequest, InferResult, ModelClient, ModelMessage, TokenUsage, ToolCall, ToolSpec } from "./types.ts";
-export { modelProviders, isModelProvider, providerEnvironmentVariables, defaultModelEnvironmentVariable } from "./providers.ts";
+export type {
+  InferRequest,
+  InferResult,
+  ModelClient,
+  ModelMessage,
+  TokenUsage,
+  ToolCall,
+  ToolSpec,
+} from "./types.ts";
+export {
+  modelProviders,
+  isModelProvider,
+  providerEnvironmentVariables,
+  defaultModelEnvironmentVariable,
+} from "./providers.ts";
 export type { ModelProvider } from "./providers.ts";
 export { createAiSdkModel, defaultIdleTimeoutMs } from "./ai-sdk.ts";
 export type { AiSdkModelOptions } from "./ai-sdk.ts";
@@ -11,7 +24,13 @@ export { defaultRetryOptions, realSleep } from "./retry.ts";
 export type { RetryOptions, Sleep } from "./retry.ts";
 export { createDemoModel } from "./demo.ts";
 export { createScriptedModel } from "./scripted.ts";
-export type { Script, ScriptedModel, ScriptedModelOptions, ScriptedResponder, ScriptedResponse } from "./scripted.ts";
+export type {
+  Script,
+  ScriptedModel,
+  ScriptedModelOptions,
+  ScriptedResponder,
+  ScriptedResponse,
+} from "./scripted.ts";
 export { createModelResolver, fallbackModels, parseModelSpec } from "./registry.ts";
 export type {
   HostedProviderConfig,

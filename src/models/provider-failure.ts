@@ -11,7 +11,13 @@
  *    carried through, so the retry loop can honor it.
  */
 import { STATUS_CODES } from "node:http";
-import { AISDKError, APICallError, EmptyResponseBodyError, InvalidResponseDataError, JSONParseError } from "ai";
+import {
+  AISDKError,
+  APICallError,
+  EmptyResponseBodyError,
+  InvalidResponseDataError,
+  JSONParseError,
+} from "ai";
 import { providerEnvironmentVariables, defaultModelEnvironmentVariable } from "./providers.ts";
 import type { ModelProvider } from "./providers.ts";
 
@@ -81,7 +87,9 @@ export function parseRetryAfterMs(
   now: number = Date.now(),
 ): number | undefined {
   if (headers === undefined) return undefined;
-  const lowerCased = new Map(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value.trim()]));
+  const lowerCased = new Map(
+    Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value.trim()]),
+  );
   const milliseconds = lowerCased.get("retry-after-ms");
   if (milliseconds !== undefined && milliseconds !== "") {
     const value = Number(milliseconds);
@@ -100,7 +108,12 @@ export function parseRetryAfterMs(
 function causeChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
   let current: unknown = error;
-  while (current !== undefined && current !== null && chain.length < 8 && !chain.includes(current)) {
+  while (
+    current !== undefined &&
+    current !== null &&
+    chain.length < 8 &&
+    !chain.includes(current)
+  ) {
     chain.push(current);
     current = typeof current === "object" && "cause" in current ? current.cause : undefined;
   }
@@ -132,7 +145,10 @@ function networkKind(error: unknown): ProviderFailureKind | undefined {
   for (const link of causeChain(error)) {
     const code = errorCode(link);
     const message = link instanceof Error ? link.message : "";
-    if ((code !== undefined && connectionRefusedCodes.has(code)) || message.includes("ECONNREFUSED")) {
+    if (
+      (code !== undefined && connectionRefusedCodes.has(code)) ||
+      message.includes("ECONNREFUSED")
+    ) {
       return "connection-refused";
     }
     if (code !== undefined && timeoutCodes.has(code)) return "timeout";
@@ -234,7 +250,10 @@ function afterAttempts(attempts: number): string {
 }
 
 /** A message that says what happened and how to fix it. */
-export function describeProviderFailure(providerFailure: ProviderFailure, context: ProviderFailureContext): string {
+export function describeProviderFailure(
+  providerFailure: ProviderFailure,
+  context: ProviderFailureContext,
+): string {
   const { provider, model, baseUrl, attempts } = context;
   const label = baseUrl === undefined ? provider : `${provider} at ${baseUrl}`;
   const variables = providerEnvironmentVariables[provider];

@@ -16,11 +16,17 @@ export function isModelProvider(value: string): value is ModelProvider {
 }
 
 /** The environment variables that configure each provider. */
-export const providerEnvironmentVariables: Record<ModelProvider, { apiKey: string; baseUrl: string }> = {
+export const providerEnvironmentVariables: Record<
+  ModelProvider,
+  { apiKey: string; baseUrl: string }
+> = {
   openai: { apiKey: "ROOST_OPENAI_API_KEY", baseUrl: "ROOST_OPENAI_BASE_URL" },
   anthropic: { apiKey: "ROOST_ANTHROPIC_API_KEY", baseUrl: "ROOST_ANTHROPIC_BASE_URL" },
   xai: { apiKey: "ROOST_XAI_API_KEY", baseUrl: "ROOST_XAI_BASE_URL" },
-  "openai-compatible": { apiKey: "ROOST_OPENAI_COMPATIBLE_API_KEY", baseUrl: "ROOST_OPENAI_COMPATIBLE_BASE_URL" },
+  "openai-compatible": {
+    apiKey: "ROOST_OPENAI_COMPATIBLE_API_KEY",
+    baseUrl: "ROOST_OPENAI_COMPATIBLE_BASE_URL",
+  },
 };
 
 /** The environment variable that picks the default model. */

@@ -11,13 +11,19 @@
 import { ConfigError } from "../errors/index.ts";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import { createDemoModel } from "./demo.ts";
-import { defaultModelEnvironmentVariable, isModelProvider, modelProviders, providerEnvironmentVariables } from "./providers.ts";
+import {
+  defaultModelEnvironmentVariable,
+  isModelProvider,
+  modelProviders,
+  providerEnvironmentVariables,
+} from "./providers.ts";
 import type { ModelProvider } from "./providers.ts";
 import type { RetryOptions, Sleep } from "./retry.ts";
 import type { ModelClient } from "./types.ts";
 
 /** A parsed model spec. */
-export type ModelSpec = { provider: "demo"; model: "demo" } | { provider: ModelProvider; model: string };
+export type ModelSpec =
+  { provider: "demo"; model: "demo" } | { provider: ModelProvider; model: string };
 
 const validSpecs = `${modelProviders.join(", ")}, or "demo"`;
 
@@ -39,7 +45,9 @@ export function parseModelSpec(spec: string): ModelSpec {
     );
   }
   if (model === "") {
-    throw new ConfigError(`model spec ${JSON.stringify(spec)} names no model: write ${provider}:<model name>`);
+    throw new ConfigError(
+      `model spec ${JSON.stringify(spec)} names no model: write ${provider}:<model name>`,
+    );
   }
   return { provider, model };
 }
@@ -111,7 +119,8 @@ function chooseDefaultSpec(config: ProvidersConfig): string {
   const configured = config.defaultModel?.trim();
   if (configured !== undefined && configured !== "") return configured;
   for (const provider of ["openai", "anthropic", "xai"] as const) {
-    if (credentialsFor(config, provider) !== undefined) return `${provider}:${fallbackModels[provider]}`;
+    if (credentialsFor(config, provider) !== undefined)
+      return `${provider}:${fallbackModels[provider]}`;
   }
   if (config.openaiCompatible !== undefined) {
     throw new ConfigError(
@@ -122,7 +131,10 @@ function chooseDefaultSpec(config: ProvidersConfig): string {
 }
 
 /** Creates a resolver over the given provider configuration. */
-export function createModelResolver(config: ProvidersConfig, options: ModelResolverOptions = {}): ModelResolver {
+export function createModelResolver(
+  config: ProvidersConfig,
+  options: ModelResolverOptions = {},
+): ModelResolver {
   const clients = new Map<string, ModelClient>();
   let defaultSpec: string | undefined;
   const getDefaultSpec = (): string => (defaultSpec ??= chooseDefaultSpec(config));
@@ -134,7 +146,9 @@ export function createModelResolver(config: ProvidersConfig, options: ModelResol
     if (credentials === undefined) {
       // G2
       const missing = spec.provider === "openai-compatible" ? variables.baseUrl : variables.apiKey;
-      throw new ConfigError(`model ${spec.provider}:${spec.model} needs ${spec.provider} credentials: set ${missing}`);
+      throw new ConfigError(
+        `model ${spec.provider}:${spec.model} needs ${spec.provider} credentials: set ${missing}`,
+      );
     }
     return createAiSdkModel({
       provider: spec.provider,
@@ -152,7 +166,8 @@ export function createModelResolver(config: ProvidersConfig, options: ModelResol
       return getDefaultSpec();
     },
     resolve(spec) {
-      const wanted = spec === null || spec === undefined || spec.trim() === "" ? getDefaultSpec() : spec;
+      const wanted =
+        spec === null || spec === undefined || spec.trim() === "" ? getDefaultSpec() : spec;
       const parsed = parseModelSpec(wanted);
       const key = parsed.provider === "demo" ? "demo" : `${parsed.provider}:${parsed.model}`;
       let client = clients.get(key); // G3

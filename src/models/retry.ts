@@ -44,8 +44,15 @@ export const defaultRetryOptions: Required<RetryOptions> = {
  * Backoff before attempt `failedAttempts + 1`: `initialDelayMs * 2^(failedAttempts-1)`, capped,
  * with "equal jitter" (between half and all of it) so many bots do not retry in lockstep.
  */
-export function backoffDelayMs(failedAttempts: number, options: Required<RetryOptions>, random: () => number): number {
-  const exponential = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** Math.max(0, failedAttempts - 1));
+export function backoffDelayMs(
+  failedAttempts: number,
+  options: Required<RetryOptions>,
+  random: () => number,
+): number {
+  const exponential = Math.min(
+    options.maxDelayMs,
+    options.initialDelayMs * 2 ** Math.max(0, failedAttempts - 1),
+  );
   return Math.round(exponential / 2 + random() * (exponential / 2));
 }
 
@@ -80,7 +87,11 @@ export async function retryModelCall<T>(
       const serverWaitMs = providerFailure.retryAfterMs;
       const waitRefused = serverWaitMs !== undefined && serverWaitMs > retry.maxDelayMs; // R2
       if (!providerFailure.retryable || attempt >= maxAttempts || waitRefused) {
-        const context = { ...options.context, attempts: attempt, ...(waitRefused ? { waitRefusedMs: serverWaitMs } : {}) };
+        const context = {
+          ...options.context,
+          attempts: attempt,
+          ...(waitRefused ? { waitRefusedMs: serverWaitMs } : {}),
+        };
         // R3: no retryAfterMs.
         throw new ModelError(describeProviderFailure(providerFailure, context), {
           cause: error,

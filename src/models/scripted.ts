@@ -29,7 +29,10 @@ import type { InferRequest, InferResult, ModelClient } from "./types.ts";
 export type ScriptedResponse = Partial<InferResult>;
 
 /** Computes the response to one call; may be async to delay it, or throw to fail it. */
-export type ScriptedResponder = (request: InferRequest, callIndex: number) => ScriptedResponse | Promise<ScriptedResponse>;
+export type ScriptedResponder = (
+  request: InferRequest,
+  callIndex: number,
+) => ScriptedResponse | Promise<ScriptedResponse>;
 
 /** A script: responses (or responders) in call order, or one responder for every call. */
 export type Script = ReadonlyArray<ScriptedResponse | ScriptedResponder> | ScriptedResponder;
@@ -62,7 +65,10 @@ function whenAborted(signal: AbortSignal): { promise: Promise<never>; dispose: (
 }
 
 /** Creates a model that answers from `script`. */
-export function createScriptedModel(script: Script, options: ScriptedModelOptions = {}): ScriptedModel {
+export function createScriptedModel(
+  script: Script,
+  options: ScriptedModelOptions = {},
+): ScriptedModel {
   const id = options.id ?? "scripted";
   const requests: InferRequest[] = [];
 
@@ -71,7 +77,9 @@ export function createScriptedModel(script: Script, options: ScriptedModelOption
     const step = script[callIndex];
     if (step === undefined) {
       // S3
-      throw new Error(`scripted model: no response scripted for call ${callIndex + 1} (the script has ${script.length})`);
+      throw new Error(
+        `scripted model: no response scripted for call ${callIndex + 1} (the script has ${script.length})`,
+      );
     }
     return typeof step === "function" ? step(request, callIndex) : step;
   }

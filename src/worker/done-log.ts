@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { ToolError } from "../protocol/index.ts";
+import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 
 export type CallOutcome = { ok: true; output: unknown } | { ok: false; error: ToolError };
 
@@ -130,44 +131,4 @@ async function readRecord(file: string): Promise<CallRecord | undefined> {
   } catch {
     return undefined; // only possible after a torn write without fsync; treat as absent
   }
-}
-
-/** Temp file + (fsync) + rename + (fsync of the directory): readers see the old file or the new one. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, durable: boolean, mode?: number): Promise<void> {
-  const dir = path.dirname(file);
-  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-  const handle = await fs.open(temp, "w", mode);
-  try {
-    await handle.writeFile(data);
-    if (durable) await handle.datasync();
-  } catch (error) {
-    await handle.close();
-    await fs.rm(temp, { force: true });
-    throw error;
-  }
-  await handle.close();
-  try {
-    await fs.rename(temp, file);
-  } catch (error) {
-    await fs.rm(temp, { force: true });
-    throw error;
-  }
-  if (durable) await fsyncDirectory(dir);
-}
-
-async function fsyncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await fs.open(dir, "r");
-    await handle.sync();
-  } catch (error) {
-    // Some file systems cannot fsync a directory; the rename is then as durable as they allow.
-    if (!isErrno(error, "EINVAL") && !isErrno(error, "EISDIR") && !isErrno(error, "EPERM")) throw error;
-  } finally {
-    await handle?.close();
-  }
-}
-
-export function isErrno(error: unknown, code: string): boolean {
-  return typeof error === "object" && error !== null && "code" in error && error.code === code;
 }

@@ -1,0 +1,105 @@
+import { describe, expect, test } from "vitest";
+import { ConfigError } from "../errors/index.ts";
+import { createModelResolver, parseModelSpec } from "./registry.ts";
+
+describe("parseModelSpec", () => {
+  test("splits provider and model at the first colon", () => {
+    expect(parseModelSpec("openai:gpt-4.1-mini")).toEqual({
+      provider: "openai",
+      model: "gpt-4.1-mini",
+    });
+    expect(parseModelSpec(" openai-compatible:llama3.2:3b ")).toEqual({
+      provider: "openai-compatible",
+      model: "llama3.2:3b",
+    });
+    expect(parseModelSpec("Anthropic:claude-sonnet-4-5")).toEqual({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+    });
+    expect(parseModelSpec("demo")).toEqual({ provider: "demo", model: "demo" });
+  });
+
+  test("an unknown provider lists the valid ones", () => {
+    expect(() => parseModelSpec("gemini:pro")).toThrow(ConfigError);
+    expect(() => parseModelSpec("gemini:pro")).toThrow(
+      'unknown model provider "gemini" in model spec "gemini:pro" (valid: openai, anthropic, xai, openai-compatible, or "demo")',
+    );
+  });
+
+  test("a spec without provider or without model says what to write", () => {
+    expect(() => parseModelSpec("gpt-4.1-mini")).toThrow(
+      "has no provider: write provider:model, e.g. openai:gpt-4.1-mini",
+    );
+    expect(() => parseModelSpec("openai:")).toThrow("names no model: write openai:<model name>");
+  });
+});
+
+describe("createModelResolver", () => {
+  test("with nothing configured, the default is the demo model", () => {
+    const resolver = createModelResolver({});
+    expect(resolver.defaultSpec).toBe("demo");
+    const model = resolver.resolve(undefined);
+    expect(model.id).toBe("demo");
+    expect(model.isDemo).toBe(true);
+    expect(resolver.resolve(null)).toBe(model);
+    expect(resolver.resolve("")).toBe(model);
+    expect(resolver.resolve("demo")).toBe(model);
+  });
+
+  test("the configured default model is used when no spec is given", () => {
+    const resolver = createModelResolver({
+      defaultModel: "anthropic:claude-sonnet-4-5",
+      anthropic: { apiKey: "sk-ant" },
+    });
+    expect(resolver.resolve(undefined).id).toBe("anthropic:claude-sonnet-4-5");
+  });
+
+  test("a configured provider without a default model picks its fallback model", () => {
+    expect(createModelResolver({ openai: { apiKey: "sk" } }).resolve(undefined).id).toBe(
+      "openai:gpt-4.1-mini",
+    );
+    expect(createModelResolver({ xai: { apiKey: "xai" } }).defaultSpec).toBe("xai:grok-4");
+  });
+
+  test("only an OpenAI-compatible server and no default model asks for ROOST_MODEL", () => {
+    const resolver = createModelResolver({
+      openaiCompatible: { baseUrl: "http://127.0.0.1:11434/v1" },
+    });
+    expect(() => resolver.resolve(undefined)).toThrow(
+      "set ROOST_MODEL=openai-compatible:<model name>",
+    );
+    expect(resolver.resolve("openai-compatible:llama3.2").id).toBe("openai-compatible:llama3.2");
+  });
+
+  test("demo stays available when providers are configured", () => {
+    const resolver = createModelResolver({ openai: { apiKey: "sk" } });
+    expect(resolver.resolve("demo").isDemo).toBe(true);
+  });
+
+  test("a provider without credentials names the variable to set", () => {
+    const resolver = createModelResolver({});
+    expect(() => resolver.resolve("openai:gpt-4.1-mini")).toThrow("set ROOST_OPENAI_API_KEY");
+    expect(() => resolver.resolve("anthropic:claude-sonnet-4-5")).toThrow(
+      "set ROOST_ANTHROPIC_API_KEY",
+    );
+    expect(() => resolver.resolve("xai:grok-4")).toThrow("set ROOST_XAI_API_KEY");
+    expect(() => resolver.resolve("openai-compatible:llama3.2")).toThrow(
+      "set ROOST_OPENAI_COMPATIBLE_BASE_URL",
+    );
+    expect(() => resolver.resolve("openai:gpt-4.1-mini")).toThrow(ConfigError);
+  });
+
+  test("an invalid default model fails with the parse error", () => {
+    expect(() => createModelResolver({ defaultModel: "nope" }).resolve(undefined)).toThrow(
+      "has no provider",
+    );
+  });
+
+  test("caches one client per spec", () => {
+    const resolver = createModelResolver({ openai: { apiKey: "sk" } });
+    const first = resolver.resolve("openai:gpt-4.1-mini");
+    expect(resolver.resolve(" openai:gpt-4.1-mini")).toBe(first);
+    expect(resolver.resolve(undefined)).toBe(first);
+    expect(resolver.resolve("openai:gpt-4.1")).not.toBe(first);
+  });
+});

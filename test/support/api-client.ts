@@ -1,0 +1,47 @@
+/** A minimal API client for tests (the CLI has the full one). */
+import { randomUUID } from "node:crypto";
+import { waitFor } from "./wait.ts";
+
+export interface TestStep {
+  seq: number;
+  id: string;
+  kind: string;
+  turnId: string | null;
+  payload: Record<string, unknown>;
+}
+
+export function apiClient(url: string, token: () => string) {
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token()}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await response.json()) as T;
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+  const client = {
+    call,
+    createBot: (name: string, model?: string) => call<{ id: string }>("POST", "/v1/bots", { name, instructions: "Be brief.", ...(model ? { model } : {}) }),
+    createConversation: (botId: string) => call<{ id: string }>("POST", "/v1/conversations", { botId }),
+    send: (conversationId: string, text: string, clientMessageId: string = randomUUID()) =>
+      call<{ messageId: string; seq: number; duplicate: boolean }>("POST", `/v1/conversations/${conversationId}/messages`, {
+        text,
+        clientMessageId,
+      }),
+    steps: async (conversationId: string, after = 0) =>
+      (await call<{ steps: TestStep[] }>("GET", `/v1/conversations/${conversationId}/steps?after=${after}`)).steps,
+    /** Waits until the conversation holds `count` steps of `kind`. */
+    waitForSteps: (conversationId: string, kind: string, count = 1, timeoutMs = 30_000) =>
+      waitFor(
+        async () => {
+          const steps = await client.steps(conversationId).catch(() => undefined);
+          if (steps === undefined) return undefined;
+          return steps.filter((step) => step.kind === kind).length >= count ? steps : undefined;
+        },
+        { timeoutMs, what: `${count} ${kind} step(s)` },
+      ),
+  };
+  return client;
+}
