@@ -45,7 +45,9 @@ export async function registerDeployment(
     uri: serviceUrl,
     force: options.force ?? true, // D2
     use_http_11: options.useHttp11 ?? false,
-    ...(options.additionalHeaders === undefined ? {} : { additional_headers: options.additionalHeaders }),
+    ...(options.additionalHeaders === undefined
+      ? {}
+      : { additional_headers: options.additionalHeaders }),
   });
   let delayMs = 50;
   for (let attempt = 1; ; attempt++) {
@@ -56,12 +58,20 @@ export async function registerDeployment(
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json" },
         body,
-        signal: combine(options.signal, AbortSignal.timeout(Math.max(1_000, Math.min(10_000, deadline - Date.now())))),
+        signal: combine(
+          options.signal,
+          AbortSignal.timeout(Math.max(1_000, Math.min(10_000, deadline - Date.now()))),
+        ),
       });
       const text = await response.text();
       if (response.ok) return parseRegistration(text);
       lastProblem = `admin API answered ${response.status}: ${errorMessage(text)}`;
-      if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
+      if (
+        response.status >= 400 &&
+        response.status < 500 &&
+        response.status !== 408 &&
+        response.status !== 429
+      ) {
         throw new EngineUnavailableError(
           `engine: registering ${serviceUrl} with ${adminUrl} was refused: ${lastProblem}`,
         ); // D1
@@ -86,13 +96,23 @@ export async function registerDeployment(
 
 function parseRegistration(text: string): RegisteredDeployment {
   const value: unknown = JSON.parse(text);
-  if (typeof value !== "object" || value === null || !("id" in value) || typeof value.id !== "string") {
-    throw new EngineUnavailableError(`engine: unexpected answer from POST /deployments: ${text.slice(0, 500)}`);
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    !("id" in value) ||
+    typeof value.id !== "string"
+  ) {
+    throw new EngineUnavailableError(
+      `engine: unexpected answer from POST /deployments: ${text.slice(0, 500)}`,
+    );
   }
   const services =
     "services" in value && Array.isArray(value.services)
       ? value.services.flatMap((service: unknown) =>
-          typeof service === "object" && service !== null && "name" in service && typeof service.name === "string"
+          typeof service === "object" &&
+          service !== null &&
+          "name" in service &&
+          typeof service.name === "string"
             ? [service.name]
             : [],
         )
@@ -104,7 +124,12 @@ function parseRegistration(text: string): RegisteredDeployment {
 function errorMessage(text: string): string {
   try {
     const value: unknown = JSON.parse(text);
-    if (typeof value === "object" && value !== null && "message" in value && typeof value.message === "string") {
+    if (
+      typeof value === "object" &&
+      value !== null &&
+      "message" in value &&
+      typeof value.message === "string"
+    ) {
       return value.message;
     }
   } catch {

@@ -35,15 +35,25 @@ describe("embedded restate", () => {
     const events: EngineEvent[] = [];
     let engine: EmbeddedRestate | undefined;
     try {
-      engine = await startEmbeddedRestate({ dataDir: dir.path, ...ports, onEvent: (event) => events.push(event) });
+      engine = await startEmbeddedRestate({
+        dataDir: dir.path,
+        ...ports,
+        onEvent: (event) => events.push(event),
+      });
       const pid = engine.pid!;
       expect(await probeRestateHealth(engine)).toEqual({ healthy: true, problem: undefined });
       expect(existsSync(engine.files.pidFile)).toBe(true);
       expect(engine.files.config.startsWith(`${dir.path}/restate/`)).toBe(true);
       expect(existsSync(`${dir.path}/restate/roost`)).toBe(true);
-      const listening = await listeningAddresses([ports.ingressPort, ports.adminPort, ports.nodePort]);
+      const listening = await listeningAddresses([
+        ports.ingressPort,
+        ports.adminPort,
+        ports.nodePort,
+      ]);
       expect(listening.sort()).toEqual(
-        [ports.ingressPort, ports.adminPort, ports.nodePort].map((port) => `127.0.0.1:${port}`).sort(),
+        [ports.ingressPort, ports.adminPort, ports.nodePort]
+          .map((port) => `127.0.0.1:${port}`)
+          .sort(),
       );
       const watchdogs = await findProcesses("roost-restate-watchdog", String(pid));
       expect(watchdogs).toHaveLength(1);
@@ -91,7 +101,11 @@ describe("embedded restate", () => {
     const events: EngineEvent[] = [];
     let engine: EmbeddedRestate | undefined;
     try {
-      engine = await startEmbeddedRestate({ dataDir: dir.path, ...(await freePorts()), onEvent: (e) => events.push(e) });
+      engine = await startEmbeddedRestate({
+        dataDir: dir.path,
+        ...(await freePorts()),
+        onEvent: (e) => events.push(e),
+      });
       await registerDeployment(engine.adminUrl, service.url);
       expect(await callIngress<number>(engine.ingressUrl, "Counter/k/add", 1)).toBe(1);
 
@@ -104,8 +118,17 @@ describe("embedded restate", () => {
       const restartMs = performance.now() - killedAt;
       expect(engine.pid).not.toBe(firstPid);
       expect(engine.pid).toBe((ready as { pid: number }).pid);
-      expect(events).toContainEqual(expect.objectContaining({ type: "exited", pid: firstPid, signal: "SIGKILL", expected: false }));
-      expect(events).toContainEqual(expect.objectContaining({ type: "restart-scheduled", attempt: 1 }));
+      expect(events).toContainEqual(
+        expect.objectContaining({
+          type: "exited",
+          pid: firstPid,
+          signal: "SIGKILL",
+          expected: false,
+        }),
+      );
+      expect(events).toContainEqual(
+        expect.objectContaining({ type: "restart-scheduled", attempt: 1 }),
+      );
       expect(await findProcesses("roost-restate-watchdog", String(firstPid))).toEqual([]);
 
       expect(await callIngress<number>(engine.ingressUrl, "Counter/k/add", 1)).toBe(2);
@@ -166,9 +189,13 @@ describe("embedded restate", () => {
         process.stdout.write(String(engine.pid) + "\\n");
         setInterval(() => {}, 1000);
       `;
-      const parent = spawn(process.execPath, ["--input-type=module", "-e", script, JSON.stringify({ dataDir: dir.path, ...ports })], {
-        stdio: ["ignore", "pipe", "inherit"],
-      });
+      const parent = spawn(
+        process.execPath,
+        ["--input-type=module", "-e", script, JSON.stringify({ dataDir: dir.path, ...ports })],
+        {
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      );
       const orphanPid = await new Promise<number>((resolve, reject) => {
         let output = "";
         parent.stdout.on("data", (chunk: Buffer) => {
@@ -182,8 +209,16 @@ describe("embedded restate", () => {
       expect(await isProcessAlive(orphanPid)).toBe(true);
 
       const events: EngineEvent[] = [];
-      engine = await startEmbeddedRestate({ dataDir: dir.path, ...ports, onEvent: (e) => events.push(e) });
-      expect(events[0]).toMatchObject({ type: "orphan-terminated", pid: orphanPid, signal: "SIGTERM" });
+      engine = await startEmbeddedRestate({
+        dataDir: dir.path,
+        ...ports,
+        onEvent: (e) => events.push(e),
+      });
+      expect(events[0]).toMatchObject({
+        type: "orphan-terminated",
+        pid: orphanPid,
+        signal: "SIGTERM",
+      });
       expect(await isProcessAlive(orphanPid)).toBe(false);
       expect(engine.pid).not.toBe(orphanPid);
       expect((await probeRestateHealth(engine)).healthy).toBe(true);
@@ -203,9 +238,13 @@ describe("embedded restate", () => {
         process.stdout.write(String(engine.pid) + "\\n");
         setInterval(() => {}, 1000);
       `;
-      const parent = spawn(process.execPath, ["--input-type=module", "-e", script, JSON.stringify({ dataDir: dir.path, ...ports })], {
-        stdio: ["ignore", "pipe", "inherit"],
-      });
+      const parent = spawn(
+        process.execPath,
+        ["--input-type=module", "-e", script, JSON.stringify({ dataDir: dir.path, ...ports })],
+        {
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      );
       const serverPid = await new Promise<number>((resolve, reject) => {
         let output = "";
         parent.stdout.on("data", (chunk: Buffer) => {
@@ -218,7 +257,9 @@ describe("embedded restate", () => {
       expect(await waitForProcessExit(serverPid, 15_000)).toBe(true);
       // The watchdog leaves on its next 100 ms poll.
       await waitFor("the watchdog to exit", async () =>
-        (await findProcesses("roost-restate-watchdog", String(serverPid))).length === 0 ? true : undefined,
+        (await findProcesses("roost-restate-watchdog", String(serverPid))).length === 0
+          ? true
+          : undefined,
       );
     } finally {
       await dir.remove();
@@ -242,8 +283,11 @@ describe("embedded restate", () => {
       const message = (error as EngineUnavailableError).message;
       expect(message).toContain("restate-server did not start");
       expect(message).toContain(String(ports.ingressPort));
-      expect((error as EngineUnavailableError).logTail).toMatch(/address already in use|Address in use|os error 98/i);
-      const spawned = events.find((event) => event.type === "spawned") as { pid: number } | undefined;
+      expect((error as EngineUnavailableError).logTail).toMatch(
+        /address already in use|Address in use|os error 98/i,
+      );
+      const spawned = events.find((event) => event.type === "spawned") as
+        { pid: number } | undefined;
       expect(spawned).toBeDefined();
       expect(await isProcessAlive(spawned!.pid)).toBe(false);
     } finally {

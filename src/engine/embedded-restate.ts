@@ -83,7 +83,13 @@ export type EngineEvent =
   | { type: "orphan-terminated"; pid: number; signal: "SIGTERM" | "SIGKILL" }
   | { type: "spawned"; pid: number; attempt: number }
   | { type: "ready"; pid: number; attempt: number; startupMs: number }
-  | { type: "exited"; pid: number; code: number | null; signal: NodeJS.Signals | null; expected: boolean }
+  | {
+      type: "exited";
+      pid: number;
+      code: number | null;
+      signal: NodeJS.Signals | null;
+      expected: boolean;
+    }
   | { type: "restart-scheduled"; attempt: number; delayMs: number }
   | { type: "start-failed"; attempt: number; reason: string }
   | { type: "closed" };
@@ -92,10 +98,14 @@ export type EngineEvent =
 export type SupervisorState = "starting" | "running" | "backing-off" | "closing" | "closed";
 
 /** Inputs to {@link nextSupervisorState}. */
-export type SupervisorInput = "healthy" | "start-failed" | "child-exited" | "backoff-elapsed" | "close" | "stopped";
+export type SupervisorInput =
+  "healthy" | "start-failed" | "child-exited" | "backoff-elapsed" | "close" | "stopped";
 
 /** Every lifecycle transition of the supervisor; an input that does not apply leaves the state as it is. */
-export function nextSupervisorState(state: SupervisorState, input: SupervisorInput): SupervisorState {
+export function nextSupervisorState(
+  state: SupervisorState,
+  input: SupervisorInput,
+): SupervisorState {
   if (input === "close") return state === "closed" ? "closed" : "closing";
   switch (state) {
     case "starting":
@@ -134,7 +144,9 @@ export const embeddedRestateDefaults = {
 } as const;
 
 /** Starts restate-server under supervision and resolves once it is healthy (E7). */
-export async function startEmbeddedRestate(options: EmbeddedRestateOptions): Promise<EmbeddedRestate> {
+export async function startEmbeddedRestate(
+  options: EmbeddedRestateOptions,
+): Promise<EmbeddedRestate> {
   options.signal?.throwIfAborted();
   const settings = await resolveSettings(options);
   await mkdir(settings.baseDir, { recursive: true });
@@ -189,7 +201,9 @@ async function resolveSettings(options: EmbeddedRestateOptions): Promise<Setting
   const ingressPort = checkPort(options.ingressPort, "ingressPort");
   const adminPort = checkPort(options.adminPort, "adminPort");
   const nodePort =
-    options.nodePort === undefined ? await findFreePort([ingressPort, adminPort]) : checkPort(options.nodePort, "nodePort");
+    options.nodePort === undefined
+      ? await findFreePort([ingressPort, adminPort])
+      : checkPort(options.nodePort, "nodePort");
   if (new Set([ingressPort, adminPort, nodePort]).size !== 3) {
     throw new RangeError(
       `engine: ingressPort, adminPort and nodePort must differ (got ${ingressPort}, ${adminPort}, ${nodePort})`,
@@ -218,7 +232,8 @@ async function resolveSettings(options: EmbeddedRestateOptions): Promise<Setting
     retryInitialIntervalMs: restateConfigDefaults.retryInitialIntervalMs,
     retryMaxIntervalMs: options.retryMaxIntervalMs ?? restateConfigDefaults.retryMaxIntervalMs,
     partitions: options.partitions ?? restateConfigDefaults.partitions,
-    rocksdbTotalMemoryBytes: options.rocksdbTotalMemoryBytes ?? restateConfigDefaults.rocksdbTotalMemoryBytes,
+    rocksdbTotalMemoryBytes:
+      options.rocksdbTotalMemoryBytes ?? restateConfigDefaults.rocksdbTotalMemoryBytes,
   };
 }
 
@@ -285,6 +300,7 @@ class RestateSupervisor {
         return currentPid();
       },
       close: () => this.close(),
+      [Symbol.asyncDispose]: () => this.close(),
     };
   }
 
@@ -321,7 +337,11 @@ class RestateSupervisor {
   async #startChild(attempt: number): Promise<void> {
     const settings = this.#settings;
     const startedAt = performance.now();
-    for (const orphan of await terminateOrphans(settings.pidFile, settings.configPath, settings.stopGraceMs)) {
+    for (const orphan of await terminateOrphans(
+      settings.pidFile,
+      settings.configPath,
+      settings.stopGraceMs,
+    )) {
       this.#emit({ type: "orphan-terminated", pid: orphan.pid, signal: orphan.signal }); // E1
     }
     this.#closing.signal.throwIfAborted();
@@ -331,11 +351,18 @@ class RestateSupervisor {
       timeoutMs: settings.startTimeoutMs,
       signal: this.#closing.signal,
       stopIf: () =>
-        child.exit === undefined ? undefined : `restate-server exited (${describeExit(child.exit)}) before it was healthy`,
+        child.exit === undefined
+          ? undefined
+          : `restate-server exited (${describeExit(child.exit)}) before it was healthy`,
     });
     if (result.ready) {
       child.readyAt = Date.now();
-      this.#emit({ type: "ready", pid: child.pid, attempt, startupMs: Math.round(performance.now() - startedAt) });
+      this.#emit({
+        type: "ready",
+        pid: child.pid,
+        attempt,
+        startupMs: Math.round(performance.now() - startedAt),
+      });
       return;
     }
     await this.#stopChild(child);
@@ -397,11 +424,16 @@ class RestateSupervisor {
 
   #onChildExit(child: Child, info: ExitInfo): void {
     stopWatchdog(child);
-    const expected = this.#state === "closing" || this.#state === "closed" || child !== this.#child || child.readyAt === undefined;
+    const expected =
+      this.#state === "closing" ||
+      this.#state === "closed" ||
+      child !== this.#child ||
+      child.readyAt === undefined;
     this.#emit({ type: "exited", pid: child.pid, code: info.code, signal: info.signal, expected });
     // A child that never got healthy is handled by the start that spawned it.
     if (expected) return;
-    if (Date.now() - (child.readyAt ?? 0) >= embeddedRestateDefaults.stableAfterMs) this.#consecutiveFailures = 0;
+    if (Date.now() - (child.readyAt ?? 0) >= embeddedRestateDefaults.stableAfterMs)
+      this.#consecutiveFailures = 0;
     this.#transition("child-exited");
     this.#scheduleRestart();
   }
@@ -428,7 +460,11 @@ class RestateSupervisor {
       this.#transition("healthy");
     } catch (error) {
       if (this.#closing.signal.aborted) return;
-      this.#emit({ type: "start-failed", attempt, reason: error instanceof Error ? error.message : String(error) });
+      this.#emit({
+        type: "start-failed",
+        attempt,
+        reason: error instanceof Error ? error.message : String(error),
+      });
       this.#transition("start-failed");
       this.#scheduleRestart(); // E3
     } finally {
@@ -488,7 +524,9 @@ export async function findFreePort(avoid: readonly number[] = []): Promise<numbe
 /** The parent's environment minus what would override the config file (E6). */
 function childEnvironment(): NodeJS.ProcessEnv {
   return Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith("RESTATE_") && name !== "RUST_LOG"),
+    Object.entries(process.env).filter(
+      ([name]) => !name.startsWith("RESTATE_") && name !== "RUST_LOG",
+    ),
   );
 }
 
@@ -508,10 +546,14 @@ const watchdogScript = [
 
 function startWatchdog(pid: number): ChildProcess | undefined {
   try {
-    const watchdog = spawn("/bin/sh", ["-c", watchdogScript, "roost-restate-watchdog", String(pid)], {
-      stdio: ["pipe", "ignore", "ignore"],
-      detached: true,
-    });
+    const watchdog = spawn(
+      "/bin/sh",
+      ["-c", watchdogScript, "roost-restate-watchdog", String(pid)],
+      {
+        stdio: ["pipe", "ignore", "ignore"],
+        detached: true,
+      },
+    );
     // Nothing is ever written; an EPIPE after the watchdog is gone is of no interest.
     watchdog.stdin?.on("error", () => undefined);
     watchdog.on("error", () => undefined);

@@ -6,7 +6,10 @@ export class EngineUnavailableError extends RoostError {
   /** The last lines restate-server logged, when we ran it. */
   readonly logTail: string | undefined;
 
-  constructor(message: string, options: { logTail?: string; cause?: unknown; retryAfterMs?: number } = {}) {
+  constructor(
+    message: string,
+    options: { logTail?: string; cause?: unknown; retryAfterMs?: number } = {},
+  ) {
     super("unavailable", message, {
       ...(options.cause === undefined ? {} : { cause: options.cause }),
       ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs }),

@@ -18,7 +18,9 @@ export interface ExternalRestateOptions {
 }
 
 /** Waits until the external Restate answers healthy; same interface as the embedded engine, no process. */
-export async function connectExternalRestate(options: ExternalRestateOptions): Promise<RestateEngine> {
+export async function connectExternalRestate(
+  options: ExternalRestateOptions,
+): Promise<RestateEngine> {
   const urls = { ingressUrl: trimSlash(options.ingressUrl), adminUrl: trimSlash(options.adminUrl) };
   const timeoutMs = options.timeoutMs ?? 30_000;
   const result = await waitUntilHealthy(urls, {
@@ -33,7 +35,8 @@ export async function connectExternalRestate(options: ExternalRestateOptions): P
       { retryAfterMs: 1_000 },
     );
   }
-  return { ...urls, close: async () => undefined };
+  const close = async (): Promise<void> => undefined;
+  return { ...urls, close, [Symbol.asyncDispose]: close };
 }
 
 function trimSlash(url: string): string {

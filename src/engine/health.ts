@@ -22,7 +22,10 @@ export async function probeRestateHealth(
     probe(`${urls.ingressUrl}/restate/health`, signal),
   ]);
   const problems = [admin, ingress].filter((problem) => problem !== undefined);
-  return { healthy: problems.length === 0, problem: problems.length === 0 ? undefined : problems.join("; ") };
+  return {
+    healthy: problems.length === 0,
+    problem: problems.length === 0 ? undefined : problems.join("; "),
+  };
 }
 
 async function probe(url: string, signal: AbortSignal | undefined): Promise<string | undefined> {
@@ -65,7 +68,10 @@ export async function waitUntilHealthy(
     if (result.healthy) return { ready: true };
     lastProblem = result.problem ?? lastProblem;
     if (Date.now() >= deadline) {
-      return { ready: false, reason: `not healthy after ${options.timeoutMs} ms (last probe: ${lastProblem})` };
+      return {
+        ready: false,
+        reason: `not healthy after ${options.timeoutMs} ms (last probe: ${lastProblem})`,
+      };
     }
     await sleep(delayMs, options.signal);
     delayMs = Math.min(delayMs * 2, 250);

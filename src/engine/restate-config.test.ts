@@ -3,9 +3,18 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, test } from "vitest";
-import { nextSupervisorState, resolveRestateBinary, type SupervisorInput, type SupervisorState } from "./embedded-restate.ts";
+import {
+  nextSupervisorState,
+  resolveRestateBinary,
+  type SupervisorInput,
+  type SupervisorState,
+} from "./embedded-restate.ts";
 import { isOurRestateServer } from "./orphans.ts";
-import { renderRestateConfig, restateConfigDefaults, retryForeverAttempts } from "./restate-config.ts";
+import {
+  renderRestateConfig,
+  restateConfigDefaults,
+  retryForeverAttempts,
+} from "./restate-config.ts";
 import { makeTempDir } from "./test-support.ts";
 
 describe("restate config", () => {
@@ -24,10 +33,14 @@ describe("restate config", () => {
           nodePort: 15_123,
         }),
       );
-      const { stdout } = await promisify(execFile)(resolveRestateBinary(), ["--config-file", configPath, "--dump-config"], {
-        env: { PATH: process.env["PATH"] ?? "" },
-        maxBuffer: 4 * 1024 * 1024,
-      });
+      const { stdout } = await promisify(execFile)(
+        resolveRestateBinary(),
+        ["--config-file", configPath, "--dump-config"],
+        {
+          env: { PATH: process.env["PATH"] ?? "" },
+          maxBuffer: 4 * 1024 * 1024,
+        },
+      );
       const section = (name: string): string => {
         const start = stdout.indexOf(`\n[${name}]\n`);
         expect(start, `section [${name}]`).toBeGreaterThan(-1);
@@ -68,7 +81,14 @@ describe("restate config", () => {
 
   test("non-integer settings are refused", () => {
     expect(() =>
-      renderRestateConfig({ ...restateConfigDefaults, baseDir: "/x", ingressPort: 1, adminPort: 2, nodePort: 3, partitions: 0 }),
+      renderRestateConfig({
+        ...restateConfigDefaults,
+        baseDir: "/x",
+        ingressPort: 1,
+        adminPort: 2,
+        nodePort: 3,
+        partitions: 0,
+      }),
     ).toThrow(/partitions must be a positive integer/);
   });
 });
@@ -96,9 +116,15 @@ describe("supervisor lifecycle", () => {
 describe("orphan recognition", () => {
   test("only a restate-server with exactly our config file counts", () => {
     const config = "/data/restate/restate.toml";
-    expect(isOurRestateServer(["/x/bin/restate-server", "--config-file", config, "--no-logo"], config)).toBe(true);
-    expect(isOurRestateServer(["/x/bin/restate-server", `--config-file=${config}`], config)).toBe(true);
-    expect(isOurRestateServer(["/x/bin/restate-server", "--config-file", "/other/restate.toml"], config)).toBe(false);
+    expect(
+      isOurRestateServer(["/x/bin/restate-server", "--config-file", config, "--no-logo"], config),
+    ).toBe(true);
+    expect(isOurRestateServer(["/x/bin/restate-server", `--config-file=${config}`], config)).toBe(
+      true,
+    );
+    expect(
+      isOurRestateServer(["/x/bin/restate-server", "--config-file", "/other/restate.toml"], config),
+    ).toBe(false);
     expect(isOurRestateServer(["/usr/bin/vim", "--config-file", config], config)).toBe(false);
     expect(isOurRestateServer([], config)).toBe(false);
   });

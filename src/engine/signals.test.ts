@@ -5,7 +5,12 @@
  * exclusive one) reads the id and resolves the signal with `ctx.invocation(id).signal(name).resolve()`.
  */
 import { describe, expect, test } from "vitest";
-import { registerDeployment, startEmbeddedRestate, type EmbeddedRestate, type EngineEvent } from "./index.ts";
+import {
+  registerDeployment,
+  startEmbeddedRestate,
+  type EmbeddedRestate,
+  type EngineEvent,
+} from "./index.ts";
 import {
   attachIngress,
   callIngress,
@@ -26,7 +31,11 @@ describe("signal from a shared handler", () => {
     const events: EngineEvent[] = [];
     let engine: EmbeddedRestate | undefined;
     try {
-      engine = await startEmbeddedRestate({ dataDir: dir.path, ...(await freePorts()), onEvent: (e) => events.push(e) });
+      engine = await startEmbeddedRestate({
+        dataDir: dir.path,
+        ...(await freePorts()),
+        onEvent: (e) => events.push(e),
+      });
       await registerDeployment(engine.adminUrl, service.url);
       const ingressUrl = engine.ingressUrl;
       const adminUrl = engine.adminUrl;
@@ -38,10 +47,14 @@ describe("signal from a shared handler", () => {
       );
       const wokenAt = performance.now();
       expect(await attachIngress<WaitOutcome>(ingressUrl, first)).toEqual({ resolved: "hello" });
-      console.info(`[figures] shared-handler signal to exclusive handler result: ${Math.round(performance.now() - wokenAt)} ms`);
+      console.info(
+        `[figures] shared-handler signal to exclusive handler result: ${Math.round(performance.now() - wokenAt)} ms`,
+      );
 
       // 2. Nobody resolves it: the timeout wins.
-      expect(await callIngress<WaitOutcome>(ingressUrl, "Waiter/c2/wait", 300)).toEqual({ timedOut: true });
+      expect(await callIngress<WaitOutcome>(ingressUrl, "Waiter/c2/wait", 300)).toEqual({
+        timedOut: true,
+      });
 
       // 3. restate-server SIGKILLed while the handler waits: after the restart the signal still lands.
       const third = await sendIngress(ingressUrl, "Waiter/c3/wait", 60_000);
@@ -58,9 +71,13 @@ describe("signal from a shared handler", () => {
         events.find((event) => event.type === "ready" && event.pid !== firstPid),
       );
       await waitFor("the shared handler after the restart", async () =>
-        (await callIngress<boolean>(ingressUrl, "Waiter/c3/wake", "after-restart")) ? true : undefined,
+        (await callIngress<boolean>(ingressUrl, "Waiter/c3/wake", "after-restart"))
+          ? true
+          : undefined,
       );
-      expect(await attachIngress<WaitOutcome>(ingressUrl, third)).toEqual({ resolved: "after-restart" });
+      expect(await attachIngress<WaitOutcome>(ingressUrl, third)).toEqual({
+        resolved: "after-restart",
+      });
     } finally {
       await engine?.close();
       await service.close();

@@ -17,7 +17,11 @@ export async function makeTempDir(): Promise<{ path: string; remove: () => Promi
 }
 
 /** Three distinct free ports for ingress, admin and node. */
-export async function freePorts(): Promise<{ ingressPort: number; adminPort: number; nodePort: number }> {
+export async function freePorts(): Promise<{
+  ingressPort: number;
+  adminPort: number;
+  nodePort: number;
+}> {
   const ingressPort = await findFreePort();
   const adminPort = await findFreePort([ingressPort]);
   const nodePort = await findFreePort([ingressPort, adminPort]);
@@ -33,9 +37,11 @@ export const counter = restate.object({
       ctx.set("count", next);
       return next;
     },
-    get: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<number> => {
-      return (await ctx.get<number>("count")) ?? 0;
-    }),
+    get: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext): Promise<number> => {
+        return (await ctx.get<number>("count")) ?? 0;
+      },
+    ),
   },
 });
 
@@ -62,12 +68,17 @@ export const waiter = restate.object({
         ctx.clear("waiting");
       }
     },
-    wake: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, value: string): Promise<boolean> => {
-      const id = await ctx.get<string>("waiting");
-      if (id === null) return false;
-      ctx.invocation(id as restate.InvocationId).signal<string>("wake").resolve(value);
-      return true;
-    }),
+    wake: restate.handlers.object.shared(
+      async (ctx: restate.ObjectSharedContext, value: string): Promise<boolean> => {
+        const id = await ctx.get<string>("waiting");
+        if (id === null) return false;
+        ctx
+          .invocation(id as restate.InvocationId)
+          .signal<string>("wake")
+          .resolve(value);
+        return true;
+      },
+    ),
   },
 });
 
@@ -83,7 +94,9 @@ export async function serveServices(
   port = 0,
 ): Promise<ServiceEndpoint> {
   // The SDK logs every invocation and every dropped connection (expected here); keep test output readable.
-  const server: Http2Server = createServer(restate.createEndpointHandler({ services, logger: () => undefined }));
+  const server: Http2Server = createServer(
+    restate.createEndpointHandler({ services, logger: () => undefined }),
+  );
   const sessions = new Set<import("node:http2").ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);
@@ -121,7 +134,11 @@ export async function callIngress<T>(ingressUrl: string, path: string, body: unk
 }
 
 /** Sends (fire-and-forget) through the ingress and returns the invocation id. */
-export async function sendIngress(ingressUrl: string, path: string, body: unknown): Promise<string> {
+export async function sendIngress(
+  ingressUrl: string,
+  path: string,
+  body: unknown,
+): Promise<string> {
   const answer = await callIngress<{ invocationId: string }>(ingressUrl, `${path}/send`, body);
   return answer.invocationId;
 }
@@ -197,7 +214,7 @@ export async function residentKib(pid: number): Promise<number | undefined> {
 export async function listeningAddresses(ports: readonly number[]): Promise<string[]> {
   const found: string[] = [];
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = "";
+    let text: string;
     try {
       text = await readFile(file, "utf8");
     } catch {

@@ -6,4 +6,6 @@ export interface RestateEngine {
   readonly adminUrl: string;
   /** Stops what this handle started (the child process for embedded; nothing for external). */
   close(): Promise<void>;
+  /** Same as close(), for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }

@@ -1,0 +1,255 @@
+/**
+ * A typed client for Roost's HTTP API (docs/api.md) over `fetch`. The CLI talks to Roost only
+ * through this module; tests use it too. It knows the wire format, nothing of the server's code.
+ */
+import { readSse } from "./sse.ts";
+
+export type TurnState = "working" | "idle";
+
+export interface BotView {
+  id: string;
+  name: string;
+  instructions: string;
+  /** `provider:model`, `demo`, or null for the platform default. */
+  model: string | null;
+  /** The model the bot actually uses (its own, or the platform default). */
+  effectiveModel: string;
+  isDemo: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ConversationView {
+  id: string;
+  botId: string;
+  title: string;
+  lastSeq: number;
+  state: TurnState;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type StepKind = "message" | "model" | "tool" | "reply" | "error";
+
+export interface StepView {
+  seq: number;
+  id: string;
+  turnId: string | null;
+  kind: StepKind;
+  payload: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface MeView {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  defaultModel: { id: string; isDemo: boolean };
+}
+
+export interface PostedMessage {
+  messageId: string;
+  seq: number;
+  /** True when the clientMessageId was seen before: nothing new was stored. */
+  duplicate: boolean;
+}
+
+/** What `GET /v1/conversations/{id}/events` sends, decoded. */
+export type ConversationEvent =
+  | { type: "hello"; seq: number; state: TurnState }
+  | { type: "changed"; seq: number }
+  | { type: "delta"; turnId: string; text: string }
+  | { type: "turn"; state: TurnState; turnId: string | null };
+
+/** The API answered with its error envelope `{error: {code, message, details?}}`. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly code: string;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(status: number, code: string, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** Roost could not be reached at all (nothing listening, DNS, reset before an answer). */
+export class ConnectionError extends Error {
+  override readonly name = "ConnectionError";
+  readonly url: string;
+  constructor(url: string, cause: unknown) {
+    const code = causeCode(cause);
+    super(
+      code === "ECONNREFUSED"
+        ? `cannot reach Roost at ${url} — is it running? (start it with npm start)`
+        : `cannot reach Roost at ${url}: ${code ?? (cause instanceof Error ? cause.message : String(cause))} — is the URL right? (set --url or ROOST_URL)`,
+      { cause },
+    );
+    this.url = url;
+  }
+}
+
+function causeCode(error: unknown): string | undefined {
+  for (let current: unknown = error; current instanceof Error; current = current.cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    // AggregateError (IPv4 and IPv6 both refused) keeps the codes in `errors`.
+    if (current instanceof AggregateError) {
+      const first: unknown = current.errors[0];
+      const inner = (first as { code?: unknown } | undefined)?.code;
+      if (typeof inner === "string") return inner;
+    }
+  }
+  return undefined;
+}
+
+export interface ClientOptions {
+  /** Base URL of Roost, e.g. `http://127.0.0.1:7700`. */
+  url: string;
+  token: string;
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+export interface RoostClient {
+  readonly url: string;
+  me(): Promise<MeView>;
+  listBots(): Promise<BotView[]>;
+  getBot(id: string): Promise<BotView>;
+  createBot(input: { name: string; instructions?: string; model?: string | null }): Promise<BotView>;
+  updateBot(id: string, patch: { name?: string; instructions?: string; model?: string | null }): Promise<BotView>;
+  listConversations(query?: { botId?: string; limit?: number }): Promise<ConversationView[]>;
+  getConversation(id: string): Promise<ConversationView>;
+  createConversation(input: { botId: string; title?: string }): Promise<ConversationView>;
+  postMessage(conversationId: string, input: { text: string; clientMessageId: string }): Promise<PostedMessage>;
+  listSteps(conversationId: string, query?: { after?: number; limit?: number }): Promise<{ steps: StepView[]; lastSeq: number }>;
+  /**
+   * Opens the conversation's event stream. Resolves once the server answered (so the
+   * subscription exists); the iterator ends when the server closes the stream.
+   */
+  openEvents(conversationId: string, signal?: AbortSignal): Promise<AsyncGenerator<ConversationEvent>>;
+  createAccount(name: string): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
+  /** `accountId` "me" is the calling account. */
+  createToken(accountId: string, name?: string): Promise<{ id: string; accountId: string; token: string }>;
+}
+
+export function createClient(options: ClientOptions): RoostClient {
+  const base = options.url.replace(/\/+$/, "");
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+
+  async function send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    try {
+      return await fetchImpl(`${base}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: signal ?? null,
+      });
+    } catch (error) {
+      if (signal?.aborted === true) throw error;
+      throw new ConnectionError(base, error);
+    }
+  }
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await send(method, path, body);
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      throw new ApiError(response.status, "bad_response", `${method} ${path} answered ${response.status} with a body that is not JSON — is ${base} a Roost server?`);
+    }
+    if (!response.ok) throw toApiError(response.status, parsed, `${method} ${path}`);
+    return parsed as T;
+  }
+
+  const segment = encodeURIComponent;
+
+  return {
+    url: base,
+    me: () => call("GET", "/v1/me"),
+    listBots: async () => (await call<{ bots: BotView[] }>("GET", "/v1/bots")).bots,
+    getBot: (id) => call("GET", `/v1/bots/${segment(id)}`),
+    createBot: (input) => call("POST", "/v1/bots", input),
+    updateBot: (id, patch) => call("PATCH", `/v1/bots/${segment(id)}`, patch),
+    listConversations: async (query = {}) =>
+      (await call<{ conversations: ConversationView[] }>("GET", `/v1/conversations${queryString(query)}`)).conversations,
+    getConversation: (id) => call("GET", `/v1/conversations/${segment(id)}`),
+    createConversation: (input) => call("POST", "/v1/conversations", input),
+    postMessage: (conversationId, input) => call("POST", `/v1/conversations/${segment(conversationId)}/messages`, input),
+    listSteps: (conversationId, query = {}) =>
+      call("GET", `/v1/conversations/${segment(conversationId)}/steps${queryString(query)}`),
+    async openEvents(conversationId, signal) {
+      const path = `/v1/conversations/${segment(conversationId)}/events`;
+      const response = await send("GET", path, undefined, signal);
+      if (!response.ok || response.body === null) {
+        const text = await response.text();
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+        throw toApiError(response.status, parsed, `GET ${path}`);
+      }
+      return decodeEvents(readSse(response.body));
+    },
+    createAccount: (name) => call("POST", "/v1/accounts", { name }),
+    createToken: (accountId, name) =>
+      call("POST", `/v1/accounts/${segment(accountId)}/tokens`, name === undefined ? {} : { name }),
+  };
+}
+
+function queryString(query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+  const text = params.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+function toApiError(status: number, body: unknown, what: string): ApiError {
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error;
+  if (error !== undefined && typeof error.code === "string" && typeof error.message === "string") {
+    const details = typeof error.details === "object" && error.details !== null ? (error.details as Record<string, unknown>) : undefined;
+    return new ApiError(status, error.code, error.message, details);
+  }
+  return new ApiError(status, "bad_response", `${what} answered ${status} without Roost's error envelope`);
+}
+
+async function* decodeEvents(messages: AsyncGenerator<{ event: string; data: string }>): AsyncGenerator<ConversationEvent> {
+  for await (const message of messages) {
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      continue; // Not ours to understand; events are hints, the steps are the record.
+    }
+    if (typeof data !== "object" || data === null) continue;
+    const fields = data as Record<string, unknown>;
+    switch (message.event) {
+      case "hello":
+      case "changed":
+        if (typeof fields.seq !== "number") continue;
+        if (message.event === "hello") yield { type: "hello", seq: fields.seq, state: fields.state === "working" ? "working" : "idle" };
+        else yield { type: "changed", seq: fields.seq };
+        break;
+      case "delta":
+        if (typeof fields.text === "string") yield { type: "delta", turnId: String(fields.turnId), text: fields.text };
+        break;
+      case "turn":
+        yield {
+          type: "turn",
+          state: fields.state === "working" ? "working" : "idle",
+          turnId: typeof fields.turnId === "string" ? fields.turnId : null,
+        };
+        break;
+      default:
+        break; // Newer servers may send more event types; ignore them.
+    }
+  }
+}
