@@ -17,13 +17,13 @@ export async function readJson<Schema extends z.ZodType>(context: Context, schem
   }
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw validationError(parsed.error);
-  return parsed.data as z.infer<Schema>;
+  return parsed.data;
 }
 
 export function readQuery<Schema extends z.ZodType>(context: Context, schema: Schema): z.infer<Schema> {
   const parsed = schema.safeParse(context.req.query());
   if (!parsed.success) throw validationError(parsed.error, "query parameter");
-  return parsed.data as z.infer<Schema>;
+  return parsed.data;
 }
 
 function validationError(error: z.ZodError, where = "field"): InvalidRequestError {

@@ -152,7 +152,7 @@ describe("embedded restate", () => {
 
       const invocationId = await sendIngress(engine.ingressUrl, "Counter/r/add", 7);
       const adminUrl = engine.adminUrl;
-      // With 100 ms doubling to a 2 s cap, 5 attempts take ≈ 1.5 s; restate's default (500 ms, 10 s
+      // With 100 ms doubling to a 2 s cap, 5 attempts take ≈ 1.5 s; restate's default (500 ms, 1 min
       // cap, pause after 70) would be far slower.
       await waitFor(
         "five failed attempts",

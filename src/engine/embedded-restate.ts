@@ -355,7 +355,8 @@ class RestateSupervisor {
           ? undefined
           : `restate-server exited (${describeExit(child.exit)}) before it was healthy`,
     });
-    if (result.ready) {
+    // A probe answered by a server that has died since would leave no child and no restart.
+    if (result.ready && child.exit === undefined) {
       child.readyAt = Date.now();
       this.#emit({
         type: "ready",
@@ -367,8 +368,9 @@ class RestateSupervisor {
     }
     await this.#stopChild(child);
     const logTail = await readLogTail(settings.logFile, child.logOffset);
+    const reason = result.ready ? "restate-server exited right after its health check passed" : result.reason;
     throw new EngineUnavailableError(
-      `engine: restate-server did not start: ${result.reason}. ` +
+      `engine: restate-server did not start: ${reason}. ` +
         `Check that ports ${settings.ingressPort}, ${settings.adminPort} and ${settings.nodePort} on 127.0.0.1 are free ` +
         `and that ${settings.baseDir} is writable; full log: ${settings.logFile}` +
         (logTail === "" ? "" : `\n--- last lines of the log ---\n${logTail}`),

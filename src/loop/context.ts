@@ -52,7 +52,7 @@ export function stepsToMessages(steps: readonly Step[], pending: readonly Messag
       case "model":
         messages.push({
           role: "assistant",
-          text: String(payload.text ?? ""),
+          text: typeof payload.text === "string" ? payload.text : "",
           toolCalls: (payload.toolCalls as AssistantMessage["toolCalls"] | undefined) ?? [],
         });
         break;

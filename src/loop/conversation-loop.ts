@@ -211,7 +211,7 @@ async function runTurn(
         payload: {
           callId: call.id,
           name: call.name,
-          input: call.input as Record<string, unknown>,
+          input: call.input,
           output: toolResult.output,
           isError: toolResult.isError,
           details: toolResult.details ?? {},

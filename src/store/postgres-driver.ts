@@ -28,8 +28,10 @@ export function createPostgresDriver(connectionString: string): SqlDriver {
     connectionString,
     max: 10,
     types: {
-      getTypeParser: (oid, format) =>
-        oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format),
+      getTypeParser: ((oid: number, format?: "text" | "binary"): unknown =>
+        oid === int8Oid
+          ? (value: string) => Number(value)
+          : (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
@@ -38,8 +40,8 @@ export function createPostgresDriver(connectionString: string): SqlDriver {
 
   return {
     kind: "postgres",
-    all: direct.all,
-    run: direct.run,
+    all: (sql, params) => direct.all(sql, params),
+    run: (sql, params) => direct.run(sql, params),
     async transaction(work) {
       const client = await pool.connect();
       try {

@@ -354,7 +354,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     async appendMessage({ conversationId, clientMessageId, authorAccountId, text }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false }; // S3
-      return idempotent(
+      return idempotent<{ message: Message; created: boolean }>(
         () =>
           driver.transaction(async (tx) => {
             // S4: the message row and its step are written together.

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Store } from "./types.ts";
 
-export function storeContract(name: string, open: () => Promise<{ store: Store; close(): Promise<void> }>) {
+export function storeContract(name: string, open: () => Promise<{ store: Store; close: () => Promise<void> }>) {
   async function withStore(run: (store: Store) => Promise<void>) {
     const { store, close } = await open();
     try {

@@ -22,15 +22,15 @@ import {
 } from "../protocol/index.ts";
 import type { CallFrame, ResultFrame, ToolName, WorkerFrame } from "../protocol/index.ts";
 import type { CallOutcome, DoneLog, StartedRecord } from "./done-log.ts";
-import { editTool } from "./tools/edit.ts";
-import { globTool, listTool } from "./tools/list.ts";
-import { readTool } from "./tools/read.ts";
-import { jobIdFor, shellStatusTool, shellTool } from "./tools/shell.ts";
-import type { ShellOptions } from "./tools/shell.ts";
-import { toToolError } from "./tools/context.ts";
-import type { ToolContext } from "./tools/context.ts";
-import { writeTool } from "./tools/write.ts";
-import { jobsRoot, readJob } from "./tools/jobs.ts";
+import { editTool } from "./edit-tool.ts";
+import { globTool, listTool } from "./list-tool.ts";
+import { readTool } from "./read-tool.ts";
+import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
+import type { ShellOptions } from "./shell-tool.ts";
+import { toToolError } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
+import { writeTool } from "./write-tool.ts";
+import { jobsRoot, readJob } from "./jobs.ts";
 import path from "node:path";
 
 export interface CallRunnerOptions {
@@ -169,7 +169,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     } catch (error) {
       outcome = { ok: false, error: toToolError(error) };
     }
-    const size = frameBytes(encodeFrame({ type: "result", callId, ...outcome } as ResultFrame));
+    const size = frameBytes(encodeFrame({ type: "result", callId, ...outcome }));
     if (size > maxFrameBytes()) {
       outcome = {
         ok: false,

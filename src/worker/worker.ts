@@ -21,8 +21,8 @@ import { createCallRunner } from "./calls.ts";
 import type { WorkerConfig } from "./config.ts";
 import { openDoneLog } from "./done-log.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
-import { pruneJobs } from "./tools/jobs.ts";
-import type { ShellOptions } from "./tools/shell.ts";
+import { pruneJobs } from "./jobs.ts";
+import type { ShellOptions } from "./shell-tool.ts";
 
 export interface WorkerOptions extends WorkerConfig {
   /** Environment for the commands the worker runs; never the worker's own secrets. */

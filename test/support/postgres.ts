@@ -15,7 +15,7 @@ export async function postgresAvailable(): Promise<{ ok: true } | { ok: false; r
     return { ok: true };
   } catch (error) {
     const reason = `Postgres at ${postgresAdminUrl} is not reachable (${(error as Error).message})`;
-    if (process.env.CI === "true") throw new Error(`${reason}; CI requires it`);
+    if (process.env.CI === "true") throw new Error(`${reason}; CI requires it`, { cause: error });
     return { ok: false, reason };
   } finally {
     await client.end().catch(() => undefined);

@@ -11,7 +11,7 @@ import { waitFor } from "./wait.ts";
 export interface RoostProcess {
   readonly url: string;
   readonly dataDir: string;
-  token(): string;
+  readonly token: () => string;
   readonly output: () => string;
   pid(): number | undefined;
   restatePid(): number | undefined;

@@ -14,7 +14,7 @@ export async function waitFor<T>(
       if (error instanceof Error && error.message.startsWith("roost exited")) throw error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ""}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)})` : ""}`);
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }

@@ -1,10 +1,10 @@
 /** `read`: a line range of a text file, an image as base64, or a note that the file is binary. */
 import { createReadStream, promises as fs } from "node:fs";
 import { createInterface } from "node:readline";
-import { toolLimits } from "../../protocol/index.ts";
-import type { ImageMimeType, ReadInput, ReadOutput } from "../../protocol/index.ts";
-import { resolveToolPath, toToolFailure, ToolFailure } from "./context.ts";
-import type { ToolContext } from "./context.ts";
+import { toolLimits } from "../protocol/index.ts";
+import type { ImageMimeType, ReadInput, ReadOutput } from "../protocol/index.ts";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
 
 /** Files larger than this are not read to the end just to count their lines. */
 const countLinesUpToBytes = 16 * 1024 * 1024;

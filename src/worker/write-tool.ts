@@ -1,10 +1,10 @@
 /** `write`: replace a file's content atomically, creating parent directories. */
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import type { WriteInput, WriteOutput } from "../../protocol/index.ts";
-import { isErrno, writeFileAtomic } from "../fs-atomic.ts";
-import { resolveToolPath, toToolFailure, ToolFailure } from "./context.ts";
-import type { ToolContext } from "./context.ts";
+import type { WriteInput, WriteOutput } from "../protocol/index.ts";
+import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
 
 export async function writeTool(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
   const requested = resolveToolPath(context.workspace, input.path);

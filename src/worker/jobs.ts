@@ -17,8 +17,8 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { writeFileAtomic, isErrno } from "../fs-atomic.ts";
-import { charBoundary } from "./read.ts";
+import { writeFileAtomic, isErrno } from "./fs-atomic.ts";
+import { charBoundary } from "./read-tool.ts";
 
 /** Exit status of a wrapper that found the job already claimed by another wrapper. */
 export const claimLostStatus = 97;

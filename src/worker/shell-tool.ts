@@ -13,11 +13,11 @@ import { StringDecoder } from "node:string_decoder";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { toolLimits } from "../../protocol/index.ts";
-import type { ShellInput, ShellOutput, ShellStatusInput, ShellStatusOutput } from "../../protocol/index.ts";
-import { callKey } from "../done-log.ts";
-import { resolveToolPath, toToolFailure, ToolFailure } from "./context.ts";
-import type { ToolContext } from "./context.ts";
+import { toolLimits } from "../protocol/index.ts";
+import type { ShellInput, ShellOutput, ShellStatusInput, ShellStatusOutput } from "../protocol/index.ts";
+import { callKey } from "./done-log.ts";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
 import { claimLostStatus, isJobAlive, jobPaths, jobsRoot, readJob, readNumber, readStreamText, readTail, signalJob, spawnJob } from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
 
@@ -67,7 +67,7 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
 
   if (background) {
     child?.unref();
-    const pid = await waitForClaim(paths.pid, context.now);
+    const pid = await waitForClaim(paths.pid, () => context.now());
     return { kind: "started", jobId, pid, stdoutPath: paths.stdout, stderrPath: paths.stderr };
   }
   const job = await readJob(dir);

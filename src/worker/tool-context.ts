@@ -1,8 +1,8 @@
 /** What every tool receives, and the one error type tools throw. */
 import os from "node:os";
 import path from "node:path";
-import type { ToolError, ToolErrorCode } from "../../protocol/index.ts";
-import type { StartedRecord } from "../done-log.ts";
+import type { ToolError, ToolErrorCode } from "../protocol/index.ts";
+import type { StartedRecord } from "./done-log.ts";
 
 export interface ToolContext {
   callId: string;

@@ -8,12 +8,12 @@
  */
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
-import type { EditInput, EditOutput } from "../../protocol/index.ts";
-import { writeFileAtomic } from "../fs-atomic.ts";
-import { resolveToolPath, toToolFailure, ToolFailure } from "./context.ts";
-import type { ToolContext } from "./context.ts";
-import { isBinary } from "./read.ts";
-import { writeTarget } from "./write.ts";
+import type { EditInput, EditOutput } from "../protocol/index.ts";
+import { writeFileAtomic } from "./fs-atomic.ts";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
+import { isBinary } from "./read-tool.ts";
+import { writeTarget } from "./write-tool.ts";
 
 interface EditDetail {
   afterSha256: string;

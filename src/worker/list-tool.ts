@@ -1,10 +1,10 @@
 /** `list` (one directory's entries) and `glob` (paths matching a pattern under a directory). */
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { toolLimits } from "../../protocol/index.ts";
-import type { GlobInput, GlobOutput, ListEntry, ListInput, ListOutput } from "../../protocol/index.ts";
-import { resolveToolPath, toToolFailure, ToolFailure } from "./context.ts";
-import type { ToolContext } from "./context.ts";
+import { toolLimits } from "../protocol/index.ts";
+import type { GlobInput, GlobOutput, ListEntry, ListInput, ListOutput } from "../protocol/index.ts";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
+import type { ToolContext } from "./tool-context.ts";
 
 export async function listTool(input: ListInput, context: ToolContext): Promise<ListOutput> {
   const dir = resolveToolPath(context.workspace, input.path ?? ".");

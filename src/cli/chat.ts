@@ -1,0 +1,240 @@
+/**
+ * `roost chat`: send one message and stream the bot's answer.
+ *
+ * Output: the bot's text goes to stdout as it is generated. Everything else (tool steps, notes,
+ * the spinner) is decoration: on a terminal it is styled and interleaved with the text; when
+ * stdout is not a terminal, stdout carries only the plain text and the decoration goes to stderr
+ * (the spinner only ever draws on a terminal stderr).
+ */
+import { randomUUID } from "node:crypto";
+import { booleanOption, stringOption, UsageError, renderHelp, type Command, type CommandSpec, type ParsedArgs } from "./args.ts";
+import { ApiError, type BotView, type ConversationView, type RoostClient, type StepView } from "./client.ts";
+import { clientEnvironment, clientFor, clientOptions } from "./client-config.ts";
+import { followReply } from "./follow.ts";
+import { CliError, createSpinner, paint, readAll, type CliIo, type OutputStream } from "./io.ts";
+
+const spec: CommandSpec = {
+  name: "chat",
+  summary: "Send a message to a bot and stream its answer.",
+  synopsis: "[options] [TEXT…]",
+  description: [
+    "Without --bot the account's first bot answers (one named `assistant` is created if there is none).",
+    "The most recent conversation with the bot is continued unless --new or --conversation is given.",
+    "Without TEXT the message is read from stdin. Exits 1 when the bot's turn ends in an error.",
+  ].join("\n"),
+  options: {
+    bot: { type: "string", short: "b", value: "NAME", description: "the bot to talk to (by name)" },
+    conversation: { type: "string", short: "c", value: "ID", description: "continue this conversation" },
+    new: { type: "boolean", short: "n", description: "start a new conversation" },
+    ...clientOptions,
+  },
+  positionals: { min: 0, max: Number.POSITIVE_INFINITY, names: "TEXT" },
+  environment: [...clientEnvironment, ["NO_COLOR", "set to print without colors"]],
+  examples: ['roost chat "hello"', 'roost chat --bot researcher --new "summarise today\'s notes"', "git diff | roost chat --bot reviewer"],
+};
+
+export const chatCommand: Command = { spec, run: chat };
+
+const demoNote = "(demo model — configure a provider, see docs/models.md)";
+
+async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
+  if (booleanOption(args, "new") && stringOption(args, "conversation") !== undefined) {
+    throw new UsageError("roost chat: use either --new or --conversation, not both", renderHelp(spec));
+  }
+  const text = await messageText(args, io);
+  const client = clientFor(args, io);
+  const { bot, conversation } = await pickConversation(client, args, io);
+
+  const abort = new AbortController();
+  const view = createChatView(io, bot.name);
+  const onInterrupt = () => {
+    view.close();
+    io.stderr.write("\n");
+    process.exit(130);
+  };
+  process.once("SIGINT", onInterrupt);
+  try {
+    // Subscribe first, so no event of this turn can be missed; `hello` means the subscription exists.
+    const events = await client.openEvents(conversation.id, abort.signal);
+    const hello = await events.next();
+    if (hello.done === true || hello.value.type !== "hello") {
+      throw new CliError(`the events stream of conversation ${conversation.id} closed before it started; try again`);
+    }
+    view.working();
+    const posted = await client.postMessage(conversation.id, { text, clientMessageId: randomUUID() });
+    const end = await followReply({
+      events,
+      reconnect: () => client.openEvents(conversation.id, abort.signal),
+      listSteps: async (after, limit) => (await client.listSteps(conversation.id, { after, limit })).steps,
+      afterSeq: posted.seq,
+      onDelta: (event) => view.delta(event.text),
+      onStep: (step) => view.step(step),
+      signal: abort.signal,
+    });
+    view.close();
+    if (end.kind === "error") {
+      const payload = end.payload as { code?: unknown; message?: unknown };
+      io.stderr.write(`roost: ${String(payload.message ?? "the turn failed")} (${String(payload.code ?? "error")})\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    view.close();
+    process.removeListener("SIGINT", onInterrupt);
+    abort.abort();
+  }
+}
+
+async function messageText(args: ParsedArgs, io: CliIo): Promise<string> {
+  if (args.positionals.length > 0) {
+    const text = args.positionals.join(" ");
+    if (text.trim() === "") throw new UsageError("roost chat: the message is empty", renderHelp(spec));
+    return text;
+  }
+  if (io.stdin.isTTY === true) {
+    throw new UsageError("roost chat: missing the message (give TEXT, or pipe it on stdin)", renderHelp(spec));
+  }
+  const text = (await readAll(io.stdin)).replace(/\s+$/, "");
+  if (text.trim() === "") throw new UsageError("roost chat: the message on stdin is empty", renderHelp(spec));
+  return text;
+}
+
+async function pickConversation(
+  client: RoostClient,
+  args: ParsedArgs,
+  io: CliIo,
+): Promise<{ bot: BotView; conversation: ConversationView }> {
+  const botName = stringOption(args, "bot");
+  const conversationId = stringOption(args, "conversation");
+  if (conversationId !== undefined) {
+    const conversation = await client.getConversation(conversationId);
+    const bot = await client.getBot(conversation.botId);
+    if (botName !== undefined && bot.name !== botName) {
+      throw new CliError(`conversation ${conversationId} is with bot "${bot.name}", not "${botName}" (drop --bot or pick another conversation)`, 2);
+    }
+    return { bot, conversation };
+  }
+  const bot = await pickBot(client, botName, io);
+  const latest = booleanOption(args, "new") ? undefined : (await client.listConversations({ botId: bot.id, limit: 1 }))[0];
+  return { bot, conversation: latest ?? (await client.createConversation({ botId: bot.id })) };
+}
+
+async function pickBot(client: RoostClient, name: string | undefined, io: CliIo): Promise<BotView> {
+  const bots = await client.listBots();
+  if (name !== undefined) {
+    const bot = bots.find((candidate) => candidate.name === name);
+    if (bot !== undefined) return bot;
+    const known = bots.length === 0 ? "you have no bots yet" : `your bots: ${bots.map((candidate) => candidate.name).join(", ")}`;
+    throw new CliError(`no bot named "${name}" (${known}; create it with \`roost bots create ${name}\`)`);
+  }
+  const first = bots[0];
+  if (first !== undefined) return first;
+  try {
+    const created = await client.createBot({ name: "assistant" });
+    io.stderr.write(`${paint(io, io.stderr, "dim", `roost: you had no bots, so I created one named "assistant" (model ${created.effectiveModel})`)}\n`);
+    return created;
+  } catch (error) {
+    // Another client created it at the same moment.
+    if (error instanceof ApiError && error.code === "conflict") {
+      const again = (await client.listBots()).find((candidate) => candidate.name === "assistant");
+      if (again !== undefined) return again;
+    }
+    throw error;
+  }
+}
+
+interface ChatView {
+  /** The bot is working: show the spinner if nothing is being written. */
+  working(): void;
+  delta(text: string): void;
+  step(step: StepView): void;
+  close(): void;
+}
+
+function createChatView(io: CliIo, botName: string): ChatView {
+  const out = io.stdout;
+  const side: OutputStream = io.stdout.isTTY === true ? io.stdout : io.stderr;
+  const spinner = createSpinner(io, io.stderr);
+  let atLineStart = true;
+  /** Text streamed since the last model or reply step (to print only what the deltas missed). */
+  let streamed = "";
+  let demoNoted = false;
+
+  const write = (text: string) => {
+    if (text === "") return;
+    spinner.stop();
+    out.write(text);
+    atLineStart = text.endsWith("\n");
+  };
+  const endLine = () => {
+    if (!atLineStart) write("\n");
+  };
+  const note = (text: string) => {
+    spinner.stop();
+    if (side === out) endLine();
+    side.write(`${text}\n`);
+  };
+  const working = () => {
+    // The spinner shares the terminal with the text: it only draws at the start of a line.
+    if (out.isTTY !== true || atLineStart) spinner.start(`${botName} is working…`);
+  };
+
+  return {
+    working,
+    delta(text) {
+      streamed += text;
+      write(text);
+    },
+    step(step) {
+      switch (step.kind) {
+        case "model":
+        case "reply": {
+          const text = typeof step.payload.text === "string" ? step.payload.text : "";
+          // Deltas are hints: print whatever part of the text they did not deliver.
+          if (text.startsWith(streamed)) write(text.slice(streamed.length));
+          streamed = "";
+          endLine();
+          if (step.kind === "reply" && step.payload.model === "demo" && !demoNoted) {
+            demoNoted = true;
+            note(paint(io, side, "dim", demoNote));
+          }
+          break;
+        }
+        case "tool":
+          note(paint(io, side, "dim", `⚙ ${describeToolStep(step)}`));
+          break;
+        case "error":
+          endLine();
+          break;
+        case "message":
+          break;
+      }
+      if (step.kind !== "reply" && step.kind !== "error") working();
+    },
+    close() {
+      spinner.stop();
+      if (out.isTTY === true) endLine();
+    },
+  };
+}
+
+/** `shell: echo hi → exit 0`: a tool step in one line. */
+export function describeToolStep(step: StepView): string {
+  const payload = step.payload;
+  const name = typeof payload.name === "string" ? payload.name : "tool";
+  const input = (typeof payload.input === "object" && payload.input !== null ? payload.input : {}) as Record<string, unknown>;
+  const main = ["command", "path", "url", "query"].map((key) => input[key]).find((value) => typeof value === "string");
+  const argument = oneLine(typeof main === "string" ? main : JSON.stringify(input), 80);
+  const details = (typeof payload.details === "object" && payload.details !== null ? payload.details : {}) as Record<string, unknown>;
+  const output = typeof payload.output === "string" ? payload.output : "";
+  let outcome: string;
+  if (typeof details.exitCode === "number") outcome = `exit ${details.exitCode}`;
+  else if (payload.isError === true) outcome = `error: ${oneLine(output, 60)}`;
+  else outcome = "ok";
+  return `${name}: ${argument} → ${outcome}`;
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

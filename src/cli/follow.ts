@@ -1,0 +1,124 @@
+/**
+ * Following a conversation until the bot has answered, the way docs/api.md tells clients to:
+ * events are hints, the steps are the record.
+ *
+ * Invariants:
+ *   F1 steps are applied in seq order, each exactly once: a `changed` event up to seq N loads the
+ *      steps after the cursor and at most up to N, never beyond — the text deltas of a later step
+ *      are still queued behind the `changed` that announces it.
+ *   F2 a stream that ends or fails is reopened; its `hello` carries the latest seq, so the steps
+ *      missed meanwhile are loaded (reload on gap) and nothing is shown twice.
+ *   F3 the follow ends when the turn goes idle after a `reply` or `error` step with a seq above
+ *      the message that was sent. (A reply to a turn that began before the message arrived, and
+ *      that did not pick it up, also counts: the API does not say which turn took a message.)
+ */
+import type { ConversationEvent, StepView } from "./client.ts";
+
+export interface FollowOptions {
+  /** The open stream, its `hello` already read. */
+  events: AsyncIterator<ConversationEvent>;
+  /** Opens the stream again after it ended or failed. */
+  reconnect(): Promise<AsyncIterator<ConversationEvent>>;
+  listSteps(after: number, limit: number): Promise<StepView[]>;
+  /** Seq of the message that was sent: steps up to it are not shown. */
+  afterSeq: number;
+  onDelta(event: Extract<ConversationEvent, { type: "delta" }>): void;
+  onStep(step: StepView): void;
+  /** Reopen attempts in a row before giving up. @default 5 */
+  maxReconnects?: number;
+  /** Delay before the n-th reopen (from 1). @default 200 ms × n */
+  reconnectDelayMs?: (attempt: number) => number;
+  signal?: AbortSignal;
+}
+
+/** Follows the conversation until the turn ended; returns the `reply` or `error` step. */
+export async function followReply(options: FollowOptions): Promise<StepView> {
+  const pageLimit = 500;
+  const maxReconnects = options.maxReconnects ?? 5;
+  const delay = options.reconnectDelayMs ?? ((attempt: number) => 200 * attempt);
+  let events = options.events;
+  let cursor = options.afterSeq;
+  let finished: StepView | undefined;
+  let failures = 0;
+
+  // F1
+  const catchUp = async (upTo: number) => {
+    while (cursor < upTo) {
+      const steps = await options.listSteps(cursor, Math.min(upTo - cursor, pageLimit));
+      if (steps.length === 0) return;
+      for (const step of steps) {
+        if (step.seq <= cursor) continue;
+        if (step.seq > upTo) return;
+        cursor = step.seq;
+        options.onStep(step);
+        if (step.kind === "reply" || step.kind === "error") finished = step;
+      }
+    }
+  };
+
+  let lastError: unknown;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    let next: IteratorResult<ConversationEvent>;
+    try {
+      next = await events.next();
+    } catch (error) {
+      if (options.signal?.aborted === true) throw error;
+      lastError = error;
+      next = { done: true, value: undefined };
+    }
+    if (next.done === true) {
+      // F2
+      failures++;
+      if (failures > maxReconnects) {
+        throw lastError ?? new Error(`the events stream closed ${failures} times in a row`);
+      }
+      await sleep(delay(failures), options.signal);
+      try {
+        events = await options.reconnect();
+        lastError = undefined;
+      } catch (error) {
+        lastError = error;
+        events = emptyStream();
+      }
+      continue;
+    }
+    const event = next.value;
+    switch (event.type) {
+      case "hello":
+        failures = 0;
+        await catchUp(event.seq);
+        if (finished !== undefined && event.state === "idle") return finished;
+        break;
+      case "changed":
+        await catchUp(event.seq);
+        break;
+      case "delta":
+        options.onDelta(event);
+        break;
+      case "turn":
+        if (event.state === "idle" && finished !== undefined) return finished; // F3
+        break;
+      default: {
+        const unknown: never = event;
+        void unknown;
+      }
+    }
+  }
+}
+
+async function* emptyStream(): AsyncGenerator<ConversationEvent> {}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
+  });
+}
