@@ -8,7 +8,7 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { authenticate, issueApiToken } from "../auth/index.ts";
-import { NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
+import { InvalidRequestError, NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
 import type { ConversationEvent, EventHub } from "../events/index.ts";
 import type { Account, Bot, Conversation, Store } from "../store/index.ts";
 import { errorBody, httpStatus } from "./errors.ts";
@@ -17,8 +17,11 @@ import { readJson, readQuery, text } from "./validation.ts";
 export interface ApiDependencies {
   store: Store;
   events: EventHub;
-  /** Hand the conversation to its durable loop. Failure is logged, not fatal: a sweep retries. */
-  kick(conversationId: string): Promise<void>;
+  /**
+   * Hand a new message to its conversation's durable loop (`waiter`: the follow-up promise the
+   * store returned with it). Failure is logged, not fatal: a sweep retries.
+   */
+  kick(conversationId: string, messageId: string, waiter: string | null): Promise<void>;
   health(): Promise<{ ok: boolean; checks: Record<string, string> }>;
   /** Validates a bot's model spec; throws a RoostError saying how to fix it. */
   checkModel(spec: string | null): void;
@@ -139,6 +142,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     await next();
   });
 
+  // A model this server cannot serve is a problem of the request (400), not of the server (500).
+  const checkModel = (spec: string | null) => {
+    try {
+      deps.checkModel(spec);
+    } catch (error) {
+      const roost = toRoostError(error);
+      if (roost.code !== "config_invalid") throw error;
+      throw new InvalidRequestError(`field "model": ${roost.message}`, { issues: [{ path: "model", message: roost.message }] });
+    }
+  };
   const requireAdmin = (context: AppContext) => {
     if (!context.get("account").isAdmin) throw new RoostError("forbidden", "only an admin account may do this");
   };
@@ -183,7 +196,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
-    deps.checkModel(body.model ?? null);
+    checkModel(body.model ?? null);
     const account = context.get("account");
     const bot = await store.createBot({
       accountId: account.id,
@@ -205,7 +218,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.patch("/v1/bots/:id", async (context) => {
     const bot = await ownBot(context, context.req.param("id"));
     const body = await readJson(context, patchBotBody);
-    if (body.model !== undefined) deps.checkModel(body.model);
+    if (body.model !== undefined) checkModel(body.model);
     const updated = await store.updateBot(bot.id, body);
     await store.audit({ accountId: context.get("account").id, action: "bot.update", target: bot.id, detail: { fields: Object.keys(body) } });
     return context.json(botView(updated, deps.defaultModel()));
@@ -238,7 +251,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.post("/v1/conversations/:id/messages", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, postMessageBody);
-    const { message, created } = await store.appendMessage({
+    const { message, created, waiter } = await store.appendMessage({
       conversationId: conversation.id,
       clientMessageId: body.clientMessageId,
       authorAccountId: context.get("account").id,
@@ -246,7 +259,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     });
     if (created) {
       events.publish({ type: "changed", conversationId: conversation.id, seq: message.seq });
-      deps.kick(conversation.id).catch((error: unknown) => {
+      deps.kick(conversation.id, message.id, waiter).catch((error: unknown) => {
         deps.log?.(`api: could not hand ${conversation.id} to its loop (the sweep will retry): ${toRoostError(error).message}`);
       });
     }

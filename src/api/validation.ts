@@ -38,9 +38,11 @@ function validationError(error: z.ZodError, where = "field"): InvalidRequestErro
   return new InvalidRequestError(message === "" ? "invalid request" : message, { issues });
 }
 
-/** Text fields: trimmed length limits with readable messages. */
+/** Text fields: length limits with readable messages; the minimum counts non-blank text (`"  "` is empty). */
 export const text = (name: string, { min = 0, max }: { min?: number; max: number }) =>
   z
     .string({ error: (issue) => (issue.input === undefined ? `${name} is required` : `${name} must be a string`) })
-    .min(min, { error: min === 1 ? `${name} must not be empty` : `${name} must be at least ${min} characters` })
-    .max(max, { error: `${name} must be at most ${max} characters` });
+    .max(max, { error: `${name} must be at most ${max} characters` })
+    .refine((value) => value.trim().length >= min, {
+      error: min === 1 ? `${name} must not be empty` : `${name} must be at least ${min} characters`,
+    });

@@ -138,13 +138,12 @@ export function renderHelp(spec: CommandSpec): string {
     return [flag, `${option.description}${extras.length > 0 ? ` [${extras.join(", ")}]` : ""}`] as const;
   });
   lines.push("", "Options:", ...table(rows, "  "));
-  const environment = [
-    ...Object.values(spec.options).flatMap((option) =>
-      option.env === undefined ? [] : [[option.env, option.description] as const],
-    ),
-    ...(spec.environment ?? []),
-  ];
-  if (environment.length > 0) lines.push("", "Environment:", ...table(environment, "  "));
+  // Variables tied to an option are shown in its [brackets]; this section lists the others.
+  const environment = spec.environment ?? [];
+  if (environment.length > 0) {
+    const tied = Object.values(spec.options).some((option) => option.env !== undefined);
+    lines.push("", tied ? "Environment (besides the variables in [brackets] above):" : "Environment:", ...table(environment, "  "));
+  }
   if (spec.examples !== undefined && spec.examples.length > 0) lines.push("", "Examples:", ...spec.examples.map((example) => `  ${example}`));
   return `${lines.join("\n")}\n`;
 }
@@ -166,8 +165,11 @@ export function renderGroupHelp(group: CommandGroup): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** Two aligned columns. */
-export function table(rows: readonly (readonly [string, string])[], indent = ""): string[] {
-  const width = Math.max(0, ...rows.map(([left]) => left.length));
-  return rows.map(([left, right]) => `${indent}${left.padEnd(width)}  ${right}`.trimEnd());
+/** Aligned columns; the last one is not padded. */
+export function table(rows: readonly (readonly string[])[], indent = ""): string[] {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, index) => (widths[index] = Math.max(widths[index] ?? 0, cell.length)));
+  return rows.map((row) =>
+    `${indent}${row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join("  ")}`.trimEnd(),
+  );
 }

@@ -25,13 +25,8 @@ const listCommand: Command = {
       io.stderr.write("no bots yet (create one with `roost bots create NAME`, or just run `roost chat \"hello\"`)\n");
       return 0;
     }
-    const rows: [string, string][] = [["NAME", "MODEL"], ...bots.map((bot) => [bot.name, modelLabel(bot)] as [string, string])];
-    const lines = table(rows);
-    const ids = ["ID", ...bots.map((bot) => bot.id)];
-    lines.forEach((line, index) => {
-      const text = `${line}  ${ids[index] ?? ""}`;
-      io.stdout.write(`${index === 0 ? paint(io, io.stdout, "bold", text) : text}\n`);
-    });
+    const lines = table([["NAME", "MODEL", "ID"], ...bots.map((bot) => [bot.name, modelLabel(bot), bot.id])]);
+    lines.forEach((line, index) => io.stdout.write(`${index === 0 ? paint(io, io.stdout, "bold", line) : line}\n`));
     return 0;
   },
 };

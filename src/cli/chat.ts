@@ -73,8 +73,9 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
     });
     view.close();
     if (end.kind === "error") {
-      const payload = end.payload as { code?: unknown; message?: unknown };
-      io.stderr.write(`roost: ${String(payload.message ?? "the turn failed")} (${String(payload.code ?? "error")})\n`);
+      const { code, message } = end.payload;
+      const text = typeof message === "string" ? message : "the turn failed";
+      io.stderr.write(`roost: ${text} (${typeof code === "string" ? code : "error"})\n`);
       return 1;
     }
     return 0;

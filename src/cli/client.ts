@@ -84,11 +84,17 @@ export class ConnectionError extends Error {
     super(
       code === "ECONNREFUSED"
         ? `cannot reach Roost at ${url} — is it running? (start it with npm start)`
-        : `cannot reach Roost at ${url}: ${code ?? (cause instanceof Error ? cause.message : String(cause))} — is the URL right? (set --url or ROOST_URL)`,
+        : `cannot reach Roost at ${url}: ${code ?? innermostMessage(cause)} — is the URL right? (set --url or ROOST_URL)`,
       { cause },
     );
     this.url = url;
   }
+}
+
+function innermostMessage(error: unknown): string {
+  let current = error;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
 }
 
 function causeCode(error: unknown): string | undefined {

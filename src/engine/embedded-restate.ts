@@ -368,7 +368,9 @@ class RestateSupervisor {
     }
     await this.#stopChild(child);
     const logTail = await readLogTail(settings.logFile, child.logOffset);
-    const reason = result.ready ? "restate-server exited right after its health check passed" : result.reason;
+    const reason = result.ready
+      ? "restate-server exited right after its health check passed"
+      : result.reason;
     throw new EngineUnavailableError(
       `engine: restate-server did not start: ${reason}. ` +
         `Check that ports ${settings.ingressPort}, ${settings.adminPort} and ${settings.nodePort} on 127.0.0.1 are free ` +

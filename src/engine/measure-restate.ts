@@ -20,13 +20,19 @@ for (let run = 0; run < runs; run++) {
   let engine: EmbeddedRestate | undefined;
   try {
     let startedAt = performance.now();
-    engine = await startEmbeddedRestate({ dataDir: dir.path, ...ports, onEvent: (event) => events.push(event) });
+    engine = await startEmbeddedRestate({
+      dataDir: dir.path,
+      ...ports,
+      onEvent: (event) => events.push(event),
+    });
     cold.push(performance.now() - startedAt);
 
     const pid = engine.pid!;
     const killedAt = performance.now();
     process.kill(pid, "SIGKILL");
-    await waitFor("restart", () => events.find((event) => event.type === "ready" && event.pid !== pid));
+    await waitFor("restart", () =>
+      events.find((event) => event.type === "ready" && event.pid !== pid),
+    );
     restart.push(performance.now() - killedAt);
 
     // Idle: let start-up work (compactions, leadership) settle.
@@ -56,4 +62,6 @@ console.log(`cold start to healthy (fresh data dir), ms: ${summary(cold)}`);
 console.log(`warm start to healthy (existing data dir), ms: ${summary(warm)}`);
 console.log(`restart after SIGKILL to healthy, ms: ${summary(restart)}`);
 console.log(`restate-server idle RSS, MiB: ${summary(rss.map((kib) => kib / 1024))}`);
-console.log(`watchdog (sh) RSS, MiB: ${watchdogKib === undefined ? "n/a" : (watchdogKib / 1024).toFixed(1)}`);
+console.log(
+  `watchdog (sh) RSS, MiB: ${watchdogKib === undefined ? "n/a" : (watchdogKib / 1024).toFixed(1)}`,
+);

@@ -8,6 +8,9 @@
  *   L3 messages that arrive together form one turn; messages that arrive mid-turn join it at the
  *      next step boundary; none is lost, none is answered twice (takes are idempotent by id).
  *   L4 after a reply the loop waits up to the follow-up window for more messages, then exits.
+ *   L5 a follow-up is never missed: the take before the wait records the waiter in the same
+ *      transaction that message writers lock (S6), so a writer either had its message taken or
+ *      sees the waiter and resolves it.
  */
 import { toRoostError, type RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
@@ -44,9 +47,9 @@ export async function runConversation(
   const { store, events } = deps;
   let takes = 0;
   let turns = 0;
-  const take = () => {
+  const take = (waiterId: string | null = null) => {
     const takeId = `${durable.invocationId}:take:${takes++}`; // L2, L3
-    return durable.step("take-inbox", async () => toInbox(await store.takeInbox(conversationId, takeId)));
+    return durable.step("take-inbox", async () => toInbox(await store.takeInbox(conversationId, takeId, waiterId)));
   };
   const save = (step: Parameters<Store["appendStep"]>[0], name = "save-step") =>
     durable.step(name, async (): Promise<SavedStep> => {
@@ -70,7 +73,7 @@ export async function runConversation(
     // Messages that came in while the last model call ran start the next turn at once. L4
     batch = await take();
     if (batch.length > 0) continue;
-    const woken = await durable.waitForMessage(deps.followUpWindowMs, take);
+    const woken = await durable.waitForMessage(deps.followUpWindowMs, (waiterId) => take(waiterId)); // L5
     if (woken === "timeout") return { turns };
     batch = woken;
     if (batch.length === 0) return { turns };
@@ -92,7 +95,7 @@ async function runTurn(
   deps: LoopDependencies,
   conversationId: string,
   turnId: string,
-  take: () => Promise<InboxMessage[]>,
+  take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: Parameters<Store["appendStep"]>[0], name?: string) => Promise<SavedStep>,
 ): Promise<void> {
   const { store, events } = deps;

@@ -1,14 +1,13 @@
 /**
  * The `conversation` virtual object, keyed by conversation id: Restate runs one `run` at a time
- * per key, which is what makes "one turn at a time per conversation" true.
- *
- *   run     exclusive: the loop (conversation-loop.ts)
- *   notify  shared: a message was stored. Wakes a loop that waits for follow-ups, and always
- *           queues a `run` too, so a message that lands while a loop is exiting is never missed.
+ * per key, which is what makes "one turn at a time per conversation" true. Messages reach a
+ * running loop through the store (takes at step boundaries) and wake a waiting one through its
+ * awakeable (restate-durable.ts); a `run` is queued for every new message as well, so a loop
+ * that is just exiting never strands one.
  */
 import * as restate from "@restatedev/restate-sdk";
 import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
-import { createRestateDurable, waiterStateKey, type Waiter } from "./restate-durable.ts";
+import { createRestateDurable } from "./restate-durable.ts";
 
 export const conversationObjectName = "conversation";
 
@@ -18,17 +17,6 @@ export function createConversationObject(deps: LoopDependencies) {
     handlers: {
       run: async (ctx: restate.ObjectContext): Promise<{ turns: number }> =>
         runConversation(createRestateDurable(ctx), deps, ctx.key),
-      notify: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<void> => {
-        const waiter = await ctx.get<Waiter>(waiterStateKey);
-        if (waiter !== null) ctx.invocation(waiter.invocationId as restate.InvocationId).signal<boolean>(waiter.signal).resolve(true);
-        ctx.genericSend({
-          service: conversationObjectName,
-          method: "run",
-          key: ctx.key,
-          parameter: null,
-          inputSerde: restate.serde.json,
-        });
-      }),
     },
     options: {
       // A dead service endpoint (server killed) is retried until it comes back. §12

@@ -15,11 +15,12 @@ export interface DurableContext {
   /** Run `action` once and journal its result; on replay the journaled result is returned. */
   step<T>(name: string, action: () => Promise<T>, options?: StepOptions): Promise<T>;
   /**
-   * Announce that the loop now waits for new messages, then call `check` (a journaled step is
-   * expected inside it) and, if it found nothing, wait until a message is signalled or
-   * `timeoutMs` passes. Returns whether the loop was woken by a message.
+   * Wait for new messages: create a durable promise, call `check(waiterId)` (a journaled step
+   * that takes the inbox and records `waiterId` where message writers see it), and if that found
+   * nothing, wait until someone resolves the promise (`resolveWaiter`) or `timeoutMs` passes.
+   * Returns the messages found, or "timeout".
    */
-  waitForMessage<T>(timeoutMs: number, check: () => Promise<T[]>): Promise<T[] | "timeout">;
+  waitForMessage<T>(timeoutMs: number, check: (waiterId: string) => Promise<T[]>): Promise<T[] | "timeout">;
 }
 
 /** Thrown by `step` when its action failed `maxAttempts` times. */

@@ -20,6 +20,7 @@ export function createMemoryDurable(invocationId = "inv_test"): MemoryDurable {
   let wake: (() => void) | undefined;
   let signalled = false;
   let onWaiting: (() => void)[] = [];
+  let waits = 0;
 
   return {
     invocationId,
@@ -37,9 +38,10 @@ export function createMemoryDurable(invocationId = "inv_test"): MemoryDurable {
       }
       throw new StepFailedError(name, lastError instanceof Error ? lastError.message : String(lastError));
     },
-    async waitForMessage<T>(timeoutMs: number, check: () => Promise<T[]>) {
+    async waitForMessage<T>(timeoutMs: number, check: (waiterId: string) => Promise<T[]>) {
       signalled = false;
-      const found = await check();
+      const waiterId = `${invocationId}:waiter:${waits++}`;
+      const found = await check(waiterId);
       if (found.length > 0) return found;
       for (const resolve of onWaiting) resolve();
       onWaiting = [];
@@ -54,7 +56,7 @@ export function createMemoryDurable(invocationId = "inv_test"): MemoryDurable {
         wake = undefined;
         if (!woken) return "timeout" as const;
       }
-      return check();
+      return check(waiterId);
     },
     signal() {
       signalled = true;

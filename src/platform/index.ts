@@ -102,7 +102,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     const api = createApi({
       store,
       events,
-      kick: (conversationId) => kicker.kick(conversationId),
+      kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
       maxBodyBytes: config.maxBodyBytes,
       log,
       checkModel: (spec) => {

@@ -65,4 +65,11 @@ export const migrations: readonly { version: number; statements: readonly string
       `CREATE INDEX audit_by_account ON audit_log (account_id, created_at)`,
     ],
   },
+  {
+    version: 2,
+    statements: [
+      // The id of the durable promise a conversation's loop waits on for follow-ups (see takeInbox).
+      `ALTER TABLE conversations ADD COLUMN waiter TEXT`,
+    ],
+  },
 ];

@@ -141,14 +141,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   }
 
   /** S1: the next sequence number, taken under the conversation row's write lock. */
-  async function nextSeq(tx: SqlExecutor, conversationId: string, at: number): Promise<number> {
-    const row = await first<{ last_seq: number }>(
+  async function nextSeq(tx: SqlExecutor, conversationId: string, at: number): Promise<{ seq: number; waiter: string | null }> {
+    const row = await first<{ last_seq: number; waiter: string | null }>(
       tx,
-      "UPDATE conversations SET last_seq = last_seq + 1, updated_at = ? WHERE id = ? RETURNING last_seq",
+      "UPDATE conversations SET last_seq = last_seq + 1, updated_at = ? WHERE id = ? RETURNING last_seq, waiter",
       [at, conversationId],
     );
     if (row === undefined) throw new RoostError("not_found", `conversation ${conversationId} not found`);
-    return Number(row.last_seq);
+    return { seq: Number(row.last_seq), waiter: row.waiter };
   }
 
   async function findStep(executor: SqlExecutor, id: string) {
@@ -353,13 +353,13 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async appendMessage({ conversationId, clientMessageId, authorAccountId, text }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
-      if (existing !== undefined) return { message: existing, created: false }; // S3
-      return idempotent<{ message: Message; created: boolean }>(
+      if (existing !== undefined) return { message: existing, created: false, waiter: null }; // S3
+      return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
         () =>
           driver.transaction(async (tx) => {
             // S4: the message row and its step are written together.
             const at = now();
-            const seq = await nextSeq(tx, conversationId, at);
+            const { seq, waiter } = await nextSeq(tx, conversationId, at); // S6
             const message: Message = {
               id: ids("msg"),
               conversationId,
@@ -381,17 +381,19 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               JSON.stringify({ messageId: message.id, text, authorAccountId }),
               at,
             ]);
-            return { message, created: true };
+            return { message, created: true, waiter };
           }),
         async () => {
           const winner = await findMessageByClientId(driver, conversationId, clientMessageId);
-          return winner === undefined ? undefined : { message: winner, created: false };
+          return winner === undefined ? undefined : { message: winner, created: false, waiter: null };
         },
       );
     },
 
-    async takeInbox(conversationId, takeId) {
+    async takeInbox(conversationId, takeId, waiter = null) {
       return driver.transaction(async (tx) => {
+        // S6: lock the conversation row first, as appendMessage does, and record the waiter.
+        await tx.run("UPDATE conversations SET waiter = ? WHERE id = ?", [waiter, conversationId]);
         await tx.run("UPDATE messages SET taken_by = ? WHERE conversation_id = ? AND taken_by IS NULL", [
           takeId,
           conversationId,
@@ -438,7 +440,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         () =>
           driver.transaction(async (tx) => {
             const at = now();
-            const seq = await nextSeq(tx, conversationId, at);
+            const { seq } = await nextSeq(tx, conversationId, at);
             await tx.run(`INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
               conversationId,
               seq,

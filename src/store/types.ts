@@ -8,6 +8,7 @@
  *   S3 appending a message is idempotent by (conversation, clientMessageId).
  *   S4 every write of several rows happens in one transaction: nothing is stored half-way.
  *   S5 API tokens are stored only as SHA-256 hashes.
+ *   S6 a message stored concurrently with a take is either taken or sees the take's waiter.
  */
 
 export interface Account {
@@ -118,13 +119,17 @@ export interface Store {
     clientMessageId: string;
     authorAccountId: string;
     text: string;
-  }): Promise<{ message: Message; created: boolean }>;
+  }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages
    * taken by `takeId`, oldest first. Repeating a take returns the same messages (plus any that
    * arrived since), so a retried journal step never loses one.
+   *
+   * S6 `waiter` (or null) is recorded on the conversation in the same transaction. appendMessage
+   * returns the waiter current at its commit, so a message either is taken by this take or sees
+   * the waiter: a loop about to wait for follow-ups can never miss one.
    */
-  takeInbox(conversationId: string, takeId: string): Promise<Message[]>;
+  takeInbox(conversationId: string, takeId: string, waiter?: string | null): Promise<Message[]>;
   /** Conversations with messages no loop has taken yet, with the oldest waiting message's id. */
   listWaitingConversations(options?: { limit?: number }): Promise<{ conversationId: string; oldestMessageId: string }[]>;
   /** Messages not yet taken by any loop, oldest first. */

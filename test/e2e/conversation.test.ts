@@ -17,7 +17,8 @@ describe("a conversation end to end (demo model, embedded Restate)", () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "roost-e2e-"));
-    roost = await createRoostProcess({ dataDir, env: { ROOST_FOLLOW_UP_WINDOW_MS: "500" } });
+    // The default 2-minute follow-up window: a follow-up that failed to wake the loop would time out.
+    roost = await createRoostProcess({ dataDir });
     await roost.start();
   });
   afterAll(async () => {
