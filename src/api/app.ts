@@ -9,8 +9,9 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { authenticate, issueApiToken } from "../auth/index.ts";
 import { InvalidRequestError, NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
-import type { ConversationEvent, EventHub } from "../events/index.ts";
+import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.ts";
 import type { Account, Bot, Conversation, Store } from "../store/index.ts";
+import { registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { readJson, readQuery, text } from "./validation.ts";
 
@@ -28,6 +29,8 @@ export interface ApiDependencies {
   /** Label of the model a bot with no model of its own uses. */
   defaultModel: () => { id: string; isDemo: boolean };
   maxBodyBytes: number;
+  /** The caller's computer (absent until the platform has computers). */
+  computers?: ComputerService;
   /** Keepalive comment interval of the events stream. @default 15000 */
   sseKeepAliveMs?: number;
   log?: (message: string) => void;
@@ -194,6 +197,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.json({ id: token.id, accountId, token: token.token }, 201);
   });
 
+  if (deps.computers !== undefined) registerComputerRoutes(app, deps.computers);
+
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
     checkModel(body.model ?? null);
@@ -286,12 +291,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.get("/v1/conversations/:id/events", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     return streamSSE(context, async (stream) => {
-      const queue: ConversationEvent[] = [];
+      const queue: (ConversationEvent | AccountEvent)[] = [];
       let wake: (() => void) | undefined;
-      const unsubscribe = events.subscribe(conversation.id, (event) => {
+      const push = (event: ConversationEvent | AccountEvent) => {
         queue.push(event);
         wake?.();
-      });
+      };
+      const unsubscribeConversation = events.subscribe(conversation.id, push);
+      // The account's computer is this conversation's computer: its state changes come along.
+      const unsubscribeAccount = events.subscribeAccount(conversation.accountId, push);
+      const unsubscribe = () => {
+        unsubscribeConversation();
+        unsubscribeAccount();
+      };
       stream.onAbort(() => {
         unsubscribe();
         wake?.();
@@ -317,8 +329,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
             if (queue.length === 0 && !stream.aborted) await stream.write(": keepalive\n\n");
             continue;
           }
-          const { type, conversationId: _, ...data } = event;
-          await stream.writeSSE({ event: type, data: JSON.stringify(data) });
+          await stream.writeSSE({ event: event.type, data: JSON.stringify(eventData(event)) });
         }
       } finally {
         unsubscribe();
@@ -327,4 +338,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   });
 
   return app;
+}
+
+/** What an SSE event carries: the event minus its routing fields. */
+function eventData(event: ConversationEvent | AccountEvent): Record<string, unknown> {
+  if (event.type === "computer") return { computerId: event.computerId, state: event.state };
+  const { type: _type, conversationId: _conversationId, ...data } = event;
+  return data;
 }

@@ -10,6 +10,11 @@ export function generateApiToken(): string {
   return `${tokenPrefix}${randomBytes(32).toString("base64url")}`;
 }
 
+/** A worker token: `rwt_` + 32 random bytes; the control plane stores only its hash. */
+export function generateWorkerToken(): string {
+  return `rwt_${randomBytes(32).toString("base64url")}`;
+}
+
 export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }

@@ -105,14 +105,13 @@ export function parseCommand(spec: CommandSpec, args: string[]): ParsedArgs {
 function describeParseError(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const message = error instanceof Error ? error.message : String(error);
-  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-    const option = /'([^']+)'/.exec(message)?.[1];
-    return `unknown option ${option ?? message}`;
-  }
-  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
-    const option = /'([^']+)'/.exec(message)?.[1];
-    if (message.includes("argument missing")) return `option ${option ?? ""} needs a value`;
-    if (message.includes("does not take an argument")) return `option ${option?.replace(/ .*$/, "") ?? ""} takes no value`;
+  // Node quotes the option, sometimes with its short form and a placeholder: '-b, --bot <value>'.
+  const quoted = /'([^']+)'/.exec(message)?.[1] ?? "";
+  const option = (/--[\w-]+/.exec(quoted) ?? /-[\w-]+/.exec(quoted))?.[0];
+  if (option !== undefined) {
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option ${option}`;
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && message.includes("argument missing")) return `option ${option} needs a value`;
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && message.includes("does not take an argument")) return `option ${option} takes no value`;
   }
   return message;
 }

@@ -27,6 +27,7 @@ export function createSseParser(onMessage: (message: SseMessage) => void): SsePa
   let id: string | undefined;
   // A chunk that ended in "\r" may continue with the "\n" of the same CRLF.
   let skipLeadingLf = false;
+  let started = false;
 
   const dispatch = () => {
     if (data.length > 0) onMessage({ event: event === "" ? "message" : event, data: data.join("\n"), id });
@@ -59,6 +60,10 @@ export function createSseParser(onMessage: (message: SseMessage) => void): SsePa
 
   return {
     push(text) {
+      if (!started && text !== "") {
+        started = true;
+        if (text.startsWith("\uFEFF")) text = text.slice(1); // the format allows one leading BOM
+      }
       if (skipLeadingLf && text.startsWith("\n")) text = text.slice(1);
       skipLeadingLf = false;
       buffer += text;

@@ -46,6 +46,22 @@ export interface RoostConfig {
   maxBodyBytes: number;
   /** Retries of a failed model call inside one journaled step. @default 4 */
   modelAttempts: number;
+  computers: ComputersConfig;
+}
+
+export interface ComputersConfig {
+  /** `auto` picks `local` where the host allows isolation and stops with a clear message otherwise. @default auto */
+  provider: "auto" | "local" | "process";
+  /** Computers' durable disks live here. @default $ROOST_DATA_DIR/computers */
+  root: string;
+  /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
+  idleSleepMs: number;
+  /** How long a wake waits for the worker's hello. @default 60000 */
+  wakeTimeoutMs: number;
+  /** Lifetime of a worker token (a new one is issued on every wake). @default 86400000 */
+  workerTokenTtlMs: number;
+  /** URL workers dial, when it is not this server's own address (e.g. behind a proxy). */
+  gatewayUrl: string | undefined;
 }
 
 export type Flags = Record<string, string | boolean | undefined>;
@@ -92,6 +108,30 @@ function url(source: Source, flag: string, envName: string): string | undefined 
     throw new ConfigError(`${envName} (--${flag}) must be an http(s) URL, got ${JSON.stringify(raw)}`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+function resolveComputers(source: Source, dataDir: string): ComputersConfig {
+  const provider = pick(source, "computer-provider", "ROOST_COMPUTER_PROVIDER") ?? "auto";
+  if (provider !== "auto" && provider !== "local" && provider !== "process") {
+    throw new ConfigError(
+      `ROOST_COMPUTER_PROVIDER must be "auto", "local" or "process", got ${JSON.stringify(provider)}`,
+    );
+  }
+  const gatewayUrl = pick(source, "gateway-url", "ROOST_GATEWAY_URL");
+  if (gatewayUrl !== undefined && !/^wss?:\/\//.test(gatewayUrl)) {
+    throw new ConfigError(`ROOST_GATEWAY_URL must be a ws:// or wss:// URL, got ${JSON.stringify(gatewayUrl)}`);
+  }
+  return {
+    provider,
+    root: resolvePath(pick(source, "computers-dir", "ROOST_COMPUTERS_DIR") ?? `${dataDir}/computers`),
+    idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, { min: 1000, max: 7 * 24 * 3600_000 }),
+    wakeTimeoutMs: integer(source, "wake-timeout-ms", "ROOST_WAKE_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
+    workerTokenTtlMs: integer(source, "worker-token-ttl-ms", "ROOST_WORKER_TOKEN_TTL_MS", 86_400_000, {
+      min: 60_000,
+      max: 30 * 86_400_000,
+    }),
+    gatewayUrl,
+  };
 }
 
 /** Resolve and validate the whole configuration. Throws ConfigError with a fix-it message. */
@@ -178,5 +218,6 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       max: 64 * 1_048_576,
     }),
     modelAttempts: integer(source, "model-attempts", "ROOST_MODEL_ATTEMPTS", 4, { min: 1, max: 20 }),
+    computers: resolveComputers(source, dataDir),
   };
 }

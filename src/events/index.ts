@@ -12,7 +12,9 @@ export type TurnState = "working" | "idle";
 export type ConversationEvent =
   | { type: "changed"; conversationId: string; seq: number }
   | { type: "delta"; conversationId: string; turnId: string; text: string }
-  | { type: "turn"; conversationId: string; state: TurnState; turnId: string | null };
+  | { type: "turn"; conversationId: string; state: TurnState; turnId: string | null }
+  /** Output of a running computer tool, as it streams (the tool step holds the final result). */
+  | { type: "tool-output"; conversationId: string; callId: string; stream: "stdout" | "stderr"; data: string };
 
 export type AccountEvent = { type: "computer"; accountId: string; state: string; computerId: string };
 

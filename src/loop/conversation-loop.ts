@@ -65,7 +65,11 @@ export async function runConversation(
     const turnId = `${durable.invocationId}:turn:${turns++}`;
     events.publish({ type: "turn", conversationId, state: "working", turnId });
     try {
-      await runTurn(durable, deps, conversationId, turnId, take, save);
+      const turn = await runTurn(durable, deps, conversationId, turnId, take, save);
+      if (turn.usedTools && deps.tools.endTurn !== undefined) {
+        const endTurn = deps.tools.endTurn.bind(deps.tools);
+        await durable.step("end-turn", () => endTurn({ accountId: turn.accountId, turnId }));
+      }
     } finally {
       events.publish({ type: "turn", conversationId, state: "idle", turnId });
     }
@@ -97,7 +101,7 @@ async function runTurn(
   turnId: string,
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: Parameters<Store["appendStep"]>[0], name?: string) => Promise<SavedStep>,
-): Promise<void> {
+): Promise<{ accountId: string; usedTools: boolean }> {
   const { store, events } = deps;
   const context = await durable.step("load-context", async (): Promise<TurnContext> => {
     const conversation = await store.getConversation(conversationId);
@@ -121,6 +125,7 @@ async function runTurn(
   const system = buildSystemPrompt(context);
   const messages: ModelMessage[] = [...context.history];
   const maxCalls = deps.maxModelCallsPerTurn ?? 50;
+  let usedTools = false;
   const fail = (index: number, error: { code: string; message: string }) =>
     save({ conversationId, id: `${turnId}:${index}:error`, turnId, kind: "error", payload: error }, "send-to-user");
 
@@ -130,7 +135,7 @@ async function runTurn(
         code: "turn_too_long",
         message: `The bot stopped after ${maxCalls} model calls without replying. Send a message to let it continue.`,
       });
-      return;
+      return { accountId: context.accountId, usedTools };
     }
 
     let outcome: InferOutcome;
@@ -156,7 +161,7 @@ async function runTurn(
     }
     if (!outcome.ok) {
       await fail(index, outcome.error);
-      return;
+      return { accountId: context.accountId, usedTools };
     }
 
     const { result } = outcome;
@@ -172,7 +177,7 @@ async function runTurn(
         },
         "send-to-user",
       );
-      return;
+      return { accountId: context.accountId, usedTools };
     }
 
     // Provider call ids differ between providers and attempts; ours come from the journal.
@@ -188,6 +193,7 @@ async function runTurn(
       payload: { text: result.text, toolCalls, model: result.model, usage },
     });
     messages.push({ role: "assistant", text: result.text, toolCalls });
+    usedTools = true;
 
     for (const call of toolCalls) {
       let toolResult: ToolResult & { durationMs: number };

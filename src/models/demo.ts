@@ -6,6 +6,10 @@
  *   `read <path>`           → tool `read` `{ path }`
  *   `write <path> <text>`   → tool `write` `{ path, content }`
  *   `ls [path]`             → tool `list` `{ path }` (default `.`)
+ *   `edit <path> <old> => <new>` → tool `edit` `{ path, oldString, newString }`
+ *   `glob <pattern>`        → tool `glob` `{ pattern }`
+ *   `bg <command>`          → tool `shell` `{ command, background: true }`
+ *   `job <id>`              → tool `shell_status` `{ jobId }`
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   anything else           → a labelled echo saying no provider is configured
  *
@@ -22,7 +26,7 @@ const label = "[demo model]";
 
 /** What the demo model decided to do with the last user message. */
 type DemoAction =
-  { kind: "tool"; name: string; input: Record<string, string> } | { kind: "reply"; text: string };
+  { kind: "tool"; name: string; input: Record<string, string | boolean> } | { kind: "reply"; text: string };
 
 /** Rough token count: words, not tokens. */
 function countWords(text: string): number {
@@ -62,6 +66,22 @@ function decide(text: string, request: InferRequest): DemoAction {
   const list = /^ls(?:\s+(\S+))?\s*$/.exec(trimmed);
   if (list !== null && isOffered(request, "list")) {
     return { kind: "tool", name: "list", input: { path: list[1] ?? "." } };
+  }
+  const editCommand = /^edit\s+(\S+)\s([\s\S]+?)\s=>\s([\s\S]*)$/.exec(trimmed);
+  if (editCommand?.[1] !== undefined && editCommand[2] !== undefined && isOffered(request, "edit")) {
+    return { kind: "tool", name: "edit", input: { path: editCommand[1], oldString: editCommand[2], newString: editCommand[3] ?? "" } };
+  }
+  const glob = /^glob\s+(\S+)\s*$/.exec(trimmed);
+  if (glob?.[1] !== undefined && isOffered(request, "glob")) {
+    return { kind: "tool", name: "glob", input: { pattern: glob[1] } };
+  }
+  const background = /^bg\s+([\s\S]+)$/.exec(trimmed);
+  if (background?.[1] !== undefined && isOffered(request, "shell")) {
+    return { kind: "tool", name: "shell", input: { command: background[1], background: true } };
+  }
+  const job = /^job\s+(\S+)\s*$/.exec(trimmed);
+  if (job?.[1] !== undefined && isOffered(request, "shell_status")) {
+    return { kind: "tool", name: "shell_status", input: { jobId: job[1] } };
   }
   return { kind: "reply", text: echoReply(trimmed, request) };
 }

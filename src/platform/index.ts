@@ -6,9 +6,15 @@
 import { mkdirSync } from "node:fs";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { serve, type ServerType } from "@hono/node-server";
+import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import * as restate from "@restatedev/restate-sdk";
 import { createApi } from "../api/index.ts";
+import { hashToken } from "../auth/index.ts";
+import {
+  createComputerObject,
+  createControlPlaneClient,
+  type ComputerProvider,
+} from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
 import {
   connectExternalRestate,
@@ -18,18 +24,23 @@ import {
   type RestateEngine,
 } from "../engine/index.ts";
 import { createEventHub, type EventHub } from "../events/index.ts";
+import { createGateway } from "../gateway/index.ts";
 import { createConversationObject } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createEmptyToolRouter, type ToolRouter } from "../tools/index.ts";
+import { createComputerTools, type ToolRouter } from "../tools/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { createKicker } from "./kicker.ts";
+import { selectComputerProvider } from "./provider-selection.ts";
 
 export interface PlatformOptions {
   log?: (message: string) => void;
   /** Replace model resolution (tests script the model here). */
   resolveModel?: (spec: string | null) => ModelClient;
+  /** Replace the tool router (tests). */
   tools?: ToolRouter;
+  /** Replace the computer provider (tests). */
+  provider?: ComputerProvider;
   /** How often waiting messages are re-kicked. @default 5000 */
   sweepIntervalMs?: number;
 }
@@ -41,6 +52,7 @@ export interface Platform {
   readonly store: Store;
   readonly events: EventHub;
   readonly engine: RestateEngine;
+  readonly provider: ComputerProvider;
   close(): Promise<void>;
 }
 
@@ -53,15 +65,46 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
 
   try {
     mkdirSync(config.dataDir, { recursive: true });
+    const provider = options.provider ?? (await selectComputerProvider(config, log));
+    cleanups.push(() => provider.close());
     const store = await openStore(config.store);
     cleanups.push(() => store.close());
     const events = createEventHub();
 
     const models = createModelResolver(config.models, { retry: { maxAttempts: config.modelAttempts } });
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
-    const tools = options.tools ?? createEmptyToolRouter();
 
-    // The loop's service endpoint, called by Restate.
+    // One HTTP server for the API and the gateway; it starts listening once everything is wired.
+    let engine: RestateEngine | undefined;
+    const ingressUrl = () => {
+      if (engine === undefined) throw new Error("the durable engine is not running yet");
+      return engine.ingressUrl;
+    };
+    let fetchApi: (request: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
+    const server: ServerType = createAdaptorServer({ fetch: (request) => fetchApi(request) });
+    const gateway = createGateway({
+      server: server as unknown as import("node:http").Server,
+      verifyToken: async (token) => {
+        const computerId = await store.findComputerByWorkerToken(hashToken(token), Date.now());
+        return computerId === undefined ? undefined : { computerId };
+      },
+      workerWaitMs: config.computers.wakeTimeoutMs,
+    });
+    cleanups.push(() => gateway.close());
+
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    cleanups.push(() => closeHttp(server));
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://${config.host}:${port}`;
+    const gatewayUrl = config.computers.gatewayUrl ?? `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
+
+    const controlPlane = createControlPlaneClient(ingressUrl);
+    const tools = options.tools ?? createComputerTools({ store, controlPlane, gateway, events, providerKind: provider.kind });
+
+    // The durable objects' service endpoint, called by Restate.
     const conversationObject = createConversationObject({
       store,
       events,
@@ -69,8 +112,19 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
       tools,
       followUpWindowMs: config.followUpWindowMs,
     });
+    const computerObject = createComputerObject({
+      provider,
+      store,
+      events,
+      gateway,
+      gatewayUrl,
+      idleSleepMs: config.computers.idleSleepMs,
+      wakeTimeoutMs: config.computers.wakeTimeoutMs,
+      workerTokenTtlMs: config.computers.workerTokenTtlMs,
+      holdLeaseMs: 30 * 60_000,
+    });
     const serviceServer = http2.createServer(
-      restate.createEndpointHandler({ services: [conversationObject], logger: () => undefined }),
+      restate.createEndpointHandler({ services: [conversationObject, computerObject], logger: () => undefined }),
     );
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
@@ -80,7 +134,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     const servicePort = (serviceServer.address() as AddressInfo).port;
     const serviceUrl = config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
 
-    const engine =
+    engine =
       config.restate.mode === "embedded"
         ? await startEmbeddedRestate({
             dataDir: config.dataDir,
@@ -93,11 +147,12 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
             },
           })
         : await connectExternalRestate({ ingressUrl: config.restate.ingressUrl, adminUrl: config.restate.adminUrl });
-    cleanups.push(() => engine.close());
+    const runningEngine = engine;
+    cleanups.push(() => runningEngine.close());
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
-    const kicker = createKicker(() => engine.ingressUrl, store);
+    const kicker = createKicker(ingressUrl, store);
 
     const api = createApi({
       store,
@@ -118,6 +173,16 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
           return { id: models.defaultSpec, isDemo: false };
         }
       },
+      computers: {
+        forAccount: async (accountId) => {
+          const computer = await store.ensureComputer(accountId, provider.kind);
+          return { id: computer.id, provider: computer.provider, isolated: provider.isolated };
+        },
+        status: (computerId) => controlPlane.status(computerId),
+        wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),
+        sleep: (computerId) => controlPlane.sleep(computerId),
+        workspaceDir: (computerId) => provider.paths(computerId).workspace,
+      },
       health: async () => {
         const checks: Record<string, string> = {};
         try {
@@ -126,7 +191,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         } catch (error) {
           checks.store = `failing: ${(error as Error).message}`;
         }
-        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
+        const probe = await probeRestateHealth(runningEngine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
           healthy: false,
           problem: String(error),
         }));
@@ -134,14 +199,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         return { ok: Object.values(checks).every((value) => value === "ok"), checks };
       },
     });
-
-    const server = await new Promise<ServerType>((resolve, reject) => {
-      const created = serve({ fetch: api.fetch, hostname: config.host, port: config.port }, () => resolve(created));
-      created.once("error", reject);
-    });
-    cleanups.push(() => closeHttp(server));
-    const port = (server.address() as AddressInfo).port;
-    const url = `http://${config.host}:${port}`;
+    fetchApi = (request) => api.fetch(request);
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
     const sweep = () =>
@@ -151,15 +209,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     sweepTimer.unref();
     cleanups.push(async () => clearInterval(sweepTimer));
 
-    return {
-      url,
-      port,
-      adminTokenFile: admin.tokenFile,
-      store,
-      events,
-      engine,
-      close: closeAll,
-    };
+    return { url, port, adminTokenFile: admin.tokenFile, store, events, engine, provider, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

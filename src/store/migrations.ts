@@ -72,4 +72,20 @@ export const migrations: readonly { version: number; statements: readonly string
       `ALTER TABLE conversations ADD COLUMN waiter TEXT`,
     ],
   },
+  {
+    version: 3,
+    statements: [
+      // One computer per account (ARCHITECTURE.md §7); its lifecycle state lives in the control plane.
+      `CREATE TABLE computers (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+        provider TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      // At most one live worker token per computer, stored hashed; replaced on every wake.
+      `CREATE TABLE worker_tokens (
+        computer_id TEXT PRIMARY KEY REFERENCES computers(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        expires_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

@@ -464,6 +464,69 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return rows.map(toStep);
     },
 
+    async ensureComputer(accountId, provider) {
+      const read = async () => {
+        const row = await first<{ id: string; account_id: string; provider: string; created_at: number }>(
+          driver,
+          "SELECT * FROM computers WHERE account_id = ?",
+          [accountId],
+        );
+        return row === undefined
+          ? undefined
+          : { id: row.id, accountId: row.account_id, provider: row.provider, createdAt: Number(row.created_at) };
+      };
+      const existing = await read();
+      if (existing !== undefined) return existing;
+      return idempotent(
+        async () => {
+          const computer = { id: ids("cmp"), accountId, provider, createdAt: now() };
+          await driver.run("INSERT INTO computers (id, account_id, provider, created_at) VALUES (?, ?, ?, ?)", [
+            computer.id,
+            accountId,
+            provider,
+            computer.createdAt,
+          ]);
+          return computer;
+        },
+        read,
+      );
+    },
+
+    async getComputer(id) {
+      const row = await first<{ id: string; account_id: string; provider: string; created_at: number }>(
+        driver,
+        "SELECT * FROM computers WHERE id = ?",
+        [id],
+      );
+      return row === undefined
+        ? undefined
+        : { id: row.id, accountId: row.account_id, provider: row.provider, createdAt: Number(row.created_at) };
+    },
+
+    async setWorkerToken(computerId, tokenHash, expiresAt) {
+      await driver.transaction(async (tx) => {
+        await tx.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
+        await tx.run("INSERT INTO worker_tokens (computer_id, token_hash, expires_at) VALUES (?, ?, ?)", [
+          computerId,
+          tokenHash,
+          expiresAt,
+        ]);
+      });
+    },
+
+    async findComputerByWorkerToken(tokenHash, at) {
+      const row = await first<{ computer_id: string }>(
+        driver,
+        "SELECT computer_id FROM worker_tokens WHERE token_hash = ? AND expires_at > ?",
+        [tokenHash, at],
+      );
+      return row?.computer_id;
+    },
+
+    async clearWorkerToken(computerId) {
+      await driver.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
+    },
+
     async audit({ accountId, action, target, detail = {} }) {
       await driver.run(
         "INSERT INTO audit_log (id, account_id, action, target, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -164,6 +164,22 @@ export function storeContract(name: string, open: () => Promise<{ store: Store; 
         expect(await store.listConversations(stranger.id)).toEqual([]);
       }));
 
+    it("keeps one computer per account and one live worker token per computer", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const [a, b] = await Promise.all([store.ensureComputer(account.id, "process"), store.ensureComputer(account.id, "process")]);
+        expect(b.id).toBe(a.id);
+        expect((await store.getComputer(a.id))?.accountId).toBe(account.id);
+        await store.setWorkerToken(a.id, "hash-1", 2000);
+        expect(await store.findComputerByWorkerToken("hash-1", 1000)).toBe(a.id);
+        expect(await store.findComputerByWorkerToken("hash-1", 3000)).toBeUndefined(); // expired
+        await store.setWorkerToken(a.id, "hash-2", 2000); // rotation revokes the old token
+        expect(await store.findComputerByWorkerToken("hash-1", 1000)).toBeUndefined();
+        expect(await store.findComputerByWorkerToken("hash-2", 1000)).toBe(a.id);
+        await store.clearWorkerToken(a.id);
+        expect(await store.findComputerByWorkerToken("hash-2", 1000)).toBeUndefined();
+      }));
+
     it("keeps an audit log", () =>
       withStore(async (store) => {
         const { account } = await seed(store);

@@ -83,6 +83,13 @@ export interface AuditEntry {
   createdAt: number;
 }
 
+export interface Computer {
+  id: string;
+  accountId: string;
+  provider: string;
+  createdAt: number;
+}
+
 export interface BotPatch {
   name?: string;
   instructions?: string;
@@ -145,6 +152,15 @@ export interface Store {
     payload: Record<string, unknown>;
   }): Promise<Step>;
   listSteps(conversationId: string, options?: { afterSeq?: number; limit?: number }): Promise<Step[]>;
+
+  /** The account's computer, created with `provider` on first use (one per account). */
+  ensureComputer(accountId: string, provider: string): Promise<Computer>;
+  getComputer(id: string): Promise<Computer | undefined>;
+  /** Replaces the computer's worker token (S5: hash only). */
+  setWorkerToken(computerId: string, tokenHash: string, expiresAt: number): Promise<void>;
+  /** The computer a live worker token belongs to; expired tokens match nothing. */
+  findComputerByWorkerToken(tokenHash: string, now: number): Promise<string | undefined>;
+  clearWorkerToken(computerId: string): Promise<void>;
 
   audit(input: { accountId: string | null; action: string; target: string; detail?: Record<string, unknown> }): Promise<void>;
   listAudit(options?: { accountId?: string; limit?: number }): Promise<AuditEntry[]>;

@@ -26,7 +26,11 @@ export interface ToolResult {
 export interface ToolRouter {
   specs(context: { accountId: string; botId: string }): Promise<ToolSpec[]>;
   execute(name: string, input: unknown, context: ToolContext): Promise<ToolResult>;
+  /** The turn is over: release what it held (the computer's hold). Called once per turn that ran tools. */
+  endTurn?(context: { accountId: string; turnId: string }): Promise<void>;
 }
+
+export { asleepMessage, createComputerTools, defaultWakingTools, type ComputerToolsOptions } from "./computer-tools.ts";
 
 /** A router with no tools at all: the platform before any computer or server tool is wired. */
 export function createEmptyToolRouter(): ToolRouter {

@@ -75,6 +75,8 @@ interface Running {
   controller: AbortController;
   startedAt: number;
   done: Promise<void>;
+  /** Set once the result went out (the entry lives on while cleanups run). */
+  result: ResultFrame | undefined;
 }
 
 export function createCallRunner(options: CallRunnerOptions): CallRunner {
@@ -98,11 +100,13 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
 
   const progressTimer = setInterval(() => {
     const at = now();
-    for (const [callId, entry] of running) options.send({ type: "progress", callId, elapsedMs: Math.max(0, at - entry.startedAt) });
+    for (const [callId, entry] of running) {
+      if (entry.result === undefined) options.send({ type: "progress", callId, elapsedMs: Math.max(0, at - entry.startedAt) });
+    }
   }, options.progressIntervalMs ?? 5000);
   progressTimer.unref();
 
-  function sendResult(callId: string, outcome: CallOutcome): void {
+  function sendResult(callId: string, outcome: CallOutcome): ResultFrame {
     const frame: ResultFrame = outcome.ok
       ? { type: "result", callId, ok: true, output: outcome.output }
       : { type: "result", callId, ok: false, error: outcome.error };
@@ -113,6 +117,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       if (oldest !== undefined) unacked.delete(oldest);
     }
     options.send(frame);
+    return frame;
   }
 
   async function execute(frame: CallFrame, entry: Running): Promise<void> {
@@ -141,6 +146,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       return;
     }
     const previous = record?.state === "started" ? record : undefined;
+    const afterRecorded: (() => Promise<unknown>)[] = [];
     const startedAt = previous === undefined ? now() : Date.parse(previous.startedAt);
     let marked = previous !== undefined;
     const context: ToolContext = {
@@ -158,6 +164,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         marked = true;
         await options.doneLog.markStarted(callId, frame.tool, { timeoutMs: frame.timeoutMs, tool: detail }); // W3
       },
+      afterRecorded: (task) => afterRecorded.push(task),
       previous: previous === undefined ? undefined : { ...previous, detail: (previous.detail as { tool?: unknown } | undefined)?.tool },
       durable,
       now,
@@ -179,17 +186,20 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         },
       };
     }
+    let recorded = true;
     try {
       await options.doneLog.markDone(callId, frame.tool, outcome); // W2
     } catch (error) {
+      recorded = false;
       log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
     }
-    sendResult(callId, outcome);
+    entry.result = sendResult(callId, outcome);
+    if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
   }
 
   function start(frame: CallFrame): void {
     const controller = new AbortController();
-    const entry: Running = { controller, startedAt: now(), done: Promise.resolve() };
+    const entry: Running = { controller, startedAt: now(), done: Promise.resolve(), result: undefined };
     running.set(frame.callId, entry); // W1: synchronously, before any await
     entry.done = execute(frame, entry)
       .catch((error: unknown) => {
@@ -203,12 +213,12 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   return {
     handleCall(frame) {
       options.send({ type: "ack", callId: frame.callId });
-      if (running.has(frame.callId)) return; // W1: attach; its result goes out when it ends
-      const cached = unacked.get(frame.callId);
+      const cached = unacked.get(frame.callId) ?? running.get(frame.callId)?.result;
       if (cached !== undefined) {
         options.send(cached);
         return;
       }
+      if (running.has(frame.callId)) return; // W1: attach; its result goes out when it ends
       start(frame);
     },
     handleAck(callId) {
@@ -218,7 +228,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       running.get(callId)?.controller.abort();
     },
     inflight() {
-      return [...running.keys()];
+      return [...running].filter(([, entry]) => entry.result === undefined).map(([callId]) => callId);
     },
     resendUnacked() {
       for (const frame of unacked.values()) options.send(frame); // W4
@@ -244,7 +254,9 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   async function recoveryFrame(record: StartedRecord): Promise<CallFrame | undefined> {
     if (record.tool !== "shell") return undefined;
     const job = await readJob(path.join(jobsRoot(options.stateDir), jobIdFor(record.callId, false)));
-    if (job === undefined || job.pid === undefined) return undefined;
+    // Without a pid the wrapper may not have claimed the job yet; the shell tool starts another
+    // wrapper and the claim lets only one of them run the command.
+    if (job === undefined) return undefined;
     const timeoutMs = (record.detail as { timeoutMs?: number } | undefined)?.timeoutMs ?? 1;
     return { type: "call", callId: record.callId, tool: "shell", input: { command: job.meta.command, cwd: job.meta.cwd }, timeoutMs };
   }

@@ -69,11 +69,15 @@ export function jobPaths(dir: string) {
   };
 }
 
-/** Starts the wrapper for a job; `env` is the command's whole environment. */
-export async function spawnJob(dir: string, meta: JobMeta, env: Readonly<Record<string, string>>, durable: boolean): Promise<ChildProcess> {
+/**
+ * Starts the wrapper for a job; `env` is the command's whole environment. `job.json` is written
+ * atomically but not fsync'd: the call's durable fact is its `started` record, and the job's
+ * own files (pid, output, exit) are written by the shell without fsync anyway.
+ */
+export async function spawnJob(dir: string, meta: JobMeta, env: Readonly<Record<string, string>>): Promise<ChildProcess> {
   const paths = jobPaths(dir);
   await fs.mkdir(dir, { recursive: true });
-  await writeFileAtomic(paths.meta, JSON.stringify(meta), durable);
+  await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
   const stdout = await fs.open(paths.stdout, "a");
   const stderr = await fs.open(paths.stderr, "a");
   try {

@@ -40,17 +40,18 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
   const paths = jobPaths(dir);
 
   let child: ChildProcess | undefined;
-  let recovered = false;
+  let meta: JobMeta;
   const existing = context.previous === undefined ? undefined : await readJob(dir);
-  if (existing?.pid !== undefined) {
-    recovered = true;
+  const recovered = existing?.pid !== undefined;
+  if (existing !== undefined && recovered) {
+    meta = existing.meta;
   } else {
     const cwd = resolveToolPath(context.workspace, input.cwd ?? ".");
     const cwdStat = await fs.stat(cwd).catch((error: unknown) => {
       throw toToolFailure(error, cwd);
     });
     if (!cwdStat.isDirectory()) throw new ToolFailure("not_a_directory", `cwd ${cwd} is not a directory`);
-    const meta: JobMeta = {
+    meta = {
       jobId,
       callId: context.callId,
       command: input.command,
@@ -60,7 +61,7 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
       background,
     };
     if (context.previous === undefined) await context.markStarted();
-    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }, context.durable).catch((error: unknown) => {
+    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch((error: unknown) => {
       throw toToolFailure(error, `bash in ${cwd}`);
     });
   }
@@ -70,10 +71,8 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
     const pid = await waitForClaim(paths.pid, () => context.now());
     return { kind: "started", jobId, pid, stdoutPath: paths.stdout, stderrPath: paths.stderr };
   }
-  const job = await readJob(dir);
-  if (job === undefined) throw new ToolFailure("internal", `job ${jobId} has no job.json`);
-  const end = await superviseJob({ dir, meta: job.meta, child, context, options, fromStart: !recovered });
-  return finishForeground(dir, job.meta, end, recovered);
+  const end = await superviseJob({ dir, meta, child, context, options, fromStart: !recovered });
+  return finishForeground(dir, meta, end, recovered, context);
 }
 
 export async function shellStatusTool(input: ShellStatusInput, context: ToolContext): Promise<ShellStatusOutput> {
@@ -179,8 +178,8 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
         const code = await Promise.race([childExited, sleep(pollMs).then(() => "running" as const)]);
         await pump.pump();
         if (code === "running") continue;
-        const claimedBy = await readNumber(paths.pid);
-        if (code === claimLostStatus && claimedBy !== undefined && claimedBy !== child.pid) {
+        const claimedBy = code === claimLostStatus ? await readNumber(paths.pid) : undefined;
+        if (claimedBy !== undefined && claimedBy !== child.pid) {
           // Another wrapper (started by the previous worker) runs this job: watch that one instead.
           child = undefined;
           childExited = undefined;
@@ -216,7 +215,7 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   }
 }
 
-async function finishForeground(dir: string, meta: JobMeta, end: JobEnd, recovered: boolean): Promise<ShellOutput> {
+async function finishForeground(dir: string, meta: JobMeta, end: JobEnd, recovered: boolean, context: ToolContext): Promise<ShellOutput> {
   const paths = jobPaths(dir);
   if (end.killedFor === "cancelled") {
     throw new ToolFailure("cancelled", `the command was cancelled and its process group killed; partial output is in ${dir}`);
@@ -250,7 +249,7 @@ async function finishForeground(dir: string, meta: JobMeta, end: JobEnd, recover
   if (recovered) notes.push("the worker restarted while this command ran; it was not started again");
   if (notes.length > 0) output.note = notes.join("; ");
   // Keep the job directory only when a result names a file in it.
-  if (!stdout.truncated && !stderr.truncated) await fs.rm(dir, { recursive: true, force: true });
+  if (!stdout.truncated && !stderr.truncated) context.afterRecorded(() => fs.rm(dir, { recursive: true, force: true }));
   return output;
 }
 

@@ -23,6 +23,11 @@ export interface ToolContext {
    * once, before the first one; `detail` is what they need to recover after a worker restart.
    */
   markStarted(detail?: unknown): Promise<void>;
+  /**
+   * Runs `task` once the call's outcome is in the done-log (never before: a job's files are how
+   * an unrecorded call is recovered). Failures are ignored; leftovers are pruned later.
+   */
+  afterRecorded(task: () => Promise<unknown>): void;
   /** Set when a previous worker process started this call and died before finishing it. */
   previous: StartedRecord | undefined;
   /** fsync written files. */

@@ -1,0 +1,277 @@
+/**
+ * The control plane: a Restate virtual object per computer (key: computer id). It alone decides
+ * when a computer wakes and sleeps, and it owns the idle timer (idle detection belongs here, not
+ * inside the sandbox: field notes from peers who tried otherwise).
+ *
+ * Invariants:
+ *   C1 every state change goes through nextComputerState (lifecycle.ts).
+ *   C2 a computer held by a turn is never put to sleep by the idle timer; holds are leases, so a
+ *      turn that died without releasing cannot keep a computer awake forever.
+ *   C3 each wake rotates the worker token: the previous one stops working at once (S5 hashes).
+ *   C4 the idle timer is a chain of delayed self-calls tagged with the wake's generation; a
+ *      check from an earlier awake period does nothing.
+ *   C5 the worker token never enters the journal: it is generated, stored hashed and handed to
+ *      the provider inside one step.
+ */
+import * as restate from "@restatedev/restate-sdk";
+import { generateWorkerToken, hashToken } from "../auth/index.ts";
+import type { EventHub } from "../events/index.ts";
+import type { Store } from "../store/index.ts";
+import { nextComputerState, type ComputerInput, type ComputerState } from "./lifecycle.ts";
+import type { ComputerPaths, ComputerProvider } from "./provider.ts";
+
+export const computerObjectName = "computer";
+
+/** What the control plane needs from the rest of the platform. */
+export interface ControlPlaneDependencies {
+  provider: ComputerProvider;
+  store: Store;
+  events: EventHub;
+  gateway: {
+    waitForWorker(computerId: string, timeoutMs: number): Promise<unknown>;
+    disconnect(computerId: string, reason?: string): Promise<void>;
+  };
+  /** ws:// URL the worker dials. */
+  gatewayUrl: string;
+  /** Snapshots around sleep and wake (the durable disk to and from the blob store). */
+  snapshots?: {
+    restoreIfNeeded(computerId: string, paths: ComputerPaths): Promise<void>;
+    save(computerId: string, paths: ComputerPaths): Promise<void>;
+  };
+  /** Environment for the computer's processes (proxy settings), per computer. */
+  computerEnv?: (computerId: string) => Promise<Record<string, string>> | Record<string, string>;
+  /** @default 300000 (5 min) */
+  idleSleepMs: number;
+  /** @default 60000 */
+  wakeTimeoutMs: number;
+  /** @default 86400000 (24 h) */
+  workerTokenTtlMs: number;
+  /** Longest a turn's hold keeps a computer awake without renewal. @default 1800000 (30 min) */
+  holdLeaseMs: number;
+}
+
+interface ComputerRecord {
+  accountId: string;
+  state: ComputerState;
+  lastActiveAt: number;
+  /** holder → lease expiry (epoch ms) */
+  holders: Record<string, number>;
+  generation: number;
+  failure: string | null;
+}
+
+export interface ComputerStatus {
+  id: string;
+  state: ComputerState;
+  lastActiveAt: number | null;
+  holders: number;
+  failure: string | null;
+}
+
+export interface EnsureAwakeRequest {
+  accountId: string;
+  /** Keep the computer awake for this holder (a turn id) until released or the lease ends. */
+  holder?: string;
+  /** Whether this call may wake a sleeping computer (only waking tools may). */
+  allowWake: boolean;
+}
+
+const recordKey = "computer";
+
+function activeHolders(record: ComputerRecord, now: number): string[] {
+  return Object.entries(record.holders)
+    .filter(([, expiresAt]) => expiresAt > now)
+    .map(([holder]) => holder);
+}
+
+export function createComputerObject(deps: ControlPlaneDependencies) {
+  async function load(ctx: restate.ObjectContext, accountId?: string): Promise<ComputerRecord> {
+    const record = await ctx.get<ComputerRecord>(recordKey);
+    if (record !== null) return record;
+    return { accountId: accountId ?? "", state: "asleep", lastActiveAt: 0, holders: {}, generation: 0, failure: null };
+  }
+
+  function transition(ctx: restate.ObjectContext, record: ComputerRecord, input: ComputerInput) {
+    try {
+      record.state = nextComputerState(record.state, input); // C1
+    } catch (error) {
+      // A bug, not a transient failure: retrying would only repeat it.
+      throw new restate.TerminalError(error instanceof Error ? error.message : String(error));
+    }
+    ctx.set(recordKey, record);
+    if (record.accountId !== "") {
+      deps.events.publishAccount({ type: "computer", accountId: record.accountId, computerId: ctx.key, state: record.state });
+    }
+  }
+
+  /**
+   * Exclusive handlers never overlap, so a record found "waking" or "sleeping" was left by an
+   * invocation that was aborted midway: count it as failed, then carry on.
+   */
+  function recoverInterrupted(ctx: restate.ObjectContext, record: ComputerRecord) {
+    if (record.state === "waking") {
+      record.failure = "an earlier wake was interrupted";
+      transition(ctx, record, "wake-failed");
+    } else if (record.state === "sleeping") {
+      record.failure = "an earlier sleep was interrupted";
+      transition(ctx, record, "sleep-failed");
+    }
+  }
+
+  async function wake(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
+    recoverInterrupted(ctx, record);
+    transition(ctx, record, "wake");
+    try {
+      await ctx.run("start", async () => {
+        const paths = await deps.provider.create(ctx.key);
+        await deps.snapshots?.restoreIfNeeded(ctx.key, paths);
+        const token = generateWorkerToken(); // C3, C5
+        await deps.store.setWorkerToken(ctx.key, hashToken(token), Date.now() + deps.workerTokenTtlMs);
+        await deps.provider.wake(ctx.key, {
+          gatewayUrl: deps.gatewayUrl,
+          workerToken: token,
+          env: (await deps.computerEnv?.(ctx.key)) ?? {},
+        });
+      }, { maxRetryAttempts: 3 });
+      await ctx.run("await-worker", async () => {
+        await deps.gateway.waitForWorker(ctx.key, deps.wakeTimeoutMs);
+      }, { maxRetryAttempts: 1 });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      await ctx.run("stop-failed", async () => {
+        await deps.provider.sleep(ctx.key);
+        await deps.store.clearWorkerToken(ctx.key);
+      });
+      record.failure = `waking the computer failed: ${message}`;
+      transition(ctx, record, "wake-failed");
+      throw new restate.TerminalError(`${record.failure} (try again; if it keeps failing, see the server log)`);
+    }
+    record.failure = null;
+    record.generation += 1;
+    record.lastActiveAt = await ctx.date.now();
+    transition(ctx, record, "woke");
+    scheduleIdleCheck(ctx, record.generation, deps.idleSleepMs);
+  }
+
+  function scheduleIdleCheck(ctx: restate.ObjectContext, generation: number, delayMs: number) {
+    ctx.genericSend({
+      service: computerObjectName,
+      method: "idleCheck",
+      key: ctx.key,
+      parameter: { generation },
+      inputSerde: restate.serde.json,
+      delay: Math.max(1000, delayMs),
+    });
+  }
+
+  async function sleep(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
+    transition(ctx, record, "sleep");
+    try {
+      await ctx.run("stop", async () => {
+        await deps.gateway.disconnect(ctx.key, "computer is going to sleep");
+        await deps.provider.sleep(ctx.key);
+        await deps.store.clearWorkerToken(ctx.key); // C3
+        await deps.snapshots?.save(ctx.key, deps.provider.paths(ctx.key));
+      }, { maxRetryAttempts: 3 });
+    } catch (error) {
+      record.failure = `putting the computer to sleep failed: ${error instanceof Error ? error.message : String(error)}`;
+      transition(ctx, record, "sleep-failed");
+      return;
+    }
+    record.holders = {};
+    transition(ctx, record, "slept");
+  }
+
+  const status = (key: string, record: ComputerRecord, now: number): ComputerStatus => ({
+    id: key,
+    state: record.state,
+    lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
+    holders: activeHolders(record, now).length,
+    failure: record.failure,
+  });
+
+  return restate.object({
+    name: computerObjectName,
+    handlers: {
+      /** Wakes the computer if allowed and needed; registers a hold. */
+      ensureAwake: async (ctx: restate.ObjectContext, request: EnsureAwakeRequest): Promise<ComputerStatus> => {
+        const record = await load(ctx, request.accountId);
+        if (record.accountId === "") record.accountId = request.accountId;
+        if (record.state !== "awake") {
+          if (!request.allowWake) return status(ctx.key, record, await ctx.date.now());
+          await wake(ctx, record);
+        }
+        const now = await ctx.date.now();
+        if (request.holder !== undefined) record.holders[request.holder] = now + deps.holdLeaseMs; // C2
+        record.lastActiveAt = now;
+        ctx.set(recordKey, record);
+        return status(ctx.key, record, now);
+      },
+
+      /** A turn is done with the computer. */
+      release: async (ctx: restate.ObjectContext, request: { holder: string }): Promise<void> => {
+        const record = await load(ctx);
+        if (!(request.holder in record.holders)) return;
+        delete record.holders[request.holder];
+        record.lastActiveAt = await ctx.date.now();
+        ctx.set(recordKey, record);
+      },
+
+      /** Activity that should push the idle timer back (a tool call finished). */
+      touch: async (ctx: restate.ObjectContext): Promise<void> => {
+        const record = await load(ctx);
+        if (record.state !== "awake") return;
+        record.lastActiveAt = await ctx.date.now();
+        ctx.set(recordKey, record);
+      },
+
+      wake: async (ctx: restate.ObjectContext, request: { accountId: string }): Promise<ComputerStatus> => {
+        const record = await load(ctx, request.accountId);
+        if (record.accountId === "") record.accountId = request.accountId;
+        if (record.state !== "awake") await wake(ctx, record);
+        record.lastActiveAt = await ctx.date.now();
+        ctx.set(recordKey, record);
+        return status(ctx.key, record, record.lastActiveAt);
+      },
+
+      /** Puts the computer to sleep unless a turn holds it (or `force`). */
+      sleep: async (ctx: restate.ObjectContext, request: { force?: boolean } | null): Promise<ComputerStatus> => {
+        const record = await load(ctx);
+        const now = await ctx.date.now();
+        if (record.state === "awake" && (request?.force === true || activeHolders(record, now).length === 0)) {
+          await sleep(ctx, record);
+        }
+        return status(ctx.key, record, now);
+      },
+
+      /** C4: the idle timer. */
+      idleCheck: async (ctx: restate.ObjectContext, request: { generation: number }): Promise<void> => {
+        const record = await load(ctx);
+        if (record.state !== "awake" || record.generation !== request.generation) return;
+        const now = await ctx.date.now();
+        const idleFor = now - record.lastActiveAt;
+        if (activeHolders(record, now).length > 0 || idleFor < deps.idleSleepMs) {
+          // C2: held, or active recently: look again when it could next be idle.
+          scheduleIdleCheck(ctx, record.generation, activeHolders(record, now).length > 0 ? deps.idleSleepMs : deps.idleSleepMs - idleFor);
+          return;
+        }
+        await sleep(ctx, record);
+      },
+
+      status: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ComputerStatus> => {
+        const record = await ctx.get<ComputerRecord>(recordKey);
+        const now = await ctx.date.now();
+        return record === null
+          ? { id: ctx.key, state: "asleep", lastActiveAt: null, holders: 0, failure: null }
+          : status(ctx.key, record, now);
+      }),
+    },
+    options: {
+      retryPolicy: { initialInterval: 100, maxInterval: 2000, exponentiationFactor: 2, onMaxAttempts: "pause", maxAttempts: 100_000 },
+      inactivityTimeout: 5 * 60_000,
+      abortTimeout: 30 * 60_000,
+    },
+  });
+}
+
+export type ComputerObject = ReturnType<typeof createComputerObject>;

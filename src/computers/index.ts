@@ -1,0 +1,12 @@
+export type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "./provider.ts";
+export { computerStates, nextComputerState, type ComputerState, type ComputerInput } from "./lifecycle.ts";
+export {
+  createComputerObject,
+  computerObjectName,
+  type ComputerObject,
+  type ComputerStatus,
+  type ControlPlaneDependencies,
+  type EnsureAwakeRequest,
+} from "./control-plane.ts";
+export { createControlPlaneClient, type ControlPlaneClient } from "./client.ts";
+export { createProcessProvider, type ProcessProviderOptions } from "./process/index.ts";

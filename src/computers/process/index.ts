@@ -1,0 +1,1 @@
+export { createProcessProvider, type ProcessProviderOptions } from "./process-provider.ts";

@@ -1,0 +1,159 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ShellCompletedOutput } from "../protocol/index.ts";
+import type { CallResult } from "./gateway.ts";
+import { makeComputerDirs, spawnWorker, startTestGateway, waitFor } from "./testing.ts";
+import type { WorkerProcess } from "./testing.ts";
+
+function completed(result: CallResult): ShellCompletedOutput {
+  if (!result.ok) throw new Error(`call failed: ${result.error.code}: ${result.error.message}`);
+  return result.output as ShellCompletedOutput;
+}
+
+const runCount = (workspace: string) =>
+  existsSync(path.join(workspace, "runs")) ? readFileSync(path.join(workspace, "runs"), "utf8").split("\n").filter(Boolean).length : 0;
+
+describe("faults", () => {
+  it("worker SIGKILLed mid-call: the call completes after the worker restarts and the side effect happened once", async () => {
+    const gw = await startTestGateway();
+    const dirs = makeComputerDirs();
+    gw.tokens.set("token-a", "cmp_a");
+    const workers: WorkerProcess[] = [spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs })];
+    try {
+      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      const call = gw.gateway.call("cmp_a", {
+        callId: "kill-1",
+        tool: "shell",
+        input: { command: "echo run >> runs; sleep 1.5; echo finished" },
+        timeoutMs: 30_000,
+      });
+      await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
+      workers[0]!.child.kill("SIGKILL");
+      await workers[0]!.exited;
+      await waitFor(() => !gw.gateway.isConnected("cmp_a"), { message: "the gateway to notice the dead worker" });
+
+      workers.push(spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs }));
+      const output = completed(await call);
+      expect(output).toMatchObject({ exitCode: 0, stdout: "finished\n" });
+      expect(output.note).toMatch(/worker restarted/);
+      expect(runCount(dirs.workspace)).toBe(1);
+      expect(gw.events).toContainEqual(expect.objectContaining({ type: "call_sent", callId: "kill-1", resend: true }));
+    } finally {
+      for (const worker of workers) await worker.stop();
+      await gw.close();
+      dirs.remove();
+    }
+  });
+
+  it("worker SIGKILLed and the command finished while it was down: the restarted worker returns its exit status", async () => {
+    const gw = await startTestGateway();
+    const dirs = makeComputerDirs();
+    gw.tokens.set("token-a", "cmp_a");
+    const workers: WorkerProcess[] = [spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs })];
+    try {
+      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      const call = gw.gateway.call("cmp_a", {
+        callId: "kill-2",
+        tool: "shell",
+        input: { command: "echo run >> runs; sleep 0.5; echo done > finished; exit 7" },
+        timeoutMs: 30_000,
+      });
+      await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
+      workers[0]!.child.kill("SIGKILL");
+      await waitFor(() => existsSync(path.join(dirs.workspace, "finished")), { message: "the orphaned command to finish" });
+
+      workers.push(spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs }));
+      expect(completed(await call)).toMatchObject({ exitCode: 7 });
+      expect(runCount(dirs.workspace)).toBe(1);
+    } finally {
+      for (const worker of workers) await worker.stop();
+      await gw.close();
+      dirs.remove();
+    }
+  });
+
+  it("socket dropped mid-call: the worker reconnects and the pending call completes", async () => {
+    const gw = await startTestGateway();
+    const dirs = makeComputerDirs();
+    gw.tokens.set("token-a", "cmp_a");
+    const worker = spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs });
+    try {
+      const before = await gw.gateway.waitForWorker("cmp_a", 15_000);
+      const call = gw.gateway.call("cmp_a", {
+        callId: "drop-1",
+        tool: "shell",
+        input: { command: "echo run >> runs; sleep 1; echo survived" },
+        timeoutMs: 30_000,
+      });
+      await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
+      for (const socket of gw.sockets) socket.destroy(); // the network drops, as seen from the gateway
+
+      expect(completed(await call)).toMatchObject({ exitCode: 0, stdout: "survived\n" });
+      expect(runCount(dirs.workspace)).toBe(1);
+      const after = gw.gateway.worker("cmp_a")!;
+      expect(after.bootId).toBe(before.bootId); // same process, new connection
+      expect(gw.events.filter((event) => event.type === "connected")).toHaveLength(2);
+    } finally {
+      await worker.stop();
+      await gw.close();
+      dirs.remove();
+    }
+  });
+
+  it("server restarted during a running shell call: the repeated call id attaches and the command runs once", async () => {
+    const first = await startTestGateway();
+    const dirs = makeComputerDirs();
+    first.tokens.set("token-a", "cmp_a");
+    const worker = spawnWorker({ gatewayUrl: first.url, token: "token-a", dirs });
+    let second: Awaited<ReturnType<typeof startTestGateway>> | undefined;
+    try {
+      await first.gateway.waitForWorker("cmp_a", 15_000);
+      const request = { callId: "srv-1", tool: "shell", input: { command: "echo run >> runs; sleep 1.5; echo from-before-the-restart" }, timeoutMs: 30_000 };
+      const lost = first.gateway.call("cmp_a", request).then(
+        () => "resolved",
+        (error: unknown) => (error as { code?: string }).code,
+      );
+      await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
+      await first.close(); // the server process is gone; its pending call with it
+      expect(await lost).toBe("computer_unavailable");
+
+      second = await startTestGateway({ port: first.port });
+      second.tokens.set("token-a", "cmp_a");
+      await second.gateway.waitForWorker("cmp_a", 15_000);
+      // The engine retries the journaled step with the same call id.
+      const output = completed(await second.gateway.call("cmp_a", request));
+      expect(output).toMatchObject({ exitCode: 0, stdout: "from-before-the-restart\n" });
+      expect(runCount(dirs.workspace)).toBe(1);
+    } finally {
+      await worker.stop();
+      await second?.close();
+      dirs.remove();
+    }
+  });
+
+  it("long call (stand-in): a command spanning many heartbeat intervals completes on one connection", async () => {
+    const gw = await startTestGateway({ heartbeatMs: 100, heartbeatTimeoutMs: 400 });
+    const dirs = makeComputerDirs();
+    gw.tokens.set("token-a", "cmp_a");
+    const worker = spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs });
+    try {
+      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      const chunks: string[] = [];
+      const output = completed(
+        await gw.gateway.call(
+          "cmp_a",
+          { callId: "long-1", tool: "shell", input: { command: "sleep 2; echo tick; sleep 1.5; echo done" }, timeoutMs: 10_000 },
+          { onChunk: (chunk) => chunks.push(chunk.data) },
+        ),
+      );
+      expect(output).toMatchObject({ exitCode: 0, stdout: "tick\ndone\n" });
+      expect(chunks.join("")).toBe("tick\ndone\n");
+      expect(gw.events.filter((event) => event.type === "connected")).toHaveLength(1); // no reconnects needed
+    } finally {
+      await worker.stop();
+      await gw.close();
+      dirs.remove();
+    }
+  });
+});

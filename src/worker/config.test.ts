@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { resolveWorkerConfig } from "./config.ts";
+
+const env = {
+  ROOST_GATEWAY_URL: "ws://127.0.0.1:8080/v1/gateway",
+  ROOST_WORKER_TOKEN: "secret",
+  ROOST_WORKER_STATE_DIR: "/var/lib/roost-worker",
+};
+
+describe("resolveWorkerConfig", () => {
+  it("reads the environment and defaults the workspace to /workspace", () => {
+    expect(resolveWorkerConfig([], env)).toEqual({
+      gatewayUrl: "ws://127.0.0.1:8080/v1/gateway",
+      token: "secret",
+      tokenFile: undefined,
+      stateDir: "/var/lib/roost-worker",
+      workspace: "/workspace",
+    });
+  });
+
+  it("lets flags override the environment", () => {
+    const config = resolveWorkerConfig(["--token", "flag-token", "--workspace", "/w", "--gateway-url", "wss://roost.example/v1/gateway"], env);
+    expect(config).toMatchObject({ token: "flag-token", workspace: "/w", gatewayUrl: "wss://roost.example/v1/gateway" });
+  });
+
+  it("says how to pass a missing token", () => {
+    expect(() => resolveWorkerConfig([], { ...env, ROOST_WORKER_TOKEN: undefined })).toThrow(
+      "worker: token is required (pass --token or set ROOST_WORKER_TOKEN",
+    );
+  });
+
+  it("accepts a token file instead of a token", () => {
+    const config = resolveWorkerConfig(["--token-file", "/run/token"], { ...env, ROOST_WORKER_TOKEN: "" });
+    expect(config).toMatchObject({ token: undefined, tokenFile: "/run/token" });
+  });
+
+  it("says how to pass a missing gateway URL and state directory", () => {
+    expect(() => resolveWorkerConfig([], { ...env, ROOST_GATEWAY_URL: undefined })).toThrow(
+      "worker: gateway URL is required (pass --gateway-url or set ROOST_GATEWAY_URL)",
+    );
+    expect(() => resolveWorkerConfig([], { ...env, ROOST_WORKER_STATE_DIR: undefined })).toThrow(/--state-dir or set ROOST_WORKER_STATE_DIR/);
+  });
+
+  it("refuses a URL that is not ws:// or wss://", () => {
+    expect(() => resolveWorkerConfig(["--gateway-url", "http://x/v1/gateway"], env)).toThrow(/must start with ws:\/\/ or wss:\/\//);
+  });
+
+  it("refuses unknown flags with the usage", () => {
+    expect(() => resolveWorkerConfig(["--tokn", "x"], env)).toThrow(/usage: node src\/worker\/main.ts/);
+  });
+});

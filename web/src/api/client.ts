@@ -1,0 +1,126 @@
+/**
+ * The page's only way to the server: the documented HTTP API with a bearer token.
+ * Errors become `ApiError` with the server's stable code and its fix-it message.
+ */
+import type { Bot, Computer, Conversation, Listing, Me, Step } from "./types.ts";
+
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly status: number;
+  /** The server's error code, or `network` when the server could not be reached. */
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+  /** Whether repeating the same request later may succeed. */
+  get retryable(): boolean {
+    return this.code === "network" || this.status === 429 || this.status === 502 || this.status === 503 || this.status === 504;
+  }
+}
+
+export const networkErrorMessage = "Can't reach the Roost server. Check that it is still running (npm start); this page keeps trying.";
+
+/** Reads an error body `{error: {code, message}}`, falling back to the status line. */
+export async function toApiError(response: Response): Promise<ApiError> {
+  let code = `http_${response.status}`;
+  let message = `The server answered ${response.status} ${response.statusText}.`;
+  try {
+    const body = (await response.json()) as { error?: { code?: string; message?: string } };
+    if (typeof body.error?.code === "string") code = body.error.code;
+    if (typeof body.error?.message === "string") message = body.error.message;
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(response.status, code, message);
+}
+
+export interface ApiClientOptions {
+  token: string;
+  /** Called on any 401, so the app can ask for a new token. */
+  onUnauthenticated?: () => void;
+}
+
+export function createApiClient(options: ApiClientOptions) {
+  const { token } = options;
+  const authorization = `Bearer ${token}`;
+
+  async function send(method: string, path: string, init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {}): Promise<Response> {
+    const headers: Record<string, string> = { authorization };
+    let body: BodyInit | undefined = init.body;
+    if (init.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(init.json);
+    }
+    let response: Response;
+    try {
+      response = await fetch(path, { method, headers, body, signal: init.signal ?? null });
+    } catch (error) {
+      if (init.signal?.aborted === true) throw error;
+      throw new ApiError(0, "network", networkErrorMessage);
+    }
+    if (!response.ok) {
+      const error = await toApiError(response);
+      if (response.status === 401) options.onUnauthenticated?.();
+      throw error;
+    }
+    return response;
+  }
+
+  async function json<T>(method: string, path: string, init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {}): Promise<T> {
+    const response = await send(method, path, init);
+    return (await response.json()) as T;
+  }
+
+  const enc = encodeURIComponent;
+
+  return {
+    token,
+    authorization,
+    send,
+    me: (signal?: AbortSignal) => json<Me>("GET", "/v1/me", { signal }),
+    listBots: async () => (await json<{ bots: Bot[] }>("GET", "/v1/bots")).bots,
+    getBot: (id: string) => json<Bot>("GET", `/v1/bots/${enc(id)}`),
+    createBot: (input: { name: string; instructions: string; model: string | null }) => json<Bot>("POST", "/v1/bots", { json: input }),
+    updateBot: (id: string, patch: { name?: string; instructions?: string; model?: string | null }) =>
+      json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
+    listConversations: async (botId?: string) =>
+      (await json<{ conversations: Conversation[] }>("GET", `/v1/conversations?limit=200${botId === undefined ? "" : `&botId=${enc(botId)}`}`))
+        .conversations,
+    getConversation: (id: string, signal?: AbortSignal) => json<Conversation>("GET", `/v1/conversations/${enc(id)}`, { signal }),
+    createConversation: (botId: string, title?: string) =>
+      json<Conversation>("POST", "/v1/conversations", { json: title === undefined ? { botId } : { botId, title } }),
+    sendMessage: (conversationId: string, text: string, clientMessageId: string) =>
+      json<{ messageId: string; seq: number; duplicate: boolean }>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
+        json: { text, clientMessageId },
+      }),
+    listSteps: (conversationId: string, after: number, limit: number, signal?: AbortSignal) =>
+      json<{ steps: Step[]; lastSeq: number }>("GET", `/v1/conversations/${enc(conversationId)}/steps?after=${after}&limit=${limit}`, {
+        signal,
+      }),
+    eventsUrl: (conversationId: string) => `/v1/conversations/${enc(conversationId)}/events`,
+    computer: (signal?: AbortSignal) => json<Computer>("GET", "/v1/computers/me", { signal }),
+    wakeComputer: () => json<Computer>("POST", "/v1/computers/me/wake"),
+    sleepComputer: () => json<Computer>("POST", "/v1/computers/me/sleep"),
+    listFiles: (path: string, signal?: AbortSignal) => json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
+    downloadFile: async (path: string) => (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
+    uploadFile: async (path: string, file: Blob) => {
+      await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
+    },
+  };
+}
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+/** `GET /auth/local`: the embedded install's token for a page opened on this computer, or undefined. */
+export async function fetchLocalToken(): Promise<string | undefined> {
+  try {
+    const response = await fetch("/auth/local", { headers: { accept: "application/json" } });
+    if (!response.ok) return undefined;
+    const body = (await response.json()) as { token?: unknown };
+    return typeof body.token === "string" && body.token !== "" ? body.token : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,180 @@
+/** Create or edit a bot: name, instructions and model, with the demo model labelled as such. */
+import { ArrowLeft, Save } from "lucide-react";
+import { useEffect, useId, useState, type FormEvent } from "react";
+import { ApiError } from "../api/client.ts";
+import type { Bot } from "../api/types.ts";
+import { navigate, onLinkClick, paths } from "../lib/router.ts";
+import { useSession } from "../state/session.tsx";
+import { EmptyState, Header } from "./ui.tsx";
+
+type ModelChoice = "default" | "demo" | "custom";
+
+function choiceOf(model: string | null): ModelChoice {
+  return model === null ? "default" : model === "demo" ? "demo" : "custom";
+}
+
+export function BotForm(props: { mode: "create" } | { mode: "edit"; botId: string; onMenu(): void }) {
+  const { api, me, bots, upsertBot } = useSession();
+  const editing = props.mode === "edit" ? bots?.find((bot) => bot.id === props.botId) : undefined;
+  const [loaded, setLoaded] = useState<Bot | undefined>(editing);
+  const [loadError, setLoadError] = useState<string>();
+  const botId = props.mode === "edit" ? props.botId : undefined;
+
+  useEffect(() => {
+    if (botId === undefined || loaded !== undefined) return;
+    api
+      .getBot(botId)
+      .then(setLoaded)
+      .catch((error: unknown) => setLoadError(error instanceof Error ? error.message : String(error)));
+  }, [api, botId, loaded]);
+
+  if (props.mode === "edit") {
+    const title = loaded === undefined ? "Edit bot" : `Edit ${loaded.name}`;
+    return (
+      <>
+        <Header title={title} onMenu={props.onMenu} />
+        <div className="page">
+          {loaded === undefined ? (
+            <EmptyState title={loadError === undefined ? "Loading…" : "Could not load this bot"} detail={loadError} />
+          ) : (
+            <BotFields key={loaded.id} bot={loaded} defaultModel={me.defaultModel} onSaved={upsertBot} api={api} />
+          )}
+        </div>
+      </>
+    );
+  }
+  return <BotFields bot={undefined} defaultModel={me.defaultModel} onSaved={upsertBot} api={api} />;
+}
+
+function BotFields({
+  bot,
+  defaultModel,
+  onSaved,
+  api,
+}: {
+  bot: Bot | undefined;
+  defaultModel: { id: string; isDemo: boolean };
+  onSaved(bot: Bot): void;
+  api: ReturnType<typeof useSession>["api"];
+}) {
+  const id = useId();
+  const [name, setName] = useState(bot?.name ?? "");
+  const [instructions, setInstructions] = useState(bot?.instructions ?? "");
+  const [choice, setChoice] = useState<ModelChoice>(choiceOf(bot?.model ?? null));
+  const [custom, setCustom] = useState(bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "");
+  const [error, setError] = useState<ApiError | Error>();
+  const [busy, setBusy] = useState(false);
+
+  const model = choice === "default" ? null : choice === "demo" ? "demo" : custom.trim();
+  const willBeDemo = choice === "demo" || (choice === "default" && defaultModel.isDemo);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      let saved: Bot;
+      if (bot === undefined) {
+        saved = await api.createBot({ name: name.trim(), instructions, model });
+      } else {
+        const patch: { name?: string; instructions?: string; model?: string | null } = {};
+        if (name.trim() !== bot.name) patch.name = name.trim();
+        if (instructions !== bot.instructions) patch.instructions = instructions;
+        if (model !== bot.model) patch.model = model;
+        saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
+      }
+      onSaved(saved);
+      navigate(paths.bot(saved.id));
+    } catch (caught) {
+      setError(caught instanceof Error ? caught : new Error(String(caught)));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const errorFor = (field: string) =>
+    error instanceof ApiError && error.message.toLowerCase().includes(field) ? `${id}-error` : undefined;
+
+  return (
+    <form className="form" onSubmit={(event) => void submit(event)} aria-label={bot === undefined ? "Create a bot" : `Edit ${bot.name}`}>
+      <label className="field">
+        <span>Name</span>
+        <input
+          name="name"
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          maxLength={80}
+          required
+          placeholder="e.g. Research helper"
+          aria-describedby={errorFor("name")}
+          autoFocus={bot === undefined}
+        />
+      </label>
+      <label className="field">
+        <span>Instructions</span>
+        <textarea
+          name="instructions"
+          value={instructions}
+          onChange={(event) => setInstructions(event.target.value)}
+          rows={6}
+          maxLength={20_000}
+          placeholder="What this bot is for and how it should work. For example: “You keep my notes in /workspace/notes and answer briefly.”"
+        />
+      </label>
+      <fieldset className="field">
+        <legend>Model</legend>
+        <div className="choices" role="radiogroup">
+          <label className="choice">
+            <input type="radio" name="model" value="default" checked={choice === "default"} onChange={() => setChoice("default")} />
+            <span>
+              Platform default <code>{defaultModel.id}</code>
+              {defaultModel.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
+            </span>
+          </label>
+          <label className="choice">
+            <input type="radio" name="model" value="demo" checked={choice === "demo"} onChange={() => setChoice("demo")} />
+            <span>
+              Demo model <span className="badge badge-demo badge-small">Offline</span>
+            </span>
+          </label>
+          <label className="choice">
+            <input type="radio" name="model" value="custom" checked={choice === "custom"} onChange={() => setChoice("custom")} />
+            <span>Another model</span>
+          </label>
+        </div>
+        {choice === "custom" && (
+          <input
+            name="model-spec"
+            aria-label="Model, as provider:model"
+            value={custom}
+            onChange={(event) => setCustom(event.target.value)}
+            placeholder="provider:model, e.g. openai:gpt-4.1-mini"
+            aria-describedby={errorFor("model")}
+            required
+          />
+        )}
+        {willBeDemo && (
+          <p className="notice notice-info">
+            The demo model runs offline and needs no provider: it repeats what you say, and a message starting with <code>$ </code> runs
+            that command on your computer. For a real model, set <code>ROOST_MODEL</code> and a provider key (docs/configuration.md).
+          </p>
+        )}
+      </fieldset>
+      {error !== undefined && (
+        <p className="notice notice-error" role="alert" id={`${id}-error`}>
+          {error.message}
+        </p>
+      )}
+      <div className="form-actions">
+        <button className="button button-primary" type="submit" disabled={busy || name.trim() === ""}>
+          <Save size={16} aria-hidden="true" /> {busy ? "Saving…" : bot === undefined ? "Create bot" : "Save changes"}
+        </button>
+        {bot !== undefined && (
+          <a className="button" href={paths.bot(bot.id)} onClick={(event) => onLinkClick(event, paths.bot(bot.id))}>
+            <ArrowLeft size={16} aria-hidden="true" /> Back to chat
+          </a>
+        )}
+      </div>
+    </form>
+  );
+}

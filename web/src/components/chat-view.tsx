@@ -1,0 +1,140 @@
+/** A conversation: header with the bot and its state, the live timeline, and the composer. */
+import { Settings2, WifiOff } from "lucide-react";
+import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
+import type { Conversation } from "../api/types.ts";
+import { onLinkClick, paths } from "../lib/router.ts";
+import type { FeedSnapshot } from "../state/feed.ts";
+import { useComputerEvents, useSession } from "../state/session.tsx";
+import { ComputerControls } from "./computer.tsx";
+import { Composer } from "./composer.tsx";
+import { owesAnswer, Timeline } from "./timeline.tsx";
+import { EmptyState, Header, ModelBadge } from "./ui.tsx";
+
+type Activity = "working" | "waiting" | "idle" | "reconnecting" | "offline" | "loading";
+
+function activityOf(snapshot: FeedSnapshot): Activity {
+  if (snapshot.status === "failed") return "offline";
+  if (snapshot.status === "reconnecting") return "reconnecting";
+  if (!snapshot.loaded) return "loading";
+  if (snapshot.turnState === "working") return "working";
+  return owesAnswer(snapshot) ? "waiting" : "idle";
+}
+
+const activityLabel: Record<Activity, string> = {
+  working: "Working",
+  waiting: "Waiting for the bot",
+  idle: "Idle",
+  reconnecting: "Reconnecting",
+  offline: "Offline",
+  loading: "Connecting",
+};
+
+export function StatePill({ activity }: { activity: Activity }) {
+  return (
+    <span className={`state-pill state-${activity}`} data-state={activity} role="status" aria-live="polite">
+      <span className="state-dot" aria-hidden="true" />
+      {activityLabel[activity]}
+    </span>
+  );
+}
+
+export function ChatView({ conversationId, onMenu }: { conversationId: string; onMenu(): void }) {
+  const session = useSession();
+  const { api, bots, conversations, upsertConversation, refreshConversations } = session;
+  const openFeed = session.feed;
+  const feed = useMemo(() => openFeed(conversationId), [openFeed, conversationId]);
+  const snapshot = useSyncExternalStore(feed.subscribe, feed.getSnapshot);
+  const listed = conversations?.find((candidate) => candidate.id === conversationId);
+  const [fetched, setFetched] = useState<Conversation>();
+  const conversation = listed ?? fetched;
+  const bot = bots?.find((candidate) => candidate.id === conversation?.botId);
+
+  useEffect(() => {
+    if (listed !== undefined || conversations === undefined) return;
+    api
+      .getConversation(conversationId)
+      .then((value) => {
+        setFetched(value);
+        upsertConversation(value);
+      })
+      .catch(() => undefined); // the feed reports a missing conversation itself
+  }, [api, conversationId, listed, conversations, upsertConversation]);
+
+  // Keep the sidebar's working dots and order in step with this conversation.
+  useEffect(() => {
+    void refreshConversations();
+  }, [snapshot.turnState, refreshConversations]);
+
+  useComputerEvents(snapshot.computerState);
+  const activity = activityOf(snapshot);
+
+  if (snapshot.status === "failed" && !snapshot.loaded) {
+    return (
+      <>
+        <Header title="Conversation" onMenu={onMenu} />
+        <EmptyState
+          title={snapshot.problemCode === "not_found" ? "This conversation does not exist" : "Could not open this conversation"}
+          detail={snapshot.problem}
+        >
+          <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
+            Go to your bots
+          </a>
+        </EmptyState>
+      </>
+    );
+  }
+
+  return (
+    <>
+      <Header
+        title={conversation?.title ?? "Conversation"}
+        onMenu={onMenu}
+        subtitle={
+          <>
+            {bot !== undefined && <span className="subtitle-bot">{bot.name}</span>}
+            {bot !== undefined && <ModelBadge bot={bot} />}
+            <StatePill activity={activity} />
+          </>
+        }
+      >
+        <ComputerControls />
+        {bot !== undefined && (
+          <a
+            className="icon-button"
+            href={paths.editBot(bot.id)}
+            onClick={(event) => onLinkClick(event, paths.editBot(bot.id))}
+            aria-label={`Edit ${bot.name}`}
+            title={`Edit ${bot.name}`}
+          >
+            <Settings2 size={18} aria-hidden="true" />
+          </a>
+        )}
+      </Header>
+      {(snapshot.status === "reconnecting" || snapshot.status === "failed") && (
+        <div className={`banner ${snapshot.status === "failed" ? "banner-error" : "banner-warn"}`} role="status">
+          <WifiOff size={16} aria-hidden="true" />
+          <span>
+            {snapshot.status === "failed" ? "Live updates stopped: " : "Reconnecting… "}
+            {snapshot.problem}
+          </span>
+          {snapshot.status === "reconnecting" && (
+            <button type="button" className="link-button" onClick={() => feed.nudge()}>
+              Retry now
+            </button>
+          )}
+        </div>
+      )}
+      <Timeline feed={feed} snapshot={snapshot} bot={bot} />
+      <Composer
+        draftKey={conversationId}
+        placeholder={activity === "working" ? "Add to what the bot is doing…" : `Message ${bot?.name ?? "the bot"}…`}
+        hint={activity === "working" ? "The bot is working: a message now joins the running turn · Shift+Enter for a new line" : undefined}
+        onSend={async (text) => {
+          await feed.send(text);
+          void refreshConversations();
+        }}
+      />
+    </>
+  );
+}
+

@@ -1,0 +1,335 @@
+/**
+ * The computer: a status chip (asleep / waking / awake / sleeping / failed) with wake and sleep,
+ * and a files panel for /workspace (browse, download, upload). Hidden when the server has no
+ * computer endpoints.
+ */
+import { ArrowUp, Download, File, Folder, FolderOpen, Link2, Moon, Power, RefreshCw, Upload, X } from "lucide-react";
+import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
+import { ApiError } from "../api/client.ts";
+import type { ComputerState, FileEntry, Listing } from "../api/types.ts";
+import { formatBytes, formatRelative } from "../lib/format.ts";
+import { useSession } from "../state/session.tsx";
+
+const stateLabel: Record<ComputerState, string> = {
+  asleep: "Asleep",
+  waking: "Waking…",
+  awake: "Awake",
+  sleeping: "Going to sleep…",
+  failed: "Failed",
+};
+
+const stateHelp: Record<ComputerState, string> = {
+  asleep: "Your computer is asleep. It wakes by itself when a bot needs it, or wake it now.",
+  waking: "Your computer is starting. This usually takes a few seconds.",
+  awake: "Your computer is running. It goes to sleep by itself a few minutes after the last activity.",
+  sleeping: "Your computer is saving its files and going to sleep.",
+  failed: "Your computer could not start or stop. Try waking it again; if it keeps failing, the server log says why.",
+};
+
+export function ComputerControls() {
+  const { computer } = useSession();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [filesOpen, setFilesOpen] = useState(false);
+  const wrapper = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    if (!menuOpen) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape") setMenuOpen(false);
+    };
+    const onClick = (event: MouseEvent) => {
+      if (wrapper.current !== null && !wrapper.current.contains(event.target as Node)) setMenuOpen(false);
+    };
+    window.addEventListener("keydown", onKey);
+    window.addEventListener("mousedown", onClick);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      window.removeEventListener("mousedown", onClick);
+    };
+  }, [menuOpen]);
+
+  if (computer.status !== "ok") return null; // unsupported, loading or unreachable: no chip
+  const { state } = computer.computer;
+  const canWake = state === "asleep" || state === "failed";
+  const canSleep = state === "awake";
+
+  return (
+    <div className="computer" ref={wrapper}>
+      <button
+        type="button"
+        className={`computer-chip computer-${state}`}
+        data-state={state}
+        aria-expanded={menuOpen}
+        aria-haspopup="dialog"
+        onClick={() => setMenuOpen((value) => !value)}
+        title={stateHelp[state]}
+      >
+        <span className="computer-dot" aria-hidden="true" />
+        <span className="computer-label">
+          <span className="computer-word">Computer </span>
+          {stateLabel[state]}
+        </span>
+      </button>
+      <button type="button" className="icon-button" onClick={() => setFilesOpen(true)} aria-label="Files on the computer" title="Files">
+        <FolderOpen size={18} aria-hidden="true" />
+      </button>
+      {menuOpen && (
+        <div className="popover" role="dialog" aria-label="Computer">
+          <p className="popover-text">{stateHelp[state]}</p>
+          <dl className="popover-facts">
+            <div>
+              <dt>Provider</dt>
+              <dd>{computer.computer.provider}</dd>
+            </div>
+            {computer.computer.lastActiveAt !== null && (
+              <div>
+                <dt>Last active</dt>
+                <dd>{formatRelative(computer.computer.lastActiveAt)}</dd>
+              </div>
+            )}
+          </dl>
+          {computer.actionError !== undefined && (
+            <p className="notice notice-error" role="alert">
+              {computer.actionError}
+            </p>
+          )}
+          <div className="popover-actions">
+            <button type="button" className="button button-primary button-small" disabled={!canWake || computer.busy} onClick={computer.wake}>
+              <Power size={14} aria-hidden="true" /> Wake
+            </button>
+            <button type="button" className="button button-small" disabled={!canSleep || computer.busy} onClick={computer.sleep}>
+              <Moon size={14} aria-hidden="true" /> Sleep
+            </button>
+            <button
+              type="button"
+              className="button button-small"
+              onClick={() => {
+                setMenuOpen(false);
+                setFilesOpen(true);
+              }}
+            >
+              <FolderOpen size={14} aria-hidden="true" /> Files
+            </button>
+          </div>
+        </div>
+      )}
+      {filesOpen && <FilesPanel onClose={() => setFilesOpen(false)} />}
+    </div>
+  );
+}
+
+const root = "/workspace";
+
+function parentOf(path: string): string | undefined {
+  if (path === root || !path.startsWith(`${root}/`)) return undefined;
+  return path.slice(0, path.lastIndexOf("/")) || root;
+}
+
+function join(dir: string, name: string): string {
+  return `${dir.replace(/\/+$/, "")}/${name}`;
+}
+
+function FilesPanel({ onClose }: { onClose(): void }) {
+  const { api, computer } = useSession();
+  const [path, setPath] = useState(root);
+  const [listing, setListing] = useState<Listing>();
+  const [error, setError] = useState<ApiError | Error>();
+  const [loading, setLoading] = useState(false);
+  const [status, setStatus] = useState<string>();
+  const [dragging, setDragging] = useState(false);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const panel = useRef<HTMLDivElement>(null);
+  const computerState = computer.status === "ok" ? computer.computer.state : undefined;
+
+  const load = useCallback(
+    async (target: string, signal?: AbortSignal) => {
+      setLoading(true);
+      setError(undefined);
+      try {
+        const result = await api.listFiles(target, signal);
+        result.entries.sort((a, b) => (a.type === "dir") !== (b.type === "dir") ? (a.type === "dir" ? -1 : 1) : a.name.localeCompare(b.name));
+        setListing(result);
+      } catch (caught) {
+        if (signal?.aborted === true) return;
+        setError(caught instanceof Error ? caught : new Error(String(caught)));
+        setListing(undefined);
+      } finally {
+        if (signal?.aborted !== true) setLoading(false);
+      }
+    },
+    [api],
+  );
+
+  useEffect(() => {
+    const controller = new AbortController();
+    void load(path, controller.signal);
+    return () => controller.abort();
+  }, [load, path, computerState]);
+
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape") onClose();
+    };
+    window.addEventListener("keydown", onKey);
+    panel.current?.focus();
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onClose]);
+
+  const download = async (entry: FileEntry) => {
+    setStatus(`Downloading ${entry.name}…`);
+    try {
+      const blob = await api.downloadFile(join(path, entry.name));
+      const url = URL.createObjectURL(blob);
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = entry.name;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      setStatus(undefined);
+    } catch (caught) {
+      setStatus(`Could not download ${entry.name}: ${caught instanceof Error ? caught.message : String(caught)}`);
+    }
+  };
+
+  const upload = async (files: FileList | File[]) => {
+    const list = [...files];
+    for (const [index, file] of list.entries()) {
+      setStatus(`Uploading ${file.name}${list.length > 1 ? ` (${index + 1} of ${list.length})` : ""}…`);
+      try {
+        await api.uploadFile(join(path, file.name), file);
+      } catch (caught) {
+        setStatus(`Could not upload ${file.name}: ${caught instanceof Error ? caught.message : String(caught)}`);
+        await load(path);
+        return;
+      }
+    }
+    setStatus(list.length === 1 ? `Uploaded ${list[0]?.name ?? ""}.` : `Uploaded ${list.length} files.`);
+    await load(path);
+  };
+
+  const onDrop = (event: DragEvent) => {
+    event.preventDefault();
+    setDragging(false);
+    if (event.dataTransfer.files.length > 0) void upload(event.dataTransfer.files);
+  };
+
+  const crumbs = path.split("/").filter((part) => part !== "");
+  const asleep = error instanceof ApiError && (error.code === "computer_asleep" || error.status === 409);
+  const parent = parentOf(path);
+
+  return (
+    <div className="drawer-layer">
+      <div className="drawer-scrim" onClick={onClose} aria-hidden="true" />
+      <div
+        className={`drawer files${dragging ? " dragging" : ""}`}
+        role="dialog"
+        aria-modal="true"
+        aria-label="Files on your computer"
+        tabIndex={-1}
+        ref={panel}
+        onDragOver={(event) => {
+          event.preventDefault();
+          setDragging(true);
+        }}
+        onDragLeave={() => setDragging(false)}
+        onDrop={onDrop}
+      >
+        <div className="drawer-header">
+          <h2>Files</h2>
+          <button type="button" className="icon-button" onClick={onClose} aria-label="Close files">
+            <X size={18} aria-hidden="true" />
+          </button>
+        </div>
+        <nav className="crumbs" aria-label="Folder">
+          {crumbs.map((crumb, index) => {
+            const target = `/${crumbs.slice(0, index + 1).join("/")}`;
+            const last = index === crumbs.length - 1;
+            const reachable = target === root || target.startsWith(`${root}/`);
+            return (
+              <span key={target}>
+                {index > 0 && <span className="crumb-sep">/</span>}
+                {last || !reachable ? (
+                  <span aria-current={last ? "location" : undefined}>{crumb}</span>
+                ) : (
+                  <button type="button" className="link-button" onClick={() => setPath(target)}>
+                    {crumb}
+                  </button>
+                )}
+              </span>
+            );
+          })}
+        </nav>
+        <div className="files-toolbar">
+          <button type="button" className="button button-small" disabled={parent === undefined} onClick={() => parent !== undefined && setPath(parent)}>
+            <ArrowUp size={14} aria-hidden="true" /> Up
+          </button>
+          <button type="button" className="button button-small" onClick={() => void load(path)} disabled={loading}>
+            <RefreshCw size={14} className={loading ? "spin" : undefined} aria-hidden="true" /> Refresh
+          </button>
+          <button type="button" className="button button-small button-primary" onClick={() => fileInput.current?.click()} disabled={asleep}>
+            <Upload size={14} aria-hidden="true" /> Upload
+          </button>
+          <input
+            ref={fileInput}
+            type="file"
+            multiple
+            hidden
+            onChange={(event) => {
+              if (event.target.files !== null) void upload(event.target.files);
+              event.target.value = "";
+            }}
+          />
+        </div>
+        {status !== undefined && (
+          <p className="files-status" role="status">
+            {status}
+          </p>
+        )}
+        <div className="files-body">
+          {error !== undefined ? (
+            <div className="notice notice-warn" role="alert">
+              {asleep ? "Your computer is asleep. Wake it to see its files." : error.message}
+              {asleep && computer.status === "ok" && (
+                <div>
+                  <button type="button" className="button button-small button-primary" onClick={computer.wake} disabled={computer.busy}>
+                    <Power size={14} aria-hidden="true" /> Wake the computer
+                  </button>
+                </div>
+              )}
+            </div>
+          ) : listing === undefined ? (
+            <p className="muted">Loading…</p>
+          ) : listing.entries.length === 0 ? (
+            <p className="muted">This folder is empty. Drop files here to upload them.</p>
+          ) : (
+            <ul className="file-list">
+              {listing.entries.map((entry) => (
+                <li key={entry.name}>
+                  {entry.type === "dir" ? (
+                    <button type="button" className="file-row" onClick={() => setPath(join(path, entry.name))}>
+                      <Folder size={16} aria-hidden="true" className="file-icon dir" />
+                      <span className="file-name">{entry.name}</span>
+                      <span className="file-meta">{formatRelative(entry.modifiedAt)}</span>
+                    </button>
+                  ) : (
+                    <button type="button" className="file-row" onClick={() => void download(entry)} title={`Download ${entry.name}`}>
+                      {entry.type === "symlink" ? <Link2 size={16} aria-hidden="true" className="file-icon" /> : <File size={16} aria-hidden="true" className="file-icon" />}
+                      <span className="file-name">{entry.name}</span>
+                      <span className="file-meta">
+                        {formatBytes(entry.size)} · {formatRelative(entry.modifiedAt)}
+                      </span>
+                      <Download size={14} aria-hidden="true" className="file-action" />
+                    </button>
+                  )}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+        <p className="files-foot muted">Files in /workspace survive sleep and restarts. Drop files anywhere here to upload.</p>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,91 @@
+/** A bot's start page: a new chat with it (the conversation is created with the first message). */
+import { Settings2 } from "lucide-react";
+import { useState } from "react";
+import { ApiError } from "../api/client.ts";
+import { navigate, onLinkClick, paths } from "../lib/router.ts";
+import { titleFrom } from "../lib/format.ts";
+import { useSession } from "../state/session.tsx";
+import { ComputerControls } from "./computer.tsx";
+import { Composer } from "./composer.tsx";
+import { Avatar, EmptyState, Header, ModelBadge } from "./ui.tsx";
+
+export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
+  const { api, bots, feed, upsertConversation } = useSession();
+  const bot = bots?.find((candidate) => candidate.id === botId);
+  const [error, setError] = useState<string>();
+
+  if (bots !== undefined && bot === undefined) {
+    return (
+      <>
+        <Header title="Bot not found" onMenu={onMenu} />
+        <EmptyState title="This bot does not exist" detail="It may belong to another account, or the address is wrong.">
+          <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
+            Go to your bots
+          </a>
+        </EmptyState>
+      </>
+    );
+  }
+
+  const send = async (text: string) => {
+    setError(undefined);
+    try {
+      const conversation = await api.createConversation(botId, titleFrom(text));
+      upsertConversation(conversation);
+      void feed(conversation.id).send(text);
+      navigate(paths.conversation(conversation.id));
+    } catch (caught) {
+      setError(caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught));
+      throw caught;
+    }
+  };
+
+  const suggestions = bot?.isDemo === true ? ["Hello! What can you do?", "$ uname -a", "$ ls -la /workspace"] : ["What can you do?", "Summarise what's in /workspace"];
+
+  return (
+    <>
+      <Header title={bot?.name ?? "…"} subtitle={bot !== undefined ? <ModelBadge bot={bot} /> : undefined} onMenu={onMenu}>
+        <ComputerControls />
+        {bot !== undefined && (
+          <a
+            className="icon-button"
+            href={paths.editBot(bot.id)}
+            onClick={(event) => onLinkClick(event, paths.editBot(bot.id))}
+            aria-label={`Edit ${bot.name}`}
+            title={`Edit ${bot.name}`}
+          >
+            <Settings2 size={18} aria-hidden="true" />
+          </a>
+        )}
+      </Header>
+      <div className="timeline-wrap">
+        <div className="timeline">
+          <div className="timeline-inner new-chat-hero">
+            {bot !== undefined && <Avatar name={bot.name} size="lg" />}
+            <h2>New chat{bot !== undefined ? ` with ${bot.name}` : ""}</h2>
+            {bot !== undefined && bot.instructions.trim() !== "" && <p className="muted hero-instructions">{bot.instructions}</p>}
+            {bot?.isDemo === true && (
+              <p className="notice notice-info">
+                This bot uses the offline <strong>demo model</strong>: it repeats what you say, and a message starting with <code>$ </code>{" "}
+                runs that command on your computer.
+              </p>
+            )}
+            <div className="suggestions">
+              {suggestions.map((suggestion) => (
+                <button key={suggestion} type="button" className="suggestion" onClick={() => void send(suggestion).catch(() => undefined)}>
+                  {suggestion}
+                </button>
+              ))}
+            </div>
+            {error !== undefined && (
+              <p className="notice notice-error" role="alert">
+                {error}
+              </p>
+            )}
+          </div>
+        </div>
+      </div>
+      <Composer draftKey={`new-${botId}`} placeholder={`Message ${bot?.name ?? "the bot"}…`} onSend={send} />
+    </>
+  );
+}

@@ -1,0 +1,125 @@
+import { LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
+import { useMemo } from "react";
+import { formatRelative } from "../lib/format.ts";
+import { onLinkClick, paths, useRoute } from "../lib/router.ts";
+import { setThemeChoice, useThemeChoice, type ThemeChoice } from "../lib/theme.ts";
+import { useSession } from "../state/session.tsx";
+import { Avatar } from "./ui.tsx";
+
+const nextTheme: Record<ThemeChoice, ThemeChoice> = { system: "light", light: "dark", dark: "system" };
+const themeLabel: Record<ThemeChoice, string> = { system: "Theme: system", light: "Theme: light", dark: "Theme: dark" };
+
+export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId: string | undefined; onNavigate(): void; onClose(): void }) {
+  const { bots, conversations, me, signOut } = useSession();
+  const route = useRoute();
+  const theme = useThemeChoice();
+  const botId = selectedBotId ?? bots?.[0]?.id;
+  const bot = bots?.find((candidate) => candidate.id === botId);
+  const chats = useMemo(
+    () =>
+      (conversations ?? [])
+        .filter((conversation) => conversation.botId === botId)
+        .sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt)),
+    [conversations, botId],
+  );
+  const ThemeIcon = theme === "dark" ? Moon : theme === "light" ? Sun : Monitor;
+
+  return (
+    <nav className="sidebar-inner">
+      <div className="sidebar-top">
+        <a className="brand" href="/" onClick={(event) => onLinkClick(event, paths.home, onNavigate)}>
+          <span className="brand-mark" aria-hidden="true" />
+          <span>Roost</span>
+        </a>
+        <button
+          type="button"
+          className="icon-button"
+          onClick={() => setThemeChoice(nextTheme[theme])}
+          aria-label={`${themeLabel[theme]} (switch)`}
+          title={themeLabel[theme]}
+        >
+          <ThemeIcon size={18} aria-hidden="true" />
+        </button>
+        <button type="button" className="icon-button close-nav" onClick={onClose} aria-label="Close the list">
+          <X size={18} aria-hidden="true" />
+        </button>
+      </div>
+
+      <div className="sidebar-section">
+        <div className="sidebar-heading">
+          <h2 id="bots-heading">Bots</h2>
+          <a className="icon-button" href={paths.newBot} onClick={(event) => onLinkClick(event, paths.newBot, onNavigate)} aria-label="New bot" title="New bot">
+            <Plus size={18} aria-hidden="true" />
+          </a>
+        </div>
+        <ul className="nav-list" aria-labelledby="bots-heading">
+          {bots === undefined && <li className="muted nav-note">Loading…</li>}
+          {bots?.length === 0 && <li className="muted nav-note">No bots yet.</li>}
+          {bots?.map((candidate) => (
+            <li key={candidate.id}>
+              <a
+                className="nav-item"
+                href={paths.bot(candidate.id)}
+                aria-current={candidate.id === botId ? "true" : undefined}
+                onClick={(event) => onLinkClick(event, paths.bot(candidate.id), onNavigate)}
+              >
+                <Avatar name={candidate.name} size="sm" />
+                <span className="nav-label">{candidate.name}</span>
+                {candidate.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </div>
+
+      {bot !== undefined && (
+        <div className="sidebar-section sidebar-chats">
+          <div className="sidebar-heading">
+            <h2 id="chats-heading">Chats with {bot.name}</h2>
+          </div>
+          <a
+            className="button button-block new-chat"
+            href={paths.bot(bot.id)}
+            aria-current={route.name === "bot" && route.botId === bot.id ? "page" : undefined}
+            onClick={(event) => onLinkClick(event, paths.bot(bot.id), onNavigate)}
+          >
+            <SquarePen size={16} aria-hidden="true" /> New chat
+          </a>
+          <ul className="nav-list" aria-labelledby="chats-heading">
+            {chats.length === 0 && <li className="muted nav-note">No chats yet.</li>}
+            {chats.map((conversation) => {
+              const active = route.name === "conversation" && route.conversationId === conversation.id;
+              return (
+                <li key={conversation.id}>
+                  <a
+                    className="nav-item nav-chat"
+                    href={paths.conversation(conversation.id)}
+                    aria-current={active ? "page" : undefined}
+                    onClick={(event) => onLinkClick(event, paths.conversation(conversation.id), onNavigate)}
+                  >
+                    <span className="nav-label">{conversation.title}</span>
+                    {conversation.state === "working" ? (
+                      <span className="working-dot" title="Working" aria-label="working" />
+                    ) : (
+                      <span className="nav-time">{formatRelative(conversation.updatedAt)}</span>
+                    )}
+                  </a>
+                </li>
+              );
+            })}
+          </ul>
+        </div>
+      )}
+
+      <div className="sidebar-footer">
+        <Avatar name={me.name} size="sm" />
+        <span className="nav-label" title={me.isAdmin ? "Admin account" : undefined}>
+          {me.name}
+        </span>
+        <button type="button" className="icon-button" onClick={signOut} aria-label="Sign out" title="Sign out">
+          <LogOut size={18} aria-hidden="true" />
+        </button>
+      </div>
+    </nav>
+  );
+}

@@ -1,0 +1,277 @@
+/** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
+import { AlertTriangle, ArrowDown, RotateCcw, Trash2 } from "lucide-react";
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import type { Bot, Step, ToolPayload } from "../api/types.ts";
+import { formatTime } from "../lib/format.ts";
+import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
+import { LazyMarkdown } from "./markdown-lazy.tsx";
+import { ToolCard } from "./tool-card.tsx";
+import { Avatar } from "./ui.tsx";
+
+/** Plain words and what to do, per error code. */
+function errorAdvice(code: string): { title: string; action: string } {
+  switch (code) {
+    case "model_error":
+      return {
+        title: "The model provider failed",
+        action: "Check the provider key and the bot's model (docs/configuration.md), then send your message again.",
+      };
+    case "computer_asleep":
+    case "computer_unavailable":
+      return { title: "The computer could not be reached", action: "Wake it with the computer button at the top, then send your message again." };
+    case "timeout":
+      return { title: "That took too long", action: "Send your message again to retry, or ask for something smaller." };
+    case "turn_too_long":
+      return { title: "The bot stopped without answering", action: "Send a message to let it continue." };
+    case "rate_limited":
+      return { title: "The model provider is rate limiting", action: "Wait a minute, then send your message again." };
+    default:
+      return { title: "Something went wrong", action: "Send your message again to retry. If it keeps failing, the server log says more." };
+  }
+}
+
+const UserMessage = memo(function UserMessage({ text, time }: { text: string; time: string }) {
+  return (
+    <div className="row row-user">
+      <div className="bubble bubble-user">
+        <div className="user-text">{text}</div>
+      </div>
+      <div className="row-meta">{formatTime(time)}</div>
+    </div>
+  );
+});
+
+function PendingRow({ message, onRetry, onDiscard }: { message: PendingMessage; onRetry(): void; onDiscard(): void }) {
+  return (
+    <div className={`row row-user pending pending-${message.status}`} data-pending={message.status}>
+      <div className="bubble bubble-user">
+        <div className="user-text">{message.text}</div>
+      </div>
+      <div className="row-meta">
+        {message.status === "failed" ? (
+          <span className="pending-failed-text" role="alert">
+            Not sent: {message.error}{" "}
+            <button type="button" className="link-button" onClick={onRetry}>
+              <RotateCcw size={13} aria-hidden="true" /> Retry
+            </button>{" "}
+            <button type="button" className="link-button" onClick={onDiscard}>
+              <Trash2 size={13} aria-hidden="true" /> Discard
+            </button>
+          </span>
+        ) : message.status === "sending" ? (
+          "Sending…"
+        ) : (
+          "Sent"
+        )}
+      </div>
+    </div>
+  );
+}
+
+const AssistantText = memo(function AssistantText({ bot, text, meta, streaming }: { bot: Bot | undefined; text: string; meta?: string; streaming?: boolean }) {
+  return (
+    <div className={`row row-bot${streaming === true ? " streaming" : ""}`} data-streaming={streaming === true ? "" : undefined}>
+      <Avatar name={bot?.name ?? "Bot"} size="sm" />
+      <div className="bot-body">
+        <LazyMarkdown text={text} />
+        {meta !== undefined && <div className="row-meta">{meta}</div>}
+      </div>
+    </div>
+  );
+});
+
+const ErrorRow = memo(function ErrorRow({ code, message }: { code: string; message: string }) {
+  const advice = errorAdvice(code);
+  return (
+    <div className="row row-error" role="alert">
+      <AlertTriangle size={18} aria-hidden="true" />
+      <div>
+        <strong>{advice.title}.</strong> <span className="error-message">{message}</span>
+        <div className="error-action">{advice.action}</div>
+      </div>
+    </div>
+  );
+});
+
+type Row =
+  | { key: string; kind: "user"; text: string; time: string }
+  | { key: string; kind: "bot"; text: string; meta?: string }
+  | { key: string; kind: "tool"; call: { id: string; name: string; input: unknown }; result: ToolPayload | undefined; startedAt: string; turnId: string | null }
+  | { key: string; kind: "error"; code: string; message: string };
+
+function usageMeta(model: string, time: string, usage: { inputTokens: number; outputTokens: number } | undefined): string {
+  const parts = [formatTime(time), model === "demo" ? "demo model" : model];
+  if (usage !== undefined) parts.push(`${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`);
+  return parts.filter((part) => part !== "").join(" · ");
+}
+
+export function buildRows(steps: readonly Step[]): Row[] {
+  const results = new Map<string, ToolPayload>();
+  const calls = new Set<string>();
+  for (const step of steps) {
+    if (step.kind === "tool") results.set(step.payload.callId, step.payload);
+    if (step.kind === "model") for (const call of step.payload.toolCalls) calls.add(call.id);
+  }
+  const rows: Row[] = [];
+  for (const step of steps) {
+    switch (step.kind) {
+      case "message":
+        rows.push({ key: step.id, kind: "user", text: step.payload.text, time: step.createdAt });
+        break;
+      case "model":
+        if (step.payload.text.trim() !== "") rows.push({ key: step.id, kind: "bot", text: step.payload.text });
+        for (const call of step.payload.toolCalls) {
+          rows.push({ key: `${step.id}:${call.id}`, kind: "tool", call, result: results.get(call.id), startedAt: step.createdAt, turnId: step.turnId });
+        }
+        break;
+      case "tool":
+        // Shown in its call's card; on its own only when that call is outside the loaded window.
+        if (!calls.has(step.payload.callId)) {
+          rows.push({
+            key: step.id,
+            kind: "tool",
+            call: { id: step.payload.callId, name: step.payload.name, input: step.payload.input },
+            result: step.payload,
+            startedAt: step.createdAt,
+            turnId: step.turnId,
+          });
+        }
+        break;
+      case "reply":
+        rows.push({ key: step.id, kind: "bot", text: step.payload.text, meta: usageMeta(step.payload.model, step.createdAt, step.payload.usage) });
+        break;
+      case "error":
+        rows.push({ key: step.id, kind: "error", code: step.payload.code, message: step.payload.message });
+        break;
+    }
+  }
+  return rows;
+}
+
+/** Whether the bot still owes an answer: the newest step is not a reply or an error. */
+export function owesAnswer(snapshot: FeedSnapshot): boolean {
+  if (snapshot.pending.some((message) => message.status !== "failed")) return true;
+  const last = snapshot.steps.at(-1);
+  return last !== undefined && last.kind !== "reply" && last.kind !== "error";
+}
+
+export function Timeline({ feed, snapshot, bot }: { feed: ConversationFeed; snapshot: FeedSnapshot; bot: Bot | undefined }) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const topSentinel = useRef<HTMLDivElement>(null);
+  const stuck = useRef(true);
+  const [showJump, setShowJump] = useState(false);
+  const rows = useMemo(() => buildRows(snapshot.steps), [snapshot.steps]);
+  const working = snapshot.turnState === "working";
+  const runningTool = working && rows.some((row) => row.kind === "tool" && row.result === undefined);
+  const firstSeq = snapshot.steps[0]?.seq ?? 0;
+  const beforePrepend = useRef<{ firstSeq: number; fromBottom: number } | undefined>(undefined);
+
+  const onScroll = useCallback(() => {
+    const element = scroller.current;
+    if (element === null) return;
+    const fromBottom = element.scrollHeight - element.scrollTop - element.clientHeight;
+    stuck.current = fromBottom < 80;
+    setShowJump(fromBottom > 400);
+  }, []);
+
+  // Keep the newest in view while following; keep the reading position when older steps load.
+  useLayoutEffect(() => {
+    const element = scroller.current;
+    if (element === null) return;
+    const saved = beforePrepend.current;
+    if (saved !== undefined && saved.firstSeq !== firstSeq) {
+      element.scrollTop = element.scrollHeight - element.clientHeight - saved.fromBottom;
+      beforePrepend.current = undefined;
+    } else if (stuck.current) {
+      element.scrollTop = element.scrollHeight;
+    }
+  }, [rows, snapshot.streaming, snapshot.pending, working, firstSeq]);
+
+  const loadEarlier = useCallback(() => {
+    const element = scroller.current;
+    if (element !== null) beforePrepend.current = { firstSeq, fromBottom: element.scrollHeight - element.clientHeight - element.scrollTop };
+    void feed.loadEarlier();
+  }, [feed, firstSeq]);
+
+  useEffect(() => {
+    const sentinel = topSentinel.current;
+    if (sentinel === null || !snapshot.hasEarlier || !snapshot.loaded) return;
+    const observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((entry) => entry.isIntersecting) && !stuck.current) loadEarlier();
+      },
+      { root: scroller.current, rootMargin: "600px 0px 0px 0px" },
+    );
+    observer.observe(sentinel);
+    return () => observer.disconnect();
+  }, [snapshot.hasEarlier, snapshot.loaded, loadEarlier]);
+
+  const jump = () => {
+    const element = scroller.current;
+    if (element === null) return;
+    stuck.current = true;
+    element.scrollTo({ top: element.scrollHeight, behavior: "smooth" });
+  };
+
+  const waiting = owesAnswer(snapshot);
+  return (
+    <div className="timeline-wrap">
+      <div className="timeline" ref={scroller} onScroll={onScroll} role="log" aria-label="Conversation" aria-busy={!snapshot.loaded}>
+        <div className="timeline-inner">
+          {snapshot.hasEarlier && (
+            <div ref={topSentinel} className="load-earlier">
+              <button type="button" className="button button-small" onClick={loadEarlier} disabled={snapshot.loadingEarlier}>
+                {snapshot.loadingEarlier ? "Loading…" : "Show earlier messages"}
+              </button>
+            </div>
+          )}
+          {snapshot.loaded && rows.length === 0 && snapshot.pending.length === 0 && (
+            <div className="empty-state compact">
+              <p className="muted">No messages yet. Say hello.</p>
+            </div>
+          )}
+          {rows.map((row) => {
+            switch (row.kind) {
+              case "user":
+                return <UserMessage key={row.key} text={row.text} time={row.time} />;
+              case "bot":
+                return <AssistantText key={row.key} bot={bot} text={row.text} meta={row.meta} />;
+              case "tool":
+                return (
+                  <div key={row.key} className="row row-tool">
+                    <ToolCard call={row.call} result={row.result} working={working || (waiting && row.turnId === snapshot.turnId)} startedAt={row.startedAt} />
+                  </div>
+                );
+              case "error":
+                return <ErrorRow key={row.key} code={row.code} message={row.message} />;
+            }
+          })}
+          {snapshot.pending.map((message) => (
+            <PendingRow
+              key={message.clientMessageId}
+              message={message}
+              onRetry={() => void feed.retry(message.clientMessageId)}
+              onDiscard={() => feed.discard(message.clientMessageId)}
+            />
+          ))}
+          {snapshot.streaming !== "" && <AssistantText bot={bot} text={snapshot.streaming} streaming />}
+          {snapshot.loaded && (working || waiting) && snapshot.streaming === "" && !runningTool && (
+            <div className="row row-bot row-thinking" aria-hidden="true">
+              <Avatar name={bot?.name ?? "Bot"} size="sm" />
+              <span className="thinking">
+                <span />
+                <span />
+                <span />
+              </span>
+            </div>
+          )}
+        </div>
+      </div>
+      {showJump && (
+        <button type="button" className="jump-latest" onClick={jump}>
+          <ArrowDown size={16} aria-hidden="true" /> Latest
+        </button>
+      )}
+    </div>
+  );
+}

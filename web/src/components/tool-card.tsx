@@ -1,0 +1,172 @@
+/**
+ * One tool call as a compact card: tool, arguments, status and duration; opens to the full
+ * arguments, the output, the exit code and any truncation.
+ */
+import { ChevronRight, CircleAlert, CircleCheck, CircleDashed, FileText, FolderTree, LoaderCircle, PenLine, SquareTerminal, Wrench } from "lucide-react";
+import { memo, useEffect, useId, useState } from "react";
+import type { ToolCall, ToolPayload } from "../api/types.ts";
+import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
+
+export type ToolStatus = "running" | "done" | "failed" | "interrupted";
+
+const icons: Record<string, typeof Wrench> = {
+  shell: SquareTerminal,
+  shell_status: SquareTerminal,
+  read: FileText,
+  write: PenLine,
+  edit: PenLine,
+  list: FolderTree,
+  glob: FolderTree,
+};
+
+export function toolStatus(result: ToolPayload | undefined, working: boolean): ToolStatus {
+  if (result === undefined) return working ? "running" : "interrupted";
+  const exitCode = result.details.exitCode;
+  if (result.isError || (typeof exitCode === "number" && exitCode !== 0)) return "failed";
+  return "done";
+}
+
+const statusLabel: Record<ToolStatus, string> = { running: "Running", done: "Done", failed: "Failed", interrupted: "No result" };
+
+function Elapsed({ since }: { since: number }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(timer);
+  }, []);
+  return <>{formatDuration(Math.max(0, now - since))}</>;
+}
+
+function StatusIcon({ status }: { status: ToolStatus }) {
+  switch (status) {
+    case "running":
+      return <LoaderCircle size={16} className="spin" aria-hidden="true" />;
+    case "done":
+      return <CircleCheck size={16} aria-hidden="true" />;
+    case "failed":
+      return <CircleAlert size={16} aria-hidden="true" />;
+    case "interrupted":
+      return <CircleDashed size={16} aria-hidden="true" />;
+  }
+}
+
+/** Details worth a line of their own; the rest are listed as they come. */
+function detailLines(details: Record<string, unknown>): { label: string; value: string; warn?: boolean }[] {
+  const lines: { label: string; value: string; warn?: boolean }[] = [];
+  const seen = new Set<string>();
+  const take = (key: string) => {
+    seen.add(key);
+    return details[key];
+  };
+  const exitCode = take("exitCode");
+  if (exitCode !== undefined) lines.push({ label: "Exit code", value: exitCode === null ? "none (killed)" : String(exitCode), warn: exitCode !== 0 });
+  if (take("timedOut") === true) lines.push({ label: "Timed out", value: "yes", warn: true });
+  for (const stream of ["stdout", "stderr"] as const) {
+    const truncated = take(`${stream}Truncated`);
+    const bytes = take(`${stream}Bytes`);
+    const path = take(`${stream}Path`);
+    if (truncated === true) {
+      const size = typeof bytes === "number" ? ` of ${formatBytes(bytes)}` : "";
+      const where = typeof path === "string" ? `; the full text is in ${path}` : "";
+      lines.push({ label: `${stream} truncated`, value: `showing the start and end${size}${where}`, warn: true });
+    }
+  }
+  const truncated = take("truncated");
+  if (truncated === true) lines.push({ label: "Truncated", value: "the output was shortened", warn: true });
+  for (const key of ["kind", "durationMs"]) seen.add(key);
+  for (const [key, value] of Object.entries(details)) {
+    if (seen.has(key) || value === undefined || value === null || value === false || value === "") continue;
+    lines.push({ label: key, value: typeof value === "string" ? value : JSON.stringify(value) });
+  }
+  return lines;
+}
+
+function Arguments({ name, input }: { name: string; input: unknown }) {
+  const record = (input ?? {}) as Record<string, unknown>;
+  if ((name === "shell" || name === "bash") && typeof record.command === "string") {
+    const { command, ...rest } = record;
+    return (
+      <>
+        <pre className="tool-pre tool-command">
+          <span className="prompt" aria-hidden="true">
+            ${" "}
+          </span>
+          {command}
+        </pre>
+        {Object.keys(rest).length > 0 && <pre className="tool-pre">{JSON.stringify(rest, null, 2)}</pre>}
+      </>
+    );
+  }
+  return <pre className="tool-pre">{JSON.stringify(input, null, 2)}</pre>;
+}
+
+export const ToolCard = memo(function ToolCard({
+  call,
+  result,
+  working,
+  startedAt,
+}: {
+  call: ToolCall;
+  result: ToolPayload | undefined;
+  /** The bot is still working (a missing result is "running", not "no result"). */
+  working: boolean;
+  startedAt: string;
+}) {
+  const [open, setOpen] = useState(false);
+  const bodyId = useId();
+  const status = toolStatus(result, working);
+  const Icon = icons[call.name] ?? Wrench;
+  const summary = summarizeInput(call.input);
+  const lines = result === undefined ? [] : detailLines(result.details);
+  const exitCode = result?.details.exitCode;
+
+  return (
+    <div className={`tool-card tool-${status}`} data-status={status} data-tool={call.name}>
+      <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((value) => !value)}>
+        <ChevronRight size={16} className="tool-chevron" aria-hidden="true" />
+        <Icon size={16} className="tool-icon" aria-hidden="true" />
+        <span className="tool-name">{call.name}</span>
+        <span className="tool-summary">{summary}</span>
+        <span className="tool-status" title={statusLabel[status]}>
+          <StatusIcon status={status} />
+          <span className="tool-status-text">
+            {status === "failed" && typeof exitCode === "number" ? `Exit ${exitCode}` : statusLabel[status]}
+          </span>
+        </span>
+        <span className="tool-duration">
+          {result !== undefined ? formatDuration(result.durationMs) : status === "running" ? <Elapsed since={Date.parse(startedAt)} /> : ""}
+        </span>
+      </button>
+      {open && (
+        <div className="tool-body" id={bodyId}>
+          <div className="tool-section">
+            <h4>Arguments</h4>
+            <Arguments name={call.name} input={call.input} />
+          </div>
+          {result === undefined ? (
+            <p className="muted tool-section">
+              {status === "running" ? "Running on the computer…" : "This call has no result: the turn ended before it finished."}
+            </p>
+          ) : (
+            <>
+              <div className="tool-section">
+                <h4>{result.isError ? "Error" : "Output"}</h4>
+                {result.output === "" ? <p className="muted">No output.</p> : <pre className="tool-pre tool-output">{result.output}</pre>}
+              </div>
+              {lines.length > 0 && (
+                <dl className="tool-details">
+                  {lines.map((line) => (
+                    <div key={line.label} className={line.warn === true ? "warn" : undefined}>
+                      <dt>{line.label}</dt>
+                      <dd>{line.value}</dd>
+                    </div>
+                  ))}
+                </dl>
+              )}
+            </>
+          )}
+        </div>
+      )}
+    </div>
+  );
+});

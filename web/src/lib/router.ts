@@ -1,0 +1,67 @@
+/**
+ * A tiny client-side router over the History API (the server answers index.html for any path
+ * without a file extension). Routes:
+ *   /                     home: the first bot's newest conversation, or "create a bot"
+ *   /bots/new             create a bot
+ *   /bots/:botId          a new chat with the bot
+ *   /bots/:botId/edit     edit the bot
+ *   /c/:conversationId    a conversation
+ */
+import { useSyncExternalStore } from "react";
+
+export type Route =
+  | { name: "home" }
+  | { name: "new-bot" }
+  | { name: "bot"; botId: string }
+  | { name: "edit-bot"; botId: string }
+  | { name: "conversation"; conversationId: string }
+  | { name: "not-found"; path: string };
+
+export function parseRoute(path: string): Route {
+  const parts = path.split("/").filter((part) => part !== "").map(decodeURIComponent);
+  if (parts.length === 0) return { name: "home" };
+  if (parts[0] === "bots" && parts[1] === "new" && parts.length === 2) return { name: "new-bot" };
+  if (parts[0] === "bots" && parts[1] !== undefined && parts.length === 2) return { name: "bot", botId: parts[1] };
+  if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "edit" && parts.length === 3) return { name: "edit-bot", botId: parts[1] };
+  if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2) return { name: "conversation", conversationId: parts[1] };
+  return { name: "not-found", path };
+}
+
+const listeners = new Set<() => void>();
+window.addEventListener("popstate", () => listeners.forEach((listener) => listener()));
+
+export function navigate(path: string, options: { replace?: boolean } = {}): void {
+  if (path === window.location.pathname) return;
+  if (options.replace === true) window.history.replaceState(null, "", path);
+  else window.history.pushState(null, "", path);
+  listeners.forEach((listener) => listener());
+}
+
+const subscribe = (listener: () => void) => {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+};
+
+export function usePath(): string {
+  return useSyncExternalStore(subscribe, () => window.location.pathname);
+}
+
+export function useRoute(): Route {
+  return parseRoute(usePath());
+}
+
+export const paths = {
+  home: "/",
+  newBot: "/bots/new",
+  bot: (botId: string) => `/bots/${encodeURIComponent(botId)}`,
+  editBot: (botId: string) => `/bots/${encodeURIComponent(botId)}/edit`,
+  conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
+};
+
+/** Plain left clicks on in-app links navigate without a page load; others behave as links. */
+export function onLinkClick(event: React.MouseEvent<HTMLAnchorElement>, path: string, after?: () => void): void {
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  navigate(path);
+  after?.();
+}

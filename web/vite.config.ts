@@ -1,0 +1,20 @@
+import react from "@vitejs/plugin-react";
+import { defineConfig } from "vite";
+
+// Root is web/ (npm run build:web runs `vite build web`); the server serves web/dist.
+export default defineConfig({
+  plugins: [react()],
+  base: "/",
+  build: {
+    outDir: "dist",
+    emptyOutDir: true,
+    target: "es2022",
+    sourcemap: false,
+    assetsInlineLimit: 0,
+    chunkSizeWarningLimit: 400,
+  },
+  server: {
+    // `npx vite web` proxies the API to a running `npm start`.
+    proxy: { "/v1": "http://127.0.0.1:7700", "/auth": "http://127.0.0.1:7700" },
+  },
+});
