@@ -17,7 +17,8 @@ const calls = Number.parseInt(values.calls, 10);
 
 function summary(samples: number[]): string {
   const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2);
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2);
   const mean = (sorted.reduce((sum, x) => sum + x, 0) / sorted.length).toFixed(2);
   return `p50 ${at(0.5)} ms  p95 ${at(0.95)} ms  p99 ${at(0.99)} ms  mean ${mean} ms  (n=${sorted.length})`;
 }
@@ -37,11 +38,22 @@ try {
   const idleRss = rssMiB(worker.child.pid!);
 
   const run = async (label: string, tool: string, input: unknown) => {
-    for (let i = 0; i < 20; i += 1) await gw.gateway.call("cmp_bench", { callId: `${label}-warm-${i}`, tool, input, timeoutMs: 30_000 });
+    for (let i = 0; i < 20; i += 1)
+      await gw.gateway.call("cmp_bench", {
+        callId: `${label}-warm-${i}`,
+        tool,
+        input,
+        timeoutMs: 30_000,
+      });
     const samples: number[] = [];
     for (let i = 0; i < calls; i += 1) {
       const started = performance.now();
-      const result = await gw.gateway.call("cmp_bench", { callId: `${label}-${i}`, tool, input, timeoutMs: 30_000 });
+      const result = await gw.gateway.call("cmp_bench", {
+        callId: `${label}-${i}`,
+        tool,
+        input,
+        timeoutMs: 30_000,
+      });
       samples.push(performance.now() - started);
       if (!result.ok) throw new Error(`${label} failed: ${result.error.message}`);
     }
@@ -56,15 +68,22 @@ try {
   for (let i = 0; i < 100; i += 1) {
     const started = performance.now();
     await new Promise((resolve) =>
-      spawn("bash", ["-lc", "true"], { env: { PATH: "/usr/bin:/bin", HOME: dirs.home }, stdio: "ignore" }).once("exit", resolve),
+      spawn("bash", ["-lc", "true"], {
+        env: { PATH: "/usr/bin:/bin", HOME: dirs.home },
+        stdio: "ignore",
+      }).once("exit", resolve),
     );
     spawnFloor.push(performance.now() - started);
   }
 
   console.log(`shell "true" round trip   ${summary(shell)}`);
   console.log(`read (6 bytes) round trip ${summary(read)}`);
-  console.log(`bash -lc true, spawned    ${summary(spawnFloor)}   (floor for shell: a login shell per call)`);
-  console.log(`idle worker RSS           ${idleRss}; after ${2 * (calls + 20)} calls ${rssMiB(worker.child.pid!)}`);
+  console.log(
+    `bash -lc true, spawned    ${summary(spawnFloor)}   (floor for shell: a login shell per call)`,
+  );
+  console.log(
+    `idle worker RSS           ${idleRss}; after ${2 * (calls + 20)} calls ${rssMiB(worker.child.pid!)}`,
+  );
 } finally {
   await worker.stop();
   await gw.close();

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { issueApiToken } from "../auth/index.ts";
+import type { BotView, ConversationView, PostedMessage, StepView } from "../cli/client.ts";
 import { readSse, type SseMessage } from "../cli/sse.ts";
 import { errorCodes, RoostError } from "../errors/index.ts";
 import { createEventHub, type EventHub } from "../events/index.ts";
@@ -75,10 +76,17 @@ async function startHarness(overrides: Partial<ApiDependencies> = {}): Promise<H
       const database = new DatabaseSync(dbPath, { readOnly: true });
       try {
         const tables = database
-          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+          .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+          )
           .all() as { name: string }[];
         return Object.fromEntries(
-          tables.map(({ name }) => [name, Number((database.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n)]),
+          tables.map(({ name }) => [
+            name,
+            Number(
+              (database.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n,
+            ),
+          ]),
         );
       } finally {
         database.close();
@@ -101,12 +109,22 @@ interface CallOptions {
   headers?: Record<string, string>;
 }
 
-interface Answer {
-  status: number;
-  body: any;
+interface ErrorEnvelope {
+  error: { code: string; message: string; details?: Record<string, unknown> };
 }
 
-async function call(harness: Harness, method: string, path: string, options: CallOptions = {}): Promise<Answer> {
+/** A response: `T` is what the test expects on success (the error envelope is always possible). */
+interface Answer<T = Record<string, unknown>> {
+  status: number;
+  body: T & Partial<ErrorEnvelope>;
+}
+
+async function call<T = Record<string, unknown>>(
+  harness: Harness,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...options.headers };
   const token = options.token === undefined ? harness.alice.token : options.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -117,16 +135,32 @@ async function call(harness: Harness, method: string, path: string, options: Cal
   }
   if (options.raw !== undefined) body = options.raw;
   if (options.contentType !== undefined) headers["content-type"] = options.contentType;
-  const response = await harness.app.request(path, { method, headers, ...(body === undefined ? {} : { body }) });
+  const response = await harness.app.request(path, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await response.text();
-  return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
+  return {
+    status: response.status,
+    body: (text === "" ? undefined : JSON.parse(text)) as T & Partial<ErrorEnvelope>,
+  };
 }
 
-function expectError(answer: Answer, status: number, code: string, messagePattern?: RegExp): void {
+async function errorOf(response: Response): Promise<ErrorEnvelope["error"]> {
+  return ((await response.json()) as ErrorEnvelope).error;
+}
+
+function expectError(
+  answer: Answer<unknown>,
+  status: number,
+  code: string,
+  messagePattern?: RegExp,
+): void {
   expect({ status: answer.status, code: answer.body?.error?.code }).toEqual({ status, code });
-  expect(typeof answer.body.error.message).toBe("string");
-  expect(answer.body.error.message.length).toBeGreaterThan(0);
-  if (messagePattern !== undefined) expect(answer.body.error.message).toMatch(messagePattern);
+  const message = answer.body.error?.message ?? "";
+  expect(message.length).toBeGreaterThan(0);
+  if (messagePattern !== undefined) expect(message).toMatch(messagePattern);
 }
 
 let harness: Harness;
@@ -137,14 +171,20 @@ afterEach(async () => {
   await harness.close();
 });
 
-async function createBot(as: { token: string }, name = "helper"): Promise<any> {
-  const answer = await call(harness, "POST", "/v1/bots", { token: as.token, json: { name } });
+async function createBot(as: { token: string }, name = "helper"): Promise<BotView> {
+  const answer = await call<BotView>(harness, "POST", "/v1/bots", {
+    token: as.token,
+    json: { name },
+  });
   expect(answer.status).toBe(201);
   return answer.body;
 }
 
-async function createConversation(as: { token: string }, botId: string): Promise<any> {
-  const answer = await call(harness, "POST", "/v1/conversations", { token: as.token, json: { botId } });
+async function createConversation(as: { token: string }, botId: string): Promise<ConversationView> {
+  const answer = await call<ConversationView>(harness, "POST", "/v1/conversations", {
+    token: as.token,
+    json: { botId },
+  });
   expect(answer.status).toBe(201);
   return answer.body;
 }
@@ -159,7 +199,11 @@ async function expectNothingStored(action: () => Promise<void>): Promise<void> {
 }
 
 describe("authentication", () => {
-  const routes = (botId: string, conversationId: string, accountId: string): [string, string, unknown?][] => [
+  const routes = (
+    botId: string,
+    conversationId: string,
+    accountId: string,
+  ): [string, string, unknown?][] => [
     ["GET", "/v1/me"],
     ["POST", "/v1/accounts", { name: "carol" }],
     ["POST", `/v1/accounts/${accountId}/tokens`, {}],
@@ -182,7 +226,10 @@ describe("authentication", () => {
     const credentials: [string, Record<string, string>][] = [
       ["no header", {}],
       ["empty header", { authorization: "" }],
-      ["basic scheme", { authorization: `Basic ${Buffer.from("alice:secret").toString("base64")}` }],
+      [
+        "basic scheme",
+        { authorization: `Basic ${Buffer.from("alice:secret").toString("base64")}` },
+      ],
       ["bearer without token", { authorization: "Bearer " }],
       ["unknown token", { authorization: "Bearer roost_notarealtokenatall" }],
       ["token without prefix", { authorization: "Bearer abcdef" }],
@@ -193,8 +240,17 @@ describe("authentication", () => {
     for (const [method, path, json] of table) {
       for (const [label, headers] of credentials) {
         await expectNothingStored(async () => {
-          const answer = await call(harness, method, path, { token: null, headers, ...(json === undefined ? {} : { json }) });
-          expect({ route: `${method} ${path}`, label, status: answer.status, code: answer.body?.error?.code }).toEqual({
+          const answer = await call(harness, method, path, {
+            token: null,
+            headers,
+            ...(json === undefined ? {} : { json }),
+          });
+          expect({
+            route: `${method} ${path}`,
+            label,
+            status: answer.status,
+            code: answer.body?.error?.code,
+          }).toEqual({
             route: `${method} ${path}`,
             label,
             status: 401,
@@ -206,19 +262,32 @@ describe("authentication", () => {
   });
 
   it("a valid token is accepted whatever the case of the scheme", async () => {
-    const answer = await call(harness, "GET", "/v1/me", { token: null, headers: { authorization: `bearer ${harness.alice.token}` } });
+    const answer = await call(harness, "GET", "/v1/me", {
+      token: null,
+      headers: { authorization: `bearer ${harness.alice.token}` },
+    });
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ id: harness.alice.id, name: "alice", isAdmin: false, defaultModel: { id: "demo", isDemo: true } });
+    expect(answer.body).toMatchObject({
+      id: harness.alice.id,
+      name: "alice",
+      isAdmin: false,
+      defaultModel: { id: "demo", isDemo: true },
+    });
   });
 
   it("health needs no token and reports 503 when a check fails", async () => {
     const ok = await call(harness, "GET", "/v1/health", { token: null });
     expect(ok).toEqual({ status: 200, body: { ok: true, checks: { store: "ok", engine: "ok" } } });
-    const failing = await startHarness({ health: async () => ({ ok: false, checks: { store: "ok", engine: "failing: down" } }) });
+    const failing = await startHarness({
+      health: async () => ({ ok: false, checks: { store: "ok", engine: "failing: down" } }),
+    });
     try {
       const answer = await failing.app.request("/v1/health");
       expect(answer.status).toBe(503);
-      expect(await answer.json()).toEqual({ ok: false, checks: { store: "ok", engine: "failing: down" } });
+      expect(await answer.json()).toEqual({
+        ok: false,
+        checks: { store: "ok", engine: "failing: down" },
+      });
     } finally {
       await failing.close();
     }
@@ -245,7 +314,9 @@ describe("errors", () => {
       config_invalid: 500,
       internal: 500,
     };
-    expect(Object.fromEntries(errorCodes.map((code) => [code, httpStatus(new RoostError(code, "x"))]))).toEqual(documented);
+    expect(
+      Object.fromEntries(errorCodes.map((code) => [code, httpStatus(new RoostError(code, "x"))])),
+    ).toEqual(documented);
   });
 
   it("an unknown route answers 404 not_found with the error envelope", async () => {
@@ -263,9 +334,13 @@ describe("errors", () => {
       log: (message) => logged.push(message),
     });
     try {
-      const response = await broken.app.request("/v1/me", { headers: { authorization: `Bearer ${broken.alice.token}` } });
+      const response = await broken.app.request("/v1/me", {
+        headers: { authorization: `Bearer ${broken.alice.token}` },
+      });
       expect(response.status).toBe(500);
-      expect(await response.json()).toEqual({ error: { code: "internal", message: "internal error (see the server log)" } });
+      expect(await response.json()).toEqual({
+        error: { code: "internal", message: "internal error (see the server log)" },
+      });
       expect(logged.join("\n")).toContain("secret connection string");
     } finally {
       await broken.close();
@@ -275,36 +350,77 @@ describe("errors", () => {
 
 /** Malformed bodies every JSON-taking route must reject, with the status and code expected. */
 const malformedBodies: { label: string; options: CallOptions; status: number; code: string }[] = [
-  { label: "invalid JSON", options: { raw: "{\"name\": ", contentType: "application/json" }, status: 400, code: "invalid_json" },
-  { label: "trailing garbage", options: { raw: "{} {}", contentType: "application/json" }, status: 400, code: "invalid_json" },
-  { label: "text/plain", options: { raw: "{}", contentType: "text/plain" }, status: 415, code: "unsupported_media_type" },
-  { label: "form encoded", options: { raw: "name=x", contentType: "application/x-www-form-urlencoded" }, status: 415, code: "unsupported_media_type" },
+  {
+    label: "invalid JSON",
+    options: { raw: '{"name": ', contentType: "application/json" },
+    status: 400,
+    code: "invalid_json",
+  },
+  {
+    label: "trailing garbage",
+    options: { raw: "{} {}", contentType: "application/json" },
+    status: 400,
+    code: "invalid_json",
+  },
+  {
+    label: "text/plain",
+    options: { raw: "{}", contentType: "text/plain" },
+    status: 415,
+    code: "unsupported_media_type",
+  },
+  {
+    label: "form encoded",
+    options: { raw: "name=x", contentType: "application/x-www-form-urlencoded" },
+    status: 415,
+    code: "unsupported_media_type",
+  },
   { label: "no content type", options: { raw: "{}" }, status: 415, code: "unsupported_media_type" },
   { label: "a JSON array", options: { json: [] }, status: 400, code: "invalid_request" },
   { label: "a JSON string", options: { json: "hello" }, status: 400, code: "invalid_request" },
-  { label: "JSON null", options: { raw: "null", contentType: "application/json" }, status: 400, code: "invalid_request" },
+  {
+    label: "JSON null",
+    options: { raw: "null", contentType: "application/json" },
+    status: 400,
+    code: "invalid_request",
+  },
 ];
 
 describe("POST /v1/bots", () => {
   it("creates a bot (201) and lists it", async () => {
-    const answer = await call(harness, "POST", "/v1/bots", {
+    const answer = await call<BotView>(harness, "POST", "/v1/bots", {
       json: { name: "researcher", instructions: "Cite sources.", model: "demo" },
     });
     expect(answer.status).toBe(201);
-    expect(answer.body).toMatchObject({ name: "researcher", instructions: "Cite sources.", model: "demo", effectiveModel: "demo", isDemo: true });
+    expect(answer.body).toMatchObject({
+      name: "researcher",
+      instructions: "Cite sources.",
+      model: "demo",
+      effectiveModel: "demo",
+      isDemo: true,
+    });
     expect(answer.body.id).toMatch(/^bot_/);
     expect(new Date(answer.body.createdAt).toISOString()).toBe(answer.body.createdAt);
     const plain = await call(harness, "POST", "/v1/bots", { json: { name: "plain" } });
-    expect(plain.body).toMatchObject({ instructions: "", model: null, effectiveModel: "demo", isDemo: true });
-    const list = await call(harness, "GET", "/v1/bots");
+    expect(plain.body).toMatchObject({
+      instructions: "",
+      model: null,
+      effectiveModel: "demo",
+      isDemo: true,
+    });
+    const list = await call<{ bots: BotView[] }>(harness, "GET", "/v1/bots");
     expect(list.status).toBe(200);
-    expect(list.body.bots.map((bot: { name: string }) => bot.name)).toEqual(["researcher", "plain"]);
+    expect(list.body.bots.map((bot) => bot.name)).toEqual(["researcher", "plain"]);
     expect(await harness.store.listAudit({ accountId: harness.alice.id })).toHaveLength(2);
   });
 
-  it.each(malformedBodies)("rejects $label ($status $code) and stores nothing", async ({ options, status, code }) => {
-    await expectNothingStored(async () => expectError(await call(harness, "POST", "/v1/bots", options), status, code));
-  });
+  it.each(malformedBodies)(
+    "rejects $label ($status $code) and stores nothing",
+    async ({ options, status, code }) => {
+      await expectNothingStored(async () =>
+        expectError(await call(harness, "POST", "/v1/bots", options), status, code),
+      );
+    },
+  );
 
   it.each([
     ["a missing name", {}, /name is required/],
@@ -313,31 +429,68 @@ describe("POST /v1/bots", () => {
     ["a name of 81 characters", { name: "x".repeat(81) }, /at most 80/],
     ["a numeric name", { name: 5 }, /name must be a string/],
     ["a null name", { name: null }, /name must be a string/],
-    ["instructions of the wrong type", { name: "a", instructions: ["x"] }, /instructions must be a string/],
-    ["instructions over 20000 characters", { name: "a", instructions: "x".repeat(20_001) }, /at most 20000/],
+    [
+      "instructions of the wrong type",
+      { name: "a", instructions: ["x"] },
+      /instructions must be a string/,
+    ],
+    [
+      "instructions over 20000 characters",
+      { name: "a", instructions: "x".repeat(20_001) },
+      /at most 20000/,
+    ],
     ["an unknown field", { name: "a", colour: "red" }, /unknown field "colour"/],
-    ["two unknown fields", { name: "a", colour: "red", size: 2 }, /unknown fields "colour", "size"/],
+    [
+      "two unknown fields",
+      { name: "a", colour: "red", size: 2 },
+      /unknown fields "colour", "size"/,
+    ],
     ["a model without provider", { name: "a", model: "gpt-4" }, /provider:model/],
     ["a model with spaces", { name: "a", model: "openai: gpt 4" }, /provider:model/],
     ["an unknown provider", { name: "a", model: "nope:x" }, /unknown model provider "nope"/],
-    ["a provider that is not configured", { name: "a", model: "openai:gpt-4.1-mini" }, /ROOST_OPENAI_API_KEY/],
+    [
+      "a provider that is not configured",
+      { name: "a", model: "openai:gpt-4.1-mini" },
+      /ROOST_OPENAI_API_KEY/,
+    ],
     ["a numeric model", { name: "a", model: 4 }, /model/],
   ])("rejects %s with 400 invalid_request and stores nothing", async (_label, json, message) => {
-    await expectNothingStored(async () => expectError(await call(harness, "POST", "/v1/bots", { json }), 400, "invalid_request", message));
+    await expectNothingStored(async () =>
+      expectError(
+        await call(harness, "POST", "/v1/bots", { json }),
+        400,
+        "invalid_request",
+        message,
+      ),
+    );
   });
 
   it("names the offending field in details", async () => {
     const answer = await call(harness, "POST", "/v1/bots", { json: { name: 7 } });
-    expect(answer.body.error.details).toEqual({ issues: [{ path: "name", message: 'field "name": name must be a string' }] });
+    expect(answer.body.error?.details).toEqual({
+      issues: [{ path: "name", message: 'field "name": name must be a string' }],
+    });
   });
 
   it("rejects a second bot of the same name with 409 conflict", async () => {
     await createBot(harness.alice, "twin");
     await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", "/v1/bots", { json: { name: "twin" } }), 409, "conflict", /already exists/),
+      expectError(
+        await call(harness, "POST", "/v1/bots", { json: { name: "twin" } }),
+        409,
+        "conflict",
+        /already exists/,
+      ),
     );
     // Names are per account.
-    expect((await call(harness, "POST", "/v1/bots", { token: harness.bob.token, json: { name: "twin" } })).status).toBe(201);
+    expect(
+      (
+        await call(harness, "POST", "/v1/bots", {
+          token: harness.bob.token,
+          json: { name: "twin" },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("rejects a body over maxBodyBytes with 413 and stores nothing", async () => {
@@ -346,16 +499,22 @@ describe("POST /v1/bots", () => {
       const before = small.rowCounts();
       const response = await small.app.request("/v1/bots", {
         method: "POST",
-        headers: { authorization: `Bearer ${small.alice.token}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${small.alice.token}`,
+          "content-type": "application/json",
+        },
         body: JSON.stringify({ name: "big", instructions: "x".repeat(2000) }),
       });
       expect(response.status).toBe(413);
-      expect((await response.json()).error.code).toBe("payload_too_large");
+      expect((await errorOf(response)).code).toBe("payload_too_large");
       expect(small.rowCounts()).toEqual(before);
       // Just under the limit is fine.
       const fits = await small.app.request("/v1/bots", {
         method: "POST",
-        headers: { authorization: `Bearer ${small.alice.token}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${small.alice.token}`,
+          "content-type": "application/json",
+        },
         body: JSON.stringify({ name: "fits", instructions: "x".repeat(900) }),
       });
       expect(fits.status).toBe(201);
@@ -369,9 +528,16 @@ describe("GET and PATCH /v1/bots/{id}", () => {
   it("gets and patches the caller's bot", async () => {
     const bot = await createBot(harness.alice, "before");
     expect(await call(harness, "GET", `/v1/bots/${bot.id}`)).toEqual({ status: 200, body: bot });
-    const patched = await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json: { name: "after", instructions: "Be brief.", model: "demo" } });
+    const patched = await call(harness, "PATCH", `/v1/bots/${bot.id}`, {
+      json: { name: "after", instructions: "Be brief.", model: "demo" },
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ id: bot.id, name: "after", instructions: "Be brief.", model: "demo" });
+    expect(patched.body).toMatchObject({
+      id: bot.id,
+      name: "after",
+      instructions: "Be brief.",
+      model: "demo",
+    });
     const reset = await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json: { model: null } });
     expect(reset.body).toMatchObject({ name: "after", model: null, effectiveModel: "demo" });
     expect((await harness.store.getBot(bot.id))?.name).toBe("after");
@@ -382,7 +548,11 @@ describe("GET and PATCH /v1/bots/{id}", () => {
     for (const id of ["bot_doesnotexist", bobs.id]) {
       expectError(await call(harness, "GET", `/v1/bots/${id}`), 404, "not_found", new RegExp(id));
       await expectNothingStored(async () =>
-        expectError(await call(harness, "PATCH", `/v1/bots/${id}`, { json: { name: "stolen" } }), 404, "not_found"),
+        expectError(
+          await call(harness, "PATCH", `/v1/bots/${id}`, { json: { name: "stolen" } }),
+          404,
+          "not_found",
+        ),
       );
     }
     expect((await harness.store.getBot(bobs.id))?.name).toBe("bobs");
@@ -390,11 +560,19 @@ describe("GET and PATCH /v1/bots/{id}", () => {
     expect((await call(harness, "GET", "/v1/bots")).body).toEqual({ bots: [] });
   });
 
-  it.each(malformedBodies)("PATCH rejects $label ($status $code) and changes nothing", async ({ options, status, code }) => {
-    const bot = await createBot(harness.alice);
-    await expectNothingStored(async () => expectError(await call(harness, "PATCH", `/v1/bots/${bot.id}`, options), status, code));
-    expect(await harness.store.getBot(bot.id)).toMatchObject({ name: "helper", updatedAt: Date.parse(bot.updatedAt) });
-  });
+  it.each(malformedBodies)(
+    "PATCH rejects $label ($status $code) and changes nothing",
+    async ({ options, status, code }) => {
+      const bot = await createBot(harness.alice);
+      await expectNothingStored(async () =>
+        expectError(await call(harness, "PATCH", `/v1/bots/${bot.id}`, options), status, code),
+      );
+      expect(await harness.store.getBot(bot.id)).toMatchObject({
+        name: "helper",
+        updatedAt: Date.parse(bot.updatedAt),
+      });
+    },
+  );
 
   it.each([
     ["an empty patch", {}, /at least one of name, instructions, model/],
@@ -403,20 +581,37 @@ describe("GET and PATCH /v1/bots/{id}", () => {
     ["a wrong type", { instructions: 3 }, /instructions must be a string/],
     ["an unknown field", { name: "x", id: "bot_other" }, /unknown field "id"/],
     ["a bad model", { model: "nope" }, /provider:model/],
-    ["an unconfigured provider", { model: "anthropic:claude-sonnet-4-5" }, /ROOST_ANTHROPIC_API_KEY/],
+    [
+      "an unconfigured provider",
+      { model: "anthropic:claude-sonnet-4-5" },
+      /ROOST_ANTHROPIC_API_KEY/,
+    ],
   ])("PATCH rejects %s with 400 and changes nothing", async (_label, json, message) => {
     const bot = await createBot(harness.alice);
     await expectNothingStored(async () =>
-      expectError(await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json }), 400, "invalid_request", message),
+      expectError(
+        await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json }),
+        400,
+        "invalid_request",
+        message,
+      ),
     );
-    expect(await harness.store.getBot(bot.id)).toMatchObject({ name: "helper", model: null, updatedAt: Date.parse(bot.updatedAt) });
+    expect(await harness.store.getBot(bot.id)).toMatchObject({
+      name: "helper",
+      model: null,
+      updatedAt: Date.parse(bot.updatedAt),
+    });
   });
 
   it("PATCH to a name the account already uses answers 409", async () => {
     await createBot(harness.alice, "taken");
     const bot = await createBot(harness.alice, "mine");
     await expectNothingStored(async () =>
-      expectError(await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json: { name: "taken" } }), 409, "conflict"),
+      expectError(
+        await call(harness, "PATCH", `/v1/bots/${bot.id}`, { json: { name: "taken" } }),
+        409,
+        "conflict",
+      ),
     );
   });
 });
@@ -426,50 +621,108 @@ describe("/v1/conversations", () => {
     const first = await createBot(harness.alice, "first");
     const second = await createBot(harness.alice, "second");
     const a = await createConversation(harness.alice, first.id);
-    expect(a).toMatchObject({ botId: first.id, title: "Chat with first", lastSeq: 0, state: "idle" });
+    expect(a).toMatchObject({
+      botId: first.id,
+      title: "Chat with first",
+      lastSeq: 0,
+      state: "idle",
+    });
     expect(a.id).toMatch(/^conv_/);
-    const titled = await call(harness, "POST", "/v1/conversations", { json: { botId: second.id, title: "Plans" } });
+    const titled = await call<ConversationView>(harness, "POST", "/v1/conversations", {
+      json: { botId: second.id, title: "Plans" },
+    });
     expect(titled.status).toBe(201);
     expect(titled.body.title).toBe("Plans");
 
-    const all = await call(harness, "GET", "/v1/conversations");
+    const all = await call<{ conversations: ConversationView[] }>(
+      harness,
+      "GET",
+      "/v1/conversations",
+    );
     expect(all.status).toBe(200);
-    expect(all.body.conversations.map((conversation: { id: string }) => conversation.id).sort()).toEqual([a.id, titled.body.id].sort());
-    const filtered = await call(harness, "GET", `/v1/conversations?botId=${first.id}`);
-    expect(filtered.body.conversations.map((conversation: { id: string }) => conversation.id)).toEqual([a.id]);
-    const limited = await call(harness, "GET", "/v1/conversations?limit=1");
+    expect(all.body.conversations.map((conversation) => conversation.id).sort()).toEqual(
+      [a.id, titled.body.id].sort(),
+    );
+    const filtered = await call<{ conversations: ConversationView[] }>(
+      harness,
+      "GET",
+      `/v1/conversations?botId=${first.id}`,
+    );
+    expect(filtered.body.conversations.map((conversation) => conversation.id)).toEqual([a.id]);
+    const limited = await call<{ conversations: ConversationView[] }>(
+      harness,
+      "GET",
+      "/v1/conversations?limit=1",
+    );
     expect(limited.body.conversations).toHaveLength(1);
-    expect(await call(harness, "GET", `/v1/conversations/${a.id}`)).toEqual({ status: 200, body: a });
+    expect(await call(harness, "GET", `/v1/conversations/${a.id}`)).toEqual({
+      status: 200,
+      body: a,
+    });
   });
 
-  it.each(malformedBodies)("POST rejects $label ($status $code) and stores nothing", async ({ options, status, code }) => {
-    await createBot(harness.alice);
-    await expectNothingStored(async () => expectError(await call(harness, "POST", "/v1/conversations", options), status, code));
-  });
+  it.each(malformedBodies)(
+    "POST rejects $label ($status $code) and stores nothing",
+    async ({ options, status, code }) => {
+      await createBot(harness.alice);
+      await expectNothingStored(async () =>
+        expectError(await call(harness, "POST", "/v1/conversations", options), status, code),
+      );
+    },
+  );
 
   it.each([
     ["a missing botId", {}, 400, "invalid_request", /botId is required/],
     ["an empty botId", { botId: "" }, 400, "invalid_request", /botId must not be empty/],
     ["a numeric botId", { botId: 12 }, 400, "invalid_request", /botId must be a string/],
-    ["a long title", { botId: "BOT", title: "t".repeat(201) }, 400, "invalid_request", /title must be at most 200/],
-    ["an unknown field", { botId: "BOT", state: "working" }, 400, "invalid_request", /unknown field "state"/],
+    [
+      "a long title",
+      { botId: "BOT", title: "t".repeat(201) },
+      400,
+      "invalid_request",
+      /title must be at most 200/,
+    ],
+    [
+      "an unknown field",
+      { botId: "BOT", state: "working" },
+      400,
+      "invalid_request",
+      /unknown field "state"/,
+    ],
     ["an unknown bot", { botId: "bot_nope" }, 404, "not_found", /bot "bot_nope" not found/],
   ])("POST rejects %s and stores nothing", async (_label, json, status, code, message) => {
     const bot = await createBot(harness.alice);
     const body = JSON.parse(JSON.stringify(json).replace('"BOT"', JSON.stringify(bot.id)));
-    await expectNothingStored(async () => expectError(await call(harness, "POST", "/v1/conversations", { json: body }), status, code, message));
+    await expectNothingStored(async () =>
+      expectError(
+        await call(harness, "POST", "/v1/conversations", { json: body }),
+        status,
+        code,
+        message,
+      ),
+    );
   });
 
   it("another account's bot, or conversation, is not found (404) and nothing is stored", async () => {
     const bobsBot = await createBot(harness.bob, "bobs");
     const bobsConversation = await createConversation(harness.bob, bobsBot.id);
     await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", "/v1/conversations", { json: { botId: bobsBot.id } }), 404, "not_found"),
+      expectError(
+        await call(harness, "POST", "/v1/conversations", { json: { botId: bobsBot.id } }),
+        404,
+        "not_found",
+      ),
     );
-    expectError(await call(harness, "GET", `/v1/conversations/${bobsConversation.id}`), 404, "not_found");
+    expectError(
+      await call(harness, "GET", `/v1/conversations/${bobsConversation.id}`),
+      404,
+      "not_found",
+    );
     expectError(await call(harness, "GET", "/v1/conversations/conv_unknown"), 404, "not_found");
     // Filtering by another account's bot lists nothing of theirs.
-    expect((await call(harness, "GET", `/v1/conversations?botId=${bobsBot.id}`)).body).toEqual({ conversations: [] });
+    expect((await call(harness, "GET", `/v1/conversations?botId=${bobsBot.id}`)).body).toEqual({
+      conversations: [],
+    });
   });
 
   it.each([
@@ -480,27 +733,40 @@ describe("/v1/conversations", () => {
     ["botId=", /botId/],
     ["page=2", /unknown query parameter "page"/],
   ])("GET rejects ?%s with 400 invalid_request", async (query, message) => {
-    expectError(await call(harness, "GET", `/v1/conversations?${query}`), 400, "invalid_request", message);
+    expectError(
+      await call(harness, "GET", `/v1/conversations?${query}`),
+      400,
+      "invalid_request",
+      message,
+    );
   });
 });
 
 describe("POST /v1/conversations/{id}/messages", () => {
-  let conversation: any;
+  let conversation: ConversationView;
   beforeEach(async () => {
     const bot = await createBot(harness.alice);
     conversation = await createConversation(harness.alice, bot.id);
   });
   const post = (json: unknown, token = harness.alice.token, id: string = conversation.id) =>
-    call(harness, "POST", `/v1/conversations/${id}/messages`, { token, json });
+    call<PostedMessage>(harness, "POST", `/v1/conversations/${id}/messages`, { token, json });
 
   it("answers 202 {messageId, seq}, stores the message as step 1 and kicks the loop once", async () => {
     const answer = await post({ text: "hello", clientMessageId: "c-1" });
     expect(answer.status).toBe(202);
-    expect(answer.body).toEqual({ messageId: expect.stringMatching(/^msg_/), seq: 1, duplicate: false });
+    expect(answer.body).toEqual({
+      messageId: expect.stringMatching(/^msg_/),
+      seq: 1,
+      duplicate: false,
+    });
     expect(harness.kicks).toEqual([conversation.id]);
     const messages = await harness.store.listMessages(conversation.id);
-    expect(messages.map((message) => [message.text, message.clientMessageId, message.seq])).toEqual([["hello", "c-1", 1]]);
-    expect((await call(harness, "GET", `/v1/conversations/${conversation.id}`)).body.lastSeq).toBe(1);
+    expect(messages.map((message) => [message.text, message.clientMessageId, message.seq])).toEqual(
+      [["hello", "c-1", 1]],
+    );
+    expect((await call(harness, "GET", `/v1/conversations/${conversation.id}`)).body.lastSeq).toBe(
+      1,
+    );
   });
 
   it("a repeated clientMessageId gets the same answer, one stored message and one kick", async () => {
@@ -508,7 +774,10 @@ describe("POST /v1/conversations/{id}/messages", () => {
     const before = harness.rowCounts();
     const again = await post({ text: "hello", clientMessageId: "same" });
     expect(again.status).toBe(202);
-    expect({ messageId: again.body.messageId, seq: again.body.seq }).toEqual({ messageId: first.body.messageId, seq: first.body.seq });
+    expect({ messageId: again.body.messageId, seq: again.body.seq }).toEqual({
+      messageId: first.body.messageId,
+      seq: first.body.seq,
+    });
     expect(again.body.duplicate).toBe(true);
     expect(harness.rowCounts()).toEqual(before);
     expect(await harness.store.listMessages(conversation.id)).toHaveLength(1);
@@ -527,49 +796,102 @@ describe("POST /v1/conversations/{id}/messages", () => {
     expect(b.body.messageId).not.toBe(a.body.messageId);
   });
 
-  it.each(malformedBodies)("rejects $label ($status $code), stores nothing and kicks nothing", async ({ options, status, code }) => {
-    await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, options), status, code),
-    );
-  });
+  it.each(malformedBodies)(
+    "rejects $label ($status $code), stores nothing and kicks nothing",
+    async ({ options, status, code }) => {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, options),
+          status,
+          code,
+        ),
+      );
+    },
+  );
 
   it.each([
     ["a missing text", { clientMessageId: "c" }, /text is required/],
     ["an empty text", { text: "", clientMessageId: "c" }, /text must not be empty/],
     ["a blank text", { text: " \n\t ", clientMessageId: "c" }, /text must not be empty/],
-    ["a text over 100000 characters", { text: "x".repeat(100_001), clientMessageId: "c" }, /at most 100000/],
+    [
+      "a text over 100000 characters",
+      { text: "x".repeat(100_001), clientMessageId: "c" },
+      /at most 100000/,
+    ],
     ["a non-string text", { text: { parts: [] }, clientMessageId: "c" }, /text must be a string/],
     ["a missing clientMessageId", { text: "hi" }, /clientMessageId is required/],
-    ["an empty clientMessageId", { text: "hi", clientMessageId: "" }, /clientMessageId must not be empty/],
-    ["a numeric clientMessageId", { text: "hi", clientMessageId: 42 }, /clientMessageId must be a string/],
-    ["a clientMessageId over 200 characters", { text: "hi", clientMessageId: "c".repeat(201) }, /at most 200/],
-    ["an unknown field", { text: "hi", clientMessageId: "c", role: "system" }, /unknown field "role"/],
+    [
+      "an empty clientMessageId",
+      { text: "hi", clientMessageId: "" },
+      /clientMessageId must not be empty/,
+    ],
+    [
+      "a numeric clientMessageId",
+      { text: "hi", clientMessageId: 42 },
+      /clientMessageId must be a string/,
+    ],
+    [
+      "a clientMessageId over 200 characters",
+      { text: "hi", clientMessageId: "c".repeat(201) },
+      /at most 200/,
+    ],
+    [
+      "an unknown field",
+      { text: "hi", clientMessageId: "c", role: "system" },
+      /unknown field "role"/,
+    ],
   ])("rejects %s with 400, stores nothing and kicks nothing", async (_label, json, message) => {
-    await expectNothingStored(async () => expectError(await post(json), 400, "invalid_request", message));
+    await expectNothingStored(async () =>
+      expectError(await post(json), 400, "invalid_request", message),
+    );
   });
 
   it("another account's conversation, or an unknown one, is 404 and nothing is stored or kicked", async () => {
     await expectNothingStored(async () => {
-      expectError(await post({ text: "hi", clientMessageId: "c" }, harness.bob.token), 404, "not_found");
-      expectError(await post({ text: "hi", clientMessageId: "c" }, harness.alice.token, "conv_unknown"), 404, "not_found");
+      expectError(
+        await post({ text: "hi", clientMessageId: "c" }, harness.bob.token),
+        404,
+        "not_found",
+      );
+      expectError(
+        await post({ text: "hi", clientMessageId: "c" }, harness.alice.token, "conv_unknown"),
+        404,
+        "not_found",
+      );
       // Even the admin cannot post into someone else's conversation.
-      expectError(await post({ text: "hi", clientMessageId: "c" }, harness.admin.token), 404, "not_found");
+      expectError(
+        await post({ text: "hi", clientMessageId: "c" }, harness.admin.token),
+        404,
+        "not_found",
+      );
     });
   });
 
   it("a body over maxBodyBytes is 413 and nothing is stored or kicked", async () => {
     const small = await startHarness({ maxBodyBytes: 1024 });
     try {
-      const bot = await small.store.createBot({ accountId: small.alice.id, name: "b", instructions: "", model: null });
-      const target = await small.store.createConversation({ accountId: small.alice.id, botId: bot.id, title: "t" });
+      const bot = await small.store.createBot({
+        accountId: small.alice.id,
+        name: "b",
+        instructions: "",
+        model: null,
+      });
+      const target = await small.store.createConversation({
+        accountId: small.alice.id,
+        botId: bot.id,
+        title: "t",
+      });
       const before = small.rowCounts();
       const response = await small.app.request(`/v1/conversations/${target.id}/messages`, {
         method: "POST",
-        headers: { authorization: `Bearer ${small.alice.token}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${small.alice.token}`,
+          "content-type": "application/json",
+        },
         body: JSON.stringify({ text: "x".repeat(5000), clientMessageId: "big" }),
       });
       expect(response.status).toBe(413);
-      expect((await response.json()).error.code).toBe("payload_too_large");
+      expect((await errorOf(response)).code).toBe("payload_too_large");
       expect(small.rowCounts()).toEqual(before);
       expect(small.kicks).toEqual([]);
     } finally {
@@ -586,11 +908,23 @@ describe("POST /v1/conversations/{id}/messages", () => {
       log: (message) => logged.push(message),
     });
     try {
-      const bot = await failing.store.createBot({ accountId: failing.alice.id, name: "b", instructions: "", model: null });
-      const target = await failing.store.createConversation({ accountId: failing.alice.id, botId: bot.id, title: "t" });
+      const bot = await failing.store.createBot({
+        accountId: failing.alice.id,
+        name: "b",
+        instructions: "",
+        model: null,
+      });
+      const target = await failing.store.createConversation({
+        accountId: failing.alice.id,
+        botId: bot.id,
+        title: "t",
+      });
       const response = await failing.app.request(`/v1/conversations/${target.id}/messages`, {
         method: "POST",
-        headers: { authorization: `Bearer ${failing.alice.token}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${failing.alice.token}`,
+          "content-type": "application/json",
+        },
         body: JSON.stringify({ text: "hi", clientMessageId: "k" }),
       });
       expect(response.status).toBe(202);
@@ -603,29 +937,36 @@ describe("POST /v1/conversations/{id}/messages", () => {
 });
 
 describe("GET /v1/conversations/{id}/steps", () => {
-  let conversation: any;
+  let conversation: ConversationView;
   beforeEach(async () => {
     const bot = await createBot(harness.alice);
     conversation = await createConversation(harness.alice, bot.id);
     for (const [index, text] of ["one", "two", "three"].entries()) {
-      await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, { json: { text, clientMessageId: `m${index}` } });
+      await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
+        json: { text, clientMessageId: `m${index}` },
+      });
     }
   });
   const steps = (query: string, token = harness.alice.token, id: string = conversation.id) =>
-    call(harness, "GET", `/v1/conversations/${id}/steps${query}`, { token });
+    call<{ steps: StepView[]; lastSeq: number }>(
+      harness,
+      "GET",
+      `/v1/conversations/${id}/steps${query}`,
+      { token },
+    );
 
   it("lists the steps after SEQ in order, limited by limit, with lastSeq", async () => {
     const all = await steps("");
     expect(all.status).toBe(200);
     expect(all.body.lastSeq).toBe(3);
-    expect(all.body.steps.map((step: { seq: number; kind: string }) => [step.seq, step.kind])).toEqual([
+    expect(all.body.steps.map((step) => [step.seq, step.kind])).toEqual([
       [1, "message"],
       [2, "message"],
       [3, "message"],
     ]);
     expect(all.body.steps[0]).toMatchObject({ turnId: null, payload: { text: "one" } });
     const after = await steps("?after=1");
-    expect(after.body.steps.map((step: { seq: number }) => step.seq)).toEqual([2, 3]);
+    expect(after.body.steps.map((step) => step.seq)).toEqual([2, 3]);
     const page = await steps("?after=1&limit=1");
     expect(page.body).toMatchObject({ steps: [{ seq: 2, payload: { text: "two" } }], lastSeq: 3 });
     expect((await steps("?after=3")).body).toEqual({ steps: [], lastSeq: 3 });
@@ -652,14 +993,18 @@ describe("GET /v1/conversations/{id}/steps", () => {
 
 describe("GET /v1/conversations/{id}/events", () => {
   async function open(id: string, token = harness.alice.token) {
-    const response = await harness.app.request(`/v1/conversations/${id}/events`, { headers: { authorization: `Bearer ${token}` } });
+    const response = await harness.app.request(`/v1/conversations/${id}/events`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     return response;
   }
 
   it("sends hello with the latest seq, then changed after a post, then the loop's events", async () => {
     const bot = await createBot(harness.alice);
     const conversation = await createConversation(harness.alice, bot.id);
-    await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, { json: { text: "before", clientMessageId: "b" } });
+    await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
+      json: { text: "before", clientMessageId: "b" },
+    });
 
     const response = await open(conversation.id);
     expect(response.status).toBe(200);
@@ -672,21 +1017,50 @@ describe("GET /v1/conversations/{id}/events", () => {
         return result.value;
       };
       const hello = await next();
-      expect({ event: hello.event, data: JSON.parse(hello.data) }).toEqual({ event: "hello", data: { seq: 1, state: "idle" } });
+      expect({ event: hello.event, data: JSON.parse(hello.data) }).toEqual({
+        event: "hello",
+        data: { seq: 1, state: "idle" },
+      });
 
       const posted = await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
         json: { text: "after", clientMessageId: "a" },
       });
       expect(posted.status).toBe(202);
       const changed = await next();
-      expect({ event: changed.event, data: JSON.parse(changed.data) }).toEqual({ event: "changed", data: { seq: 2 } });
+      expect({ event: changed.event, data: JSON.parse(changed.data) }).toEqual({
+        event: "changed",
+        data: { seq: 2 },
+      });
 
       // What the loop publishes reaches the stream too, without the conversation id.
-      harness.events.publish({ type: "turn", conversationId: conversation.id, state: "working", turnId: "t1" });
-      harness.events.publish({ type: "delta", conversationId: conversation.id, turnId: "t1", text: "Hel" });
-      harness.events.publish({ type: "turn", conversationId: "conv_someone_else", state: "working", turnId: "x" });
-      harness.events.publish({ type: "turn", conversationId: conversation.id, state: "idle", turnId: "t1" });
-      const rest = [await next(), await next(), await next()].map((message) => ({ event: message.event, data: JSON.parse(message.data) }));
+      harness.events.publish({
+        type: "turn",
+        conversationId: conversation.id,
+        state: "working",
+        turnId: "t1",
+      });
+      harness.events.publish({
+        type: "delta",
+        conversationId: conversation.id,
+        turnId: "t1",
+        text: "Hel",
+      });
+      harness.events.publish({
+        type: "turn",
+        conversationId: "conv_someone_else",
+        state: "working",
+        turnId: "x",
+      });
+      harness.events.publish({
+        type: "turn",
+        conversationId: conversation.id,
+        state: "idle",
+        turnId: "t1",
+      });
+      const rest = [await next(), await next(), await next()].map((message) => ({
+        event: message.event,
+        data: JSON.parse(message.data),
+      }));
       expect(rest).toEqual([
         { event: "turn", data: { state: "working", turnId: "t1" } },
         { event: "delta", data: { turnId: "t1", text: "Hel" } },
@@ -700,12 +1074,18 @@ describe("GET /v1/conversations/{id}/events", () => {
   it("hello reports a turn that is already working", async () => {
     const bot = await createBot(harness.alice);
     const conversation = await createConversation(harness.alice, bot.id);
-    harness.events.publish({ type: "turn", conversationId: conversation.id, state: "working", turnId: "t" });
+    harness.events.publish({
+      type: "turn",
+      conversationId: conversation.id,
+      state: "working",
+      turnId: "t",
+    });
     const messages = readSse((await open(conversation.id)).body!);
     try {
       const hello = await messages.next();
-      expect(hello.done).toBe(false);
-      expect(JSON.parse(hello.value!.data)).toEqual({ seq: 0, state: "working" });
+      if (hello.done === true) throw new Error("the stream ended before hello");
+      expect(hello.value.event).toBe("hello");
+      expect(JSON.parse(hello.value.data)).toEqual({ seq: 0, state: "working" });
     } finally {
       await messages.return(undefined);
     }
@@ -717,14 +1097,22 @@ describe("GET /v1/conversations/{id}/events", () => {
     for (const id of [bobsConversation.id, "conv_unknown"]) {
       const response = await open(id);
       expect(response.status).toBe(404);
-      expect((await response.json()).error.code).toBe("not_found");
+      expect((await errorOf(response)).code).toBe("not_found");
     }
   });
 });
 
 describe("accounts and tokens", () => {
   it("an admin creates an account (201) whose token works and is stored only hashed", async () => {
-    const answer = await call(harness, "POST", "/v1/accounts", { token: harness.admin.token, json: { name: "carol" } });
+    const answer = await call<{ account: { id: string }; token: string }>(
+      harness,
+      "POST",
+      "/v1/accounts",
+      {
+        token: harness.admin.token,
+        json: { name: "carol" },
+      },
+    );
     expect(answer.status).toBe(201);
     expect(answer.body).toEqual({
       account: { id: expect.stringMatching(/^acct_/), name: "carol", isAdmin: false },
@@ -743,15 +1131,27 @@ describe("accounts and tokens", () => {
 
   it("a non-admin may not create accounts (403) and nothing is stored", async () => {
     await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", "/v1/accounts", { json: { name: "mallory" } }), 403, "forbidden", /admin/),
+      expectError(
+        await call(harness, "POST", "/v1/accounts", { json: { name: "mallory" } }),
+        403,
+        "forbidden",
+        /admin/,
+      ),
     );
   });
 
-  it.each(malformedBodies)("POST /v1/accounts rejects $label ($status $code) and stores nothing", async ({ options, status, code }) => {
-    await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", "/v1/accounts", { ...options, token: harness.admin.token }), status, code),
-    );
-  });
+  it.each(malformedBodies)(
+    "POST /v1/accounts rejects $label ($status $code) and stores nothing",
+    async ({ options, status, code }) => {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "POST", "/v1/accounts", { ...options, token: harness.admin.token }),
+          status,
+          code,
+        ),
+      );
+    },
+  );
 
   it.each([
     ["a missing name", {}, /name is required/],
@@ -760,34 +1160,57 @@ describe("accounts and tokens", () => {
     ["an unknown field", { name: "x", isAdmin: true }, /unknown field "isAdmin"/],
   ])("POST /v1/accounts rejects %s with 400 and stores nothing", async (_label, json, message) => {
     await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", "/v1/accounts", { token: harness.admin.token, json }), 400, "invalid_request", message),
+      expectError(
+        await call(harness, "POST", "/v1/accounts", { token: harness.admin.token, json }),
+        400,
+        "invalid_request",
+        message,
+      ),
     );
   });
 
   it("any account creates tokens for itself (me or its own id); they work", async () => {
     for (const id of ["me", harness.alice.id]) {
-      const answer = await call(harness, "POST", `/v1/accounts/${id}/tokens`, { json: { name: "laptop" } });
+      const answer = await call<{ token: string }>(harness, "POST", `/v1/accounts/${id}/tokens`, {
+        json: { name: "laptop" },
+      });
       expect(answer.status).toBe(201);
-      expect(answer.body).toEqual({ id: expect.stringMatching(/^tok_/), accountId: harness.alice.id, token: expect.stringMatching(/^roost_/) });
-      expect((await call(harness, "GET", "/v1/me", { token: answer.body.token })).body.id).toBe(harness.alice.id);
+      expect(answer.body).toEqual({
+        id: expect.stringMatching(/^tok_/),
+        accountId: harness.alice.id,
+        token: expect.stringMatching(/^roost_/),
+      });
+      expect((await call(harness, "GET", "/v1/me", { token: answer.body.token })).body.id).toBe(
+        harness.alice.id,
+      );
     }
     const unnamed = await call(harness, "POST", "/v1/accounts/me/tokens", { json: {} });
     expect(unnamed.status).toBe(201);
   });
 
   it("an admin creates tokens for another account; a non-admin may not (403)", async () => {
-    const answer = await call(harness, "POST", `/v1/accounts/${harness.bob.id}/tokens`, { token: harness.admin.token, json: {} });
+    const answer = await call(harness, "POST", `/v1/accounts/${harness.bob.id}/tokens`, {
+      token: harness.admin.token,
+      json: {},
+    });
     expect(answer.status).toBe(201);
     expect(answer.body.accountId).toBe(harness.bob.id);
     await expectNothingStored(async () =>
-      expectError(await call(harness, "POST", `/v1/accounts/${harness.bob.id}/tokens`, { json: {} }), 403, "forbidden"),
+      expectError(
+        await call(harness, "POST", `/v1/accounts/${harness.bob.id}/tokens`, { json: {} }),
+        403,
+        "forbidden",
+      ),
     );
   });
 
   it("a token for an unknown account is 404 and nothing is stored", async () => {
     await expectNothingStored(async () =>
       expectError(
-        await call(harness, "POST", "/v1/accounts/acct_nobody/tokens", { token: harness.admin.token, json: {} }),
+        await call(harness, "POST", "/v1/accounts/acct_nobody/tokens", {
+          token: harness.admin.token,
+          json: {},
+        }),
         404,
         "not_found",
       ),
@@ -797,7 +1220,9 @@ describe("accounts and tokens", () => {
   it.each(malformedBodies.filter((body) => body.label !== "JSON null"))(
     "POST /v1/accounts/me/tokens rejects $label ($status $code) and stores nothing",
     async ({ options, status, code }) => {
-      await expectNothingStored(async () => expectError(await call(harness, "POST", "/v1/accounts/me/tokens", options), status, code));
+      await expectNothingStored(async () =>
+        expectError(await call(harness, "POST", "/v1/accounts/me/tokens", options), status, code),
+      );
     },
   );
 
@@ -806,14 +1231,20 @@ describe("accounts and tokens", () => {
     ["an empty name", { name: "" }, /must not be empty/],
     ["an unknown field", { name: "x", accountId: "acct_x" }, /unknown field "accountId"/],
     ["JSON null", null, /expected object/i],
-  ])("POST /v1/accounts/me/tokens rejects %s with 400 and stores nothing", async (_label, json, message) => {
-    await expectNothingStored(async () =>
-      expectError(
-        await call(harness, "POST", "/v1/accounts/me/tokens", { raw: JSON.stringify(json), contentType: "application/json" }),
-        400,
-        "invalid_request",
-        message,
-      ),
-    );
-  });
+  ])(
+    "POST /v1/accounts/me/tokens rejects %s with 400 and stores nothing",
+    async (_label, json, message) => {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "POST", "/v1/accounts/me/tokens", {
+            raw: JSON.stringify(json),
+            contentType: "application/json",
+          }),
+          400,
+          "invalid_request",
+          message,
+        ),
+      );
+    },
+  );
 });

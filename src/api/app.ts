@@ -11,7 +11,7 @@ import { authenticate, issueApiToken } from "../auth/index.ts";
 import { InvalidRequestError, NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
 import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.ts";
 import type { Account, Bot, Conversation, Store } from "../store/index.ts";
-import { registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
+import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { readJson, readQuery, text } from "./validation.ts";
 
@@ -113,16 +113,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     ),
   );
 
-  app.use(
-    "/v1/*",
+  const limitBody = (maxSize: number) =>
     bodyLimit({
-      maxSize: deps.maxBodyBytes,
+      maxSize,
       onError: (context) =>
         context.json(
-          errorBody(new RoostError("payload_too_large", `the body is larger than ${deps.maxBodyBytes} bytes; send less`)),
+          errorBody(new RoostError("payload_too_large", `the body is larger than ${maxSize} bytes; send less`)),
           413,
         ),
-    }),
+    });
+  const jsonBodyLimit = limitBody(deps.maxBodyBytes);
+  const uploadBodyLimit = limitBody(maxUploadBytes);
+  // File uploads carry raw bytes up to the attachment limit; everything else is small JSON.
+  app.use("/v1/*", (context, next) =>
+    context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
+      ? uploadBodyLimit(context, next)
+      : jsonBodyLimit(context, next),
   );
 
   app.get("/v1/health", async (context) => {

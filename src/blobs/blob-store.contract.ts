@@ -15,7 +15,7 @@ export interface OpenedBlobStore {
   close: () => Promise<void>;
 }
 
-async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer | undefined> {
+async function readAll(stream: Readable | undefined): Promise<Buffer | undefined> {
   if (stream === undefined) return undefined;
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
@@ -25,7 +25,8 @@ async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffe
 const sha256 = (data: Uint8Array) => createHash("sha256").update(data).digest("hex");
 
 async function* chunked(data: Buffer, size: number): AsyncGenerator<Uint8Array> {
-  for (let offset = 0; offset < data.length; offset += size) yield data.subarray(offset, offset + size);
+  for (let offset = 0; offset < data.length; offset += size)
+    yield data.subarray(offset, offset + size);
 }
 
 export function blobStoreContract(name: string, open: () => Promise<OpenedBlobStore>) {
@@ -42,7 +43,10 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
     it("puts bytes and gets them back; head reports size and time", () =>
       withStore(async (store) => {
         const before = Date.now() - 5_000;
-        expect(await store.put("a/b/one.bin", Buffer.from("hello"))).toEqual({ key: "a/b/one.bin", size: 5 });
+        expect(await store.put("a/b/one.bin", Buffer.from("hello"))).toEqual({
+          key: "a/b/one.bin",
+          size: 5,
+        });
         expect((await readAll(await store.get("a/b/one.bin")))?.toString()).toBe("hello");
         const info = await store.head("a/b/one.bin");
         expect(info).toMatchObject({ key: "a/b/one.bin", size: 5 });
@@ -74,8 +78,13 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
           const file = join(dir, "source");
           writeFileSync(file, "from a file");
           expect(await store.put("f", { path: file })).toEqual({ key: "f", size: 11 });
-          expect(await store.put("r", Readable.from([Buffer.from("from a "), Buffer.from("readable")]))).toEqual({ key: "r", size: 15 });
-          expect(await store.put("i", chunked(Buffer.from("from an iterable"), 3))).toEqual({ key: "i", size: 16 });
+          expect(
+            await store.put("r", Readable.from([Buffer.from("from a "), Buffer.from("readable")])),
+          ).toEqual({ key: "r", size: 15 });
+          expect(await store.put("i", chunked(Buffer.from("from an iterable"), 3))).toEqual({
+            key: "i",
+            size: 16,
+          });
           expect(await store.put("e", new Uint8Array(0))).toEqual({ key: "e", size: 0 });
           expect((await readAll(await store.get("f")))?.toString()).toBe("from a file");
           expect((await readAll(await store.get("r")))?.toString()).toBe("from a readable");
@@ -108,7 +117,10 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
         await expect(store.put("fresh", failing())).rejects.toThrow(/source broke/);
         expect((await readAll(await store.get("atomic")))?.toString()).toBe("old");
         expect(await store.head("fresh")).toBeUndefined();
-        await expect(store.put("gone", { path: "/nonexistent/roost-file" })).rejects.toMatchObject({ operation: "put", key: "gone" });
+        await expect(store.put("gone", { path: "/nonexistent/roost-file" })).rejects.toMatchObject({
+          operation: "put",
+          key: "gone",
+        });
         expect(await store.head("gone")).toBeUndefined();
         expect((await store.list("")).map((blob) => blob.key)).toEqual(["atomic"]);
       }));
@@ -118,7 +130,11 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
         const keys = ["c/2", "a/b/c", "a/b1/x", "a/c", "b", "a/b/a", "c/1", "c/10", "c/3"];
         for (const key of keys) await store.put(key, Buffer.from(key));
         expect((await store.list("")).map((blob) => blob.key)).toEqual([...keys].sort());
-        expect((await store.list("a/b")).map((blob) => blob.key)).toEqual(["a/b/a", "a/b/c", "a/b1/x"]);
+        expect((await store.list("a/b")).map((blob) => blob.key)).toEqual([
+          "a/b/a",
+          "a/b/c",
+          "a/b1/x",
+        ]);
         expect((await store.list("a/b/")).map((blob) => blob.key)).toEqual(["a/b/a", "a/b/c"]);
         expect((await store.list("c/")).map((blob) => [blob.key, blob.size])).toEqual([
           ["c/1", 3],
@@ -143,8 +159,24 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
 
     it("B3: refuses keys that could escape or collide, the same way everywhere", () =>
       withStore(async (store) => {
-        for (const key of ["", "/a", "a/", "a//b", "../x", "a/../b", "./a", ".tmp/x", "a/.b", "a b", "a\\b", "ä", "x".repeat(901)]) {
-          await expect(store.put(key, Buffer.from("x")), key).rejects.toMatchObject({ code: "invalid_request" });
+        for (const key of [
+          "",
+          "/a",
+          "a/",
+          "a//b",
+          "../x",
+          "a/../b",
+          "./a",
+          ".tmp/x",
+          "a/.b",
+          "a b",
+          "a\\b",
+          "ä",
+          "x".repeat(901),
+        ]) {
+          await expect(store.put(key, Buffer.from("x")), key).rejects.toMatchObject({
+            code: "invalid_request",
+          });
           await expect(store.get(key), key).rejects.toMatchObject({ code: "invalid_request" });
         }
         await expect(store.list("/a")).rejects.toMatchObject({ code: "invalid_request" });
@@ -153,7 +185,9 @@ export function blobStoreContract(name: string, open: () => Promise<OpenedBlobSt
 
     it("concurrent puts: every key lands whole; one writer wins a shared key", () =>
       withStore(async (store) => {
-        const values = Array.from({ length: 8 }, (_, index) => Buffer.alloc(100_000 + index, index));
+        const values = Array.from({ length: 8 }, (_, index) =>
+          Buffer.alloc(100_000 + index, index),
+        );
         await Promise.all(values.map((value, index) => store.put(`many/${index}`, value)));
         await Promise.all(values.map((value) => store.put("shared", value)));
         for (const [index, value] of values.entries()) {

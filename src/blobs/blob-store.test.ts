@@ -22,7 +22,11 @@ blobStoreContract("local folder", async () => {
 });
 
 blobStoreContract("S3 (fake server, small pages, multipart above 6 MiB)", async () => {
-  const server = await createFakeS3Server({ buckets: ["roost"], accessKeyId: "roost-test", maxKeys: 3 });
+  const server = await createFakeS3Server({
+    buckets: ["roost"],
+    accessKeyId: "roost-test",
+    maxKeys: 3,
+  });
   const store = createS3BlobStore({
     endpoint: server.endpoint,
     region: "us-east-1",
@@ -48,7 +52,11 @@ it("local folder: a key cannot also be a folder of other keys (a and a/b)", asyn
   try {
     const store = createLocalBlobStore(dir);
     await store.put("a/b", Buffer.from("x"));
-    await expect(store.put("a", Buffer.from("y"))).rejects.toMatchObject({ code: "internal", operation: "put", key: "a" });
+    await expect(store.put("a", Buffer.from("y"))).rejects.toMatchObject({
+      code: "internal",
+      operation: "put",
+      key: "a",
+    });
     expect((await store.list("")).map((blob) => blob.key)).toEqual(["a/b"]);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -83,7 +83,12 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
   const pageCap = options.maxKeys ?? 1000;
   const minPartSize = options.minPartSize ?? 5 * 1024 * 1024;
 
-  function send(response: ServerResponse, status: number, xml?: string, headers: Record<string, string> = {}) {
+  function send(
+    response: ServerResponse,
+    status: number,
+    xml?: string,
+    headers: Record<string, string> = {},
+  ) {
     response.writeHead(status, {
       "x-amz-request-id": randomUUID(),
       ...(xml === undefined ? {} : { "content-type": "application/xml" }),
@@ -92,7 +97,14 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
     response.end(xml === undefined ? undefined : `<?xml version="1.0" encoding="UTF-8"?>\n${xml}`);
   }
 
-  function sendError(response: ServerResponse, method: string, status: number, code: string, message: string, resource = "") {
+  function sendError(
+    response: ServerResponse,
+    method: string,
+    status: number,
+    code: string,
+    message: string,
+    resource = "",
+  ) {
     if (method === "HEAD") return send(response, status); // HEAD responses have no body
     send(
       response,
@@ -101,13 +113,24 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
     );
   }
 
-  function checkAuthorization(request: IncomingMessage): { code: string; message: string } | undefined {
+  function checkAuthorization(
+    request: IncomingMessage,
+  ): { code: string; message: string } | undefined {
     const header = request.headers.authorization;
-    if (header === undefined) return { code: "AccessDenied", message: "missing Authorization header (requests must be SigV4-signed)" };
+    if (header === undefined)
+      return {
+        code: "AccessDenied",
+        message: "missing Authorization header (requests must be SigV4-signed)",
+      };
     const match = authorizationPattern.exec(header);
-    if (!match) return { code: "AuthorizationHeaderMalformed", message: `malformed SigV4 Authorization header: ${header}` };
+    if (!match)
+      return {
+        code: "AuthorizationHeaderMalformed",
+        message: `malformed SigV4 Authorization header: ${header}`,
+      };
     const signedHeaders = (match[4] ?? "").split(";");
-    if (!signedHeaders.includes("host")) return { code: "AuthorizationHeaderMalformed", message: "SignedHeaders must include host" };
+    if (!signedHeaders.includes("host"))
+      return { code: "AuthorizationHeaderMalformed", message: "SignedHeaders must include host" };
     if (!/^\d{8}T\d{6}Z$/.test(String(request.headers["x-amz-date"] ?? ""))) {
       return { code: "AccessDenied", message: "missing or malformed x-amz-date header" };
     }
@@ -115,7 +138,10 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
       return { code: "InvalidRequest", message: "missing x-amz-content-sha256 header" };
     }
     if (options.accessKeyId !== undefined && match[1] !== options.accessKeyId) {
-      return { code: "InvalidAccessKeyId", message: "The AWS Access Key Id you provided does not exist in our records." };
+      return {
+        code: "InvalidAccessKeyId",
+        message: "The AWS Access Key Id you provided does not exist in our records.",
+      };
     }
     return undefined;
   }
@@ -129,12 +155,19 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
     };
   }
 
-  function listObjects(response: ServerResponse, bucketName: string, bucket: Map<string, FakeS3Object>, query: URLSearchParams) {
+  function listObjects(
+    response: ServerResponse,
+    bucketName: string,
+    bucket: Map<string, FakeS3Object>,
+    query: URLSearchParams,
+  ) {
     const prefix = query.get("prefix") ?? "";
     const delimiter = query.get("delimiter") ?? "";
     const maxKeys = Math.min(pageCap, Number(query.get("max-keys") ?? 1000));
     const token = query.get("continuation-token");
-    const after = token ? Buffer.from(token, "base64url").toString() : (query.get("start-after") ?? "");
+    const after = token
+      ? Buffer.from(token, "base64url").toString()
+      : (query.get("start-after") ?? "");
     const encode = query.get("encoding-type") === "url" ? encodeURIComponent : (key: string) => key;
     const keys = [...bucket.keys()].filter((key) => key.startsWith(prefix) && key > after).sort();
     const contents: string[] = [];
@@ -157,7 +190,9 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
       }
       last = key;
     }
-    const prefixes = [...commonPrefixes].map((p) => `<CommonPrefixes><Prefix>${xmlEscape(encode(p))}</Prefix></CommonPrefixes>`);
+    const prefixes = [...commonPrefixes].map(
+      (p) => `<CommonPrefixes><Prefix>${xmlEscape(encode(p))}</Prefix></CommonPrefixes>`,
+    );
     send(
       response,
       200,
@@ -179,17 +214,33 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
       await readBody(request);
       return sendError(response, method, 403, auth.code, auth.message, url.pathname);
     }
-    const faultIndex = faults.findIndex((fault) => fault.method === undefined || fault.method === method);
+    const faultIndex = faults.findIndex(
+      (fault) => fault.method === undefined || fault.method === method,
+    );
     if (faultIndex >= 0) {
       const [fault] = faults.splice(faultIndex, 1);
       await readBody(request);
-      return sendError(response, method, fault!.status, fault!.code, "injected fault", url.pathname);
+      return sendError(
+        response,
+        method,
+        fault!.status,
+        fault!.code,
+        "injected fault",
+        url.pathname,
+      );
     }
     if (String(request.headers["content-encoding"] ?? "").includes("aws-chunked")) {
       await readBody(request);
-      return sendError(response, method, 501, "NotImplemented", "aws-chunked bodies are not supported by this fake (set requestChecksumCalculation: WHEN_REQUIRED)");
+      return sendError(
+        response,
+        method,
+        501,
+        "NotImplemented",
+        "aws-chunked bodies are not supported by this fake (set requestChecksumCalculation: WHEN_REQUIRED)",
+      );
     }
-    if (bucketName === "") return sendError(response, method, 501, "NotImplemented", "ListBuckets is not supported");
+    if (bucketName === "")
+      return sendError(response, method, 501, "NotImplemented", "ListBuckets is not supported");
 
     const bucket = buckets.get(bucketName);
     if (key === "") {
@@ -198,19 +249,48 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
         if (!buckets.has(bucketName)) buckets.set(bucketName, new Map());
         return send(response, 200, undefined, { location: `/${bucketName}` });
       }
-      if (!bucket) return sendError(response, method, 404, "NoSuchBucket", "The specified bucket does not exist", url.pathname);
+      if (!bucket)
+        return sendError(
+          response,
+          method,
+          404,
+          "NoSuchBucket",
+          "The specified bucket does not exist",
+          url.pathname,
+        );
       if (method === "HEAD") return send(response, 200);
-      if (method === "GET" && query.get("list-type") === "2") return listObjects(response, bucketName, bucket, query);
+      if (method === "GET" && query.get("list-type") === "2")
+        return listObjects(response, bucketName, bucket, query);
       if (method === "DELETE") {
-        if (bucket.size > 0) return sendError(response, method, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
+        if (bucket.size > 0)
+          return sendError(
+            response,
+            method,
+            409,
+            "BucketNotEmpty",
+            "The bucket you tried to delete is not empty",
+          );
         buckets.delete(bucketName);
         return send(response, 204);
       }
-      return sendError(response, method, 501, "NotImplemented", `${method} ${url.search} on a bucket is not supported`);
+      return sendError(
+        response,
+        method,
+        501,
+        "NotImplemented",
+        `${method} ${url.search} on a bucket is not supported`,
+      );
     }
     if (!bucket) {
       await readBody(request);
-      return sendError(response, method, 404, "NoSuchBucket", "The specified bucket does not exist", url.pathname);
+      return sendError(
+        response,
+        method,
+        404,
+        "NoSuchBucket",
+        "The specified bucket does not exist",
+        url.pathname,
+      );
     }
 
     const uploadId = query.get("uploadId");
@@ -223,14 +303,34 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
         const body = await readBody(request);
         const declared = request.headers["content-length"];
         if (declared !== undefined && Number(declared) !== body.length) {
-          return sendError(response, method, 400, "IncompleteBody", "body shorter than Content-Length");
+          return sendError(
+            response,
+            method,
+            400,
+            "IncompleteBody",
+            "body shorter than Content-Length",
+          );
         }
         if (uploadId !== null) {
           const upload = uploads.get(uploadId);
-          if (!upload) return sendError(response, method, 404, "NoSuchUpload", "The specified upload does not exist", url.pathname);
+          if (!upload)
+            return sendError(
+              response,
+              method,
+              404,
+              "NoSuchUpload",
+              "The specified upload does not exist",
+              url.pathname,
+            );
           const partNumber = Number(query.get("partNumber"));
           if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > 10000) {
-            return sendError(response, method, 400, "InvalidArgument", "partNumber must be an integer from 1 to 10000");
+            return sendError(
+              response,
+              method,
+              400,
+              "InvalidArgument",
+              "partNumber must be an integer from 1 to 10000",
+            );
           }
           const etag = md5(body);
           upload.parts.set(partNumber, { body, etag });
@@ -254,19 +354,52 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
         if (uploadId !== null) {
           const upload = uploads.get(uploadId);
           if (!upload || upload.bucket !== bucketName || upload.key !== key) {
-            return sendError(response, method, 404, "NoSuchUpload", "The specified upload does not exist", url.pathname);
+            return sendError(
+              response,
+              method,
+              404,
+              "NoSuchUpload",
+              "The specified upload does not exist",
+              url.pathname,
+            );
           }
-          const listed = [...body.toString().matchAll(/<Part>([\s\S]*?)<\/Part>/g)].map((match) => ({
-            partNumber: Number(/<PartNumber>(\d+)<\/PartNumber>/.exec(match[1] ?? "")?.[1]),
-            etag: /<ETag>(?:"|&quot;|&#34;)?([0-9a-f]+)(?:"|&quot;|&#34;)?<\/ETag>/.exec(match[1] ?? "")?.[1],
-          }));
-          if (listed.length === 0) return sendError(response, method, 400, "MalformedXML", "no parts listed");
+          const listed = [...body.toString().matchAll(/<Part>([\s\S]*?)<\/Part>/g)].map(
+            (match) => ({
+              partNumber: Number(/<PartNumber>(\d+)<\/PartNumber>/.exec(match[1] ?? "")?.[1]),
+              etag: /<ETag>(?:"|&quot;|&#34;)?([0-9a-f]+)(?:"|&quot;|&#34;)?<\/ETag>/.exec(
+                match[1] ?? "",
+              )?.[1],
+            }),
+          );
+          if (listed.length === 0)
+            return sendError(response, method, 400, "MalformedXML", "no parts listed");
           const chunks: Buffer[] = [];
           for (const [index, part] of listed.entries()) {
             const stored = upload.parts.get(part.partNumber);
-            if (!stored || stored.etag !== part.etag) return sendError(response, method, 400, "InvalidPart", `part ${part.partNumber} was not uploaded or its ETag differs`);
-            if (index > 0 && part.partNumber <= listed[index - 1]!.partNumber) return sendError(response, method, 400, "InvalidPartOrder", "parts must be listed in ascending order");
-            if (index < listed.length - 1 && stored.body.length < minPartSize) return sendError(response, method, 400, "EntityTooSmall", `part ${part.partNumber} is smaller than ${minPartSize} bytes`);
+            if (!stored || stored.etag !== part.etag)
+              return sendError(
+                response,
+                method,
+                400,
+                "InvalidPart",
+                `part ${part.partNumber} was not uploaded or its ETag differs`,
+              );
+            if (index > 0 && part.partNumber <= listed[index - 1]!.partNumber)
+              return sendError(
+                response,
+                method,
+                400,
+                "InvalidPartOrder",
+                "parts must be listed in ascending order",
+              );
+            if (index < listed.length - 1 && stored.body.length < minPartSize)
+              return sendError(
+                response,
+                method,
+                400,
+                "EntityTooSmall",
+                `part ${part.partNumber} is smaller than ${minPartSize} bytes`,
+              );
             chunks.push(stored.body);
           }
           uploads.delete(uploadId);
@@ -278,12 +411,26 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
             `<CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Location>/${xmlEscape(bucketName)}/${xmlEscape(key)}</Location><Bucket>${xmlEscape(bucketName)}</Bucket><Key>${xmlEscape(key)}</Key><ETag>"${etag}"</ETag></CompleteMultipartUploadResult>`,
           );
         }
-        return sendError(response, method, 501, "NotImplemented", `POST ${url.search} is not supported`);
+        return sendError(
+          response,
+          method,
+          501,
+          "NotImplemented",
+          `POST ${url.search} is not supported`,
+        );
       }
       case "DELETE": {
         await readBody(request);
         if (uploadId !== null) {
-          if (!uploads.delete(uploadId)) return sendError(response, method, 404, "NoSuchUpload", "The specified upload does not exist", url.pathname);
+          if (!uploads.delete(uploadId))
+            return sendError(
+              response,
+              method,
+              404,
+              "NoSuchUpload",
+              "The specified upload does not exist",
+              url.pathname,
+            );
           return send(response, 204);
         }
         bucket.delete(key);
@@ -293,7 +440,15 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
       case "HEAD": {
         await readBody(request);
         const object = bucket.get(key);
-        if (!object) return sendError(response, method, 404, "NoSuchKey", "The specified key does not exist.", url.pathname);
+        if (!object)
+          return sendError(
+            response,
+            method,
+            404,
+            "NoSuchKey",
+            "The specified key does not exist.",
+            url.pathname,
+          );
         response.writeHead(200, { "x-amz-request-id": randomUUID(), ...objectHeaders(object) });
         response.end(method === "GET" ? object.body : undefined);
         return;
@@ -306,7 +461,8 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      if (!response.headersSent) sendError(response, request.method ?? "GET", 500, "InternalError", String(error));
+      if (!response.headersSent)
+        sendError(response, request.method ?? "GET", 500, "InternalError", String(error));
       else response.destroy();
     });
   });
@@ -326,7 +482,11 @@ export async function createFakeS3Server(options: FakeS3ServerOptions = {}): Pro
     },
     failNext(count, fault = {}) {
       for (let i = 0; i < count; i++) {
-        faults.push({ status: fault.status ?? 500, code: fault.code ?? "InternalError", method: fault.method });
+        faults.push({
+          status: fault.status ?? 500,
+          code: fault.code ?? "InternalError",
+          method: fault.method,
+        });
       }
     },
     async close() {

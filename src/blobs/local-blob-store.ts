@@ -12,6 +12,7 @@ import { randomUUID } from "node:crypto";
 import { type Stats } from "node:fs";
 import { copyFile, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
+import type { Readable } from "node:stream";
 import {
   assertValidKey,
   assertValidPrefix,
@@ -47,8 +48,15 @@ export function createLocalBlobStore(folder: string): BlobStore {
   const fail = (operation: BlobOperation, key: string, error: unknown): never => {
     if (error instanceof BlobStoreError) throw error;
     const code = errorCode(error);
-    const hint = code === "ENOSPC" ? " (the disk is full)" : code === "EACCES" ? ` (check the permissions of ${dir})` : "";
-    throw new BlobStoreError("internal", operation, key, `${(error as Error).message}${hint}`, { cause: error });
+    const hint =
+      code === "ENOSPC"
+        ? " (the disk is full)"
+        : code === "EACCES"
+          ? ` (check the permissions of ${dir})`
+          : "";
+    throw new BlobStoreError("internal", operation, key, `${(error as Error).message}${hint}`, {
+      cause: error,
+    });
   };
 
   async function writeTemp(tmp: string, body: BlobBody): Promise<number> {
@@ -105,7 +113,7 @@ export function createLocalBlobStore(folder: string): BlobStore {
     }
   }
 
-  async function get(key: string): Promise<NodeJS.ReadableStream | undefined> {
+  async function get(key: string): Promise<Readable | undefined> {
     assertValidKey(key, "get");
     let handle;
     try {
@@ -185,7 +193,11 @@ export function createLocalBlobStore(folder: string): BlobStore {
       return fail("delete", key, error);
     }
     // L2: prune folders left empty, up to (not including) the store's own folder.
-    for (let folder = dirname(target); folder !== dir && folder.startsWith(dir + sep); folder = dirname(folder)) {
+    for (
+      let folder = dirname(target);
+      folder !== dir && folder.startsWith(dir + sep);
+      folder = dirname(folder)
+    ) {
       try {
         await rmdir(folder);
       } catch {

@@ -7,7 +7,11 @@ import { createFakeS3Server, type FakeS3Server } from "./fake-s3-server.ts";
 import { createS3BlobStore, type BlobStore, type S3BlobStoreOptions } from "./index.ts";
 
 async function withS3(
-  run: (context: { server: FakeS3Server; store: BlobStore; open: (options?: Partial<S3BlobStoreOptions>) => BlobStore }) => Promise<void>,
+  run: (context: {
+    server: FakeS3Server;
+    store: BlobStore;
+    open: (options?: Partial<S3BlobStoreOptions>) => BlobStore;
+  }) => Promise<void>,
   storeOptions: Partial<S3BlobStoreOptions> = {},
 ) {
   const server = await createFakeS3Server({ buckets: ["roost"], accessKeyId: "AKIDROOST" });
@@ -41,7 +45,10 @@ describe("S3 blob store", () => {
       expect(unsigned.status).toBe(403);
       expect(await unsigned.text()).toContain("<Code>AccessDenied</Code>");
       const malformed = await fetch(`${server.endpoint}/roost/x`, {
-        headers: { authorization: "AWS4-HMAC-SHA256 Credential=nonsense", "x-amz-date": "20250101T000000Z" },
+        headers: {
+          authorization: "AWS4-HMAC-SHA256 Credential=nonsense",
+          "x-amz-date": "20250101T000000Z",
+        },
       });
       expect(malformed.status).toBe(403);
       expect(await malformed.text()).toContain("AuthorizationHeaderMalformed");
@@ -52,7 +59,11 @@ describe("S3 blob store", () => {
       async ({ server, store }) => {
         await store.put("k/1", Buffer.from("v"));
         expect([...server.objects("roost").keys()]).toEqual(["tenant-a/k/1"]);
-        expect(server.requests.at(-1)).toMatchObject({ method: "PUT", bucket: "roost", key: "tenant-a/k/1" });
+        expect(server.requests.at(-1)).toMatchObject({
+          method: "PUT",
+          bucket: "roost",
+          key: "tenant-a/k/1",
+        });
         expect((await store.list("")).map((blob) => blob.key)).toEqual(["k/1"]);
       },
       { prefix: "tenant-a/" },
@@ -84,7 +95,9 @@ describe("S3 blob store", () => {
       const store = open({ bucket: "nope" });
       // HEAD answers a bare 404 for a missing bucket too, so head() cannot tell; everything else can.
       await expect(store.list("")).rejects.toMatchObject({ code: "config_invalid" });
-      await expect(store.put("k", Buffer.from("v"))).rejects.toThrow(/bucket "nope" does not exist.*ROOST_S3_BUCKET/);
+      await expect(store.put("k", Buffer.from("v"))).rejects.toThrow(
+        /bucket "nope" does not exist.*ROOST_S3_BUCKET/,
+      );
     }));
 
   it("S2: a 500 on PUT is retried and the file body is sent again whole", () =>
@@ -95,7 +108,10 @@ describe("S3 blob store", () => {
         const data = randomBytes(300_000);
         writeFileSync(file, data);
         server.failNext(2, { method: "PUT", status: 503, code: "SlowDown" });
-        expect(await store.put("retried", { path: file })).toEqual({ key: "retried", size: data.length });
+        expect(await store.put("retried", { path: file })).toEqual({
+          key: "retried",
+          size: data.length,
+        });
         expect(server.objects("roost").get("retried")?.body.equals(data)).toBe(true);
         expect(server.requests.filter((request) => request.method === "PUT").length).toBe(3);
       } finally {
@@ -114,7 +130,13 @@ describe("S3 blob store", () => {
     const server = await createFakeS3Server();
     const endpoint = server.endpoint;
     await server.close();
-    const store = createS3BlobStore({ endpoint, bucket: "roost", accessKeyId: "a", secretAccessKey: "b", retryDelayMs: 1 });
+    const store = createS3BlobStore({
+      endpoint,
+      bucket: "roost",
+      accessKeyId: "a",
+      secretAccessKey: "b",
+      retryDelayMs: 1,
+    });
     try {
       await expect(store.get("k")).rejects.toMatchObject({ code: "unavailable", retryable: true });
     } finally {
@@ -138,17 +160,29 @@ describe("S3 blob store", () => {
 
           server.requests.length = 0;
           server.failNext(20, { method: "PUT", status: 500 }); // every attempt of every part
-          await expect(store.put("failed", { path: file })).rejects.toMatchObject({ code: "unavailable" });
+          await expect(store.put("failed", { path: file })).rejects.toMatchObject({
+            code: "unavailable",
+          });
           expect(server.objects("roost").has("failed")).toBe(false);
-          expect(server.requests.some((request) => request.method === "DELETE" && request.query.includes("uploadId"))).toBe(true);
+          expect(
+            server.requests.some(
+              (request) => request.method === "DELETE" && request.query.includes("uploadId"),
+            ),
+          ).toBe(true);
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
       },
-      { multipartThresholdBytes: 5 * 1024 * 1024, partSizeBytes: 5 * 1024 * 1024, partConcurrency: 2 },
+      {
+        multipartThresholdBytes: 5 * 1024 * 1024,
+        partSizeBytes: 5 * 1024 * 1024,
+        partConcurrency: 2,
+      },
     ));
 
   it("refuses half-given credentials", () => {
-    expect(() => createS3BlobStore({ bucket: "b", accessKeyId: "only" })).toThrow(/both the access key id and the secret/);
+    expect(() => createS3BlobStore({ bucket: "b", accessKeyId: "only" })).toThrow(
+      /both the access key id and the secret/,
+    );
   });
 });

@@ -18,6 +18,7 @@ import { createReadStream } from "node:fs";
 import { mkdtemp, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import {
   AbortMultipartUploadCommand,
@@ -74,9 +75,33 @@ export interface S3BlobStoreOptions {
   log?: (message: string) => void;
 }
 
-const retryableNames = new Set(["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "RequestTimeTooSkewed", "TimeoutError"]);
-const retryableNetworkCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "ECONNABORTED", "EHOSTUNREACH", "ENETUNREACH"]);
-const credentialErrors = new Set(["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "AuthorizationHeaderMalformed", "InvalidToken", "ExpiredToken"]);
+const retryableNames = new Set([
+  "SlowDown",
+  "RequestTimeout",
+  "InternalError",
+  "ServiceUnavailable",
+  "RequestTimeTooSkewed",
+  "TimeoutError",
+]);
+const retryableNetworkCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ECONNABORTED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+const credentialErrors = new Set([
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
+  "AccessDenied",
+  "AuthorizationHeaderMalformed",
+  "InvalidToken",
+  "ExpiredToken",
+]);
 
 function sdkLogger(log: ((message: string) => void) | undefined) {
   const drop = () => undefined;
@@ -100,7 +125,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   const retryDelayMs = options.retryDelayMs ?? 200;
   const where = `s3://${bucket}/${prefix}${options.endpoint ? ` at ${options.endpoint}` : ""}`;
   if ((options.accessKeyId === undefined) !== (options.secretAccessKey === undefined)) {
-    throw new BlobStoreError("config_invalid", "put", "", `S3 (${where}): set both the access key id and the secret access key, or neither (ROOST_S3_ACCESS_KEY_ID, ROOST_S3_SECRET_ACCESS_KEY)`);
+    throw new BlobStoreError(
+      "config_invalid",
+      "put",
+      "",
+      `S3 (${where}): set both the access key id and the secret access key, or neither (ROOST_S3_ACCESS_KEY_ID, ROOST_S3_SECRET_ACCESS_KEY)`,
+    );
   }
 
   const client = new S3Client({
@@ -108,7 +138,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     region: options.region ?? "us-east-1",
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
     ...(options.accessKeyId !== undefined && options.secretAccessKey !== undefined
-      ? { credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey } }
+      ? {
+          credentials: {
+            accessKeyId: options.accessKeyId,
+            secretAccessKey: options.secretAccessKey,
+          },
+        }
       : {}),
     maxAttempts: 1, // S2
     requestChecksumCalculation: "WHEN_REQUIRED", // S3
@@ -124,19 +159,51 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     const code = (error as NodeJS.ErrnoException | undefined)?.code ?? "";
     const message = (error as Error | undefined)?.message ?? String(error);
     if (name === "NoSuchBucket") {
-      return new BlobStoreError("config_invalid", operation, key, `S3 bucket ${JSON.stringify(bucket)} does not exist${options.endpoint ? ` at ${options.endpoint}` : ""} (create it, or set ROOST_S3_BUCKET)`, { cause: error });
+      return new BlobStoreError(
+        "config_invalid",
+        operation,
+        key,
+        `S3 bucket ${JSON.stringify(bucket)} does not exist${options.endpoint ? ` at ${options.endpoint}` : ""} (create it, or set ROOST_S3_BUCKET)`,
+        { cause: error },
+      );
     }
     if (credentialErrors.has(name) || status === 403) {
-      return new BlobStoreError("config_invalid", operation, key, `S3 (${where}) refused the request: ${name}: ${message} (check ROOST_S3_ACCESS_KEY_ID, ROOST_S3_SECRET_ACCESS_KEY and the bucket's policy)`, { cause: error });
+      return new BlobStoreError(
+        "config_invalid",
+        operation,
+        key,
+        `S3 (${where}) refused the request: ${name}: ${message} (check ROOST_S3_ACCESS_KEY_ID, ROOST_S3_SECRET_ACCESS_KEY and the bucket's policy)`,
+        { cause: error },
+      );
     }
-    if ((status !== undefined && (status >= 500 || status === 429)) || retryableNames.has(name) || retryableNetworkCodes.has(code)) {
-      return new BlobStoreError("unavailable", operation, key, `S3 (${where}) is unavailable: ${name || code}: ${message}`, { cause: error, retryAfterMs: retryDelayMs });
+    if (
+      (status !== undefined && (status >= 500 || status === 429)) ||
+      retryableNames.has(name) ||
+      retryableNetworkCodes.has(code)
+    ) {
+      return new BlobStoreError(
+        "unavailable",
+        operation,
+        key,
+        `S3 (${where}) is unavailable: ${name || code}: ${message}`,
+        { cause: error, retryAfterMs: retryDelayMs },
+      );
     }
-    return new BlobStoreError("internal", operation, key, `S3 (${where}): ${name}${status ? ` (HTTP ${status})` : ""}: ${message}`, { cause: error });
+    return new BlobStoreError(
+      "internal",
+      operation,
+      key,
+      `S3 (${where}): ${name}${status ? ` (HTTP ${status})` : ""}: ${message}`,
+      { cause: error },
+    );
   }
 
   /** S2: run `request` up to maxAttempts times while its failure is retryable. */
-  async function withRetries<T>(operation: BlobOperation, key: string, request: () => Promise<T>): Promise<T> {
+  async function withRetries<T>(
+    operation: BlobOperation,
+    key: string,
+    request: () => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await request();
@@ -152,13 +219,23 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     const Key = prefix + key;
     if (size <= threshold) {
       await withRetries("put", key, () =>
-        client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: createReadStream(path), ContentLength: size })),
+        client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key,
+            Body: createReadStream(path),
+            ContentLength: size,
+          }),
+        ),
       );
       return;
     }
-    const created = await withRetries("put", key, () => client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key })));
+    const created = await withRetries("put", key, () =>
+      client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key })),
+    );
     const uploadId = created.UploadId;
-    if (uploadId === undefined) throw new BlobStoreError("internal", "put", key, `S3 (${where}) returned no UploadId`);
+    if (uploadId === undefined)
+      throw new BlobStoreError("internal", "put", key, `S3 (${where}) returned no UploadId`);
     try {
       const partCount = Math.ceil(size / partSize);
       const etags: string[] = new Array<string>(partCount);
@@ -181,7 +258,13 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
               }),
             ),
           );
-          if (uploaded.ETag === undefined) throw new BlobStoreError("internal", "put", key, `S3 (${where}) returned no ETag for part ${index + 1}`);
+          if (uploaded.ETag === undefined)
+            throw new BlobStoreError(
+              "internal",
+              "put",
+              key,
+              `S3 (${where}) returned no ETag for part ${index + 1}`,
+            );
           etags[index] = uploaded.ETag;
         }
       };
@@ -202,14 +285,18 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
             Bucket: bucket,
             Key,
             UploadId: uploadId,
-            MultipartUpload: { Parts: etags.map((ETag, index) => ({ ETag, PartNumber: index + 1 })) },
+            MultipartUpload: {
+              Parts: etags.map((ETag, index) => ({ ETag, PartNumber: index + 1 })),
+            },
           }),
         ),
       );
     } catch (error) {
       // B1: an aborted upload leaves nothing visible; failing to abort only leaves parts the
       // bucket's lifecycle rule (AbortIncompleteMultipartUpload) should clean up.
-      await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId: uploadId })).catch(() => undefined);
+      await client
+        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId: uploadId }))
+        .catch(() => undefined);
       throw error;
     }
   }
@@ -219,7 +306,14 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     try {
       if (isUint8Array(body)) {
         await withRetries("put", key, () =>
-          client.send(new PutObjectCommand({ Bucket: bucket, Key: prefix + key, Body: body, ContentLength: body.byteLength })),
+          client.send(
+            new PutObjectCommand({
+              Bucket: bucket,
+              Key: prefix + key,
+              Body: body,
+              ContentLength: body.byteLength,
+            }),
+          ),
         );
         return { key, size: body.byteLength };
       }
@@ -252,13 +346,19 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     }
   }
 
-  async function get(key: string): Promise<NodeJS.ReadableStream | undefined> {
+  async function get(key: string): Promise<Readable | undefined> {
     assertValidKey(key, "get");
     try {
-      const response = await withRetries("get", key, () => client.send(new GetObjectCommand({ Bucket: bucket, Key: prefix + key })));
-      return response.Body as NodeJS.ReadableStream | undefined;
+      const response = await withRetries("get", key, () =>
+        client.send(new GetObjectCommand({ Bucket: bucket, Key: prefix + key })),
+      );
+      return response.Body as Readable | undefined;
     } catch (error) {
-      if ((error as BlobStoreError).cause instanceof Error && ((error as BlobStoreError).cause as Error).name === "NoSuchKey") return undefined;
+      if (
+        (error as BlobStoreError).cause instanceof Error &&
+        ((error as BlobStoreError).cause as Error).name === "NoSuchKey"
+      )
+        return undefined;
       throw error;
     }
   }
@@ -266,11 +366,21 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   async function head(key: string): Promise<BlobInfo | undefined> {
     assertValidKey(key, "head");
     try {
-      const response = await withRetries("head", key, () => client.send(new HeadObjectCommand({ Bucket: bucket, Key: prefix + key })));
-      return { key, size: response.ContentLength ?? 0, modifiedAt: response.LastModified ?? new Date(0) };
+      const response = await withRetries("head", key, () =>
+        client.send(new HeadObjectCommand({ Bucket: bucket, Key: prefix + key })),
+      );
+      return {
+        key,
+        size: response.ContentLength ?? 0,
+        modifiedAt: response.LastModified ?? new Date(0),
+      };
     } catch (error) {
       const cause = (error as BlobStoreError).cause;
-      if (cause instanceof S3ServiceException && (cause.name === "NotFound" || cause.$metadata.httpStatusCode === 404)) return undefined;
+      if (
+        cause instanceof S3ServiceException &&
+        (cause.name === "NotFound" || cause.$metadata.httpStatusCode === 404)
+      )
+        return undefined;
       throw error;
     }
   }
@@ -282,12 +392,20 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     do {
       const page = await withRetries("list", listPrefix, () =>
         client.send(
-          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix + listPrefix, ...(token === undefined ? {} : { ContinuationToken: token }) }),
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: prefix + listPrefix,
+            ...(token === undefined ? {} : { ContinuationToken: token }),
+          }),
         ),
       );
       for (const object of page.Contents ?? []) {
         if (object.Key === undefined || !object.Key.startsWith(prefix)) continue;
-        found.push({ key: object.Key.slice(prefix.length), size: object.Size ?? 0, modifiedAt: object.LastModified ?? new Date(0) });
+        found.push({
+          key: object.Key.slice(prefix.length),
+          size: object.Size ?? 0,
+          modifiedAt: object.LastModified ?? new Date(0),
+        });
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -296,7 +414,9 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
 
   async function remove(key: string): Promise<void> {
     assertValidKey(key, "delete");
-    await withRetries("delete", key, () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: prefix + key })));
+    await withRetries("delete", key, () =>
+      client.send(new DeleteObjectCommand({ Bucket: bucket, Key: prefix + key })),
+    );
   }
 
   return {

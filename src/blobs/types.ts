@@ -11,6 +11,7 @@
  *      development works in production, and no key can escape the store's folder or prefix.
  *   B4 `list` returns keys in ascending byte order, complete (pagination is internal).
  */
+import type { Readable } from "node:stream";
 import { RoostError, type ErrorCode, type RoostErrorOptions } from "../errors/index.ts";
 
 /** What `put` accepts: bytes in memory, a file to copy, or a stream (e.g. a child's stdout). */
@@ -32,7 +33,7 @@ export interface BlobStore {
   /** Store `body` under `key`, replacing any previous value (B1, B2). */
   put(key: string, body: BlobBody): Promise<PutResult>;
   /** The value as a stream, or undefined when there is no such key. */
-  get(key: string): Promise<NodeJS.ReadableStream | undefined>;
+  get(key: string): Promise<Readable | undefined>;
   head(key: string): Promise<BlobInfo | undefined>;
   /** Every blob whose key starts with `prefix` (plain string prefix, like S3), sorted (B4). */
   list(prefix: string): Promise<BlobInfo[]>;
@@ -89,7 +90,12 @@ export function assertValidKey(key: string, operation: BlobOperation): void {
 
 /** A list prefix may end anywhere inside a segment, so it is checked character by character. */
 export function assertValidPrefix(prefix: string): void {
-  if (prefix.length > maxKeyLength || !/^[A-Za-z0-9._=/-]*$/.test(prefix) || prefix.startsWith("/") || prefix.includes("//")) {
+  if (
+    prefix.length > maxKeyLength ||
+    !/^[A-Za-z0-9._=/-]*$/.test(prefix) ||
+    prefix.startsWith("/") ||
+    prefix.includes("//")
+  ) {
     throw new BlobStoreError(
       "invalid_request",
       "list",

@@ -17,7 +17,10 @@ export const accountsGroup: CommandGroup = {
         },
         positionals: { min: 1, max: 1, names: "NAME" },
         environment: clientEnvironment,
-        examples: ["roost accounts create alice", "ROOST_TOKEN=$(roost accounts create bob --json | jq -r .token) roost bots list"],
+        examples: [
+          "roost accounts create alice",
+          "ROOST_TOKEN=$(roost accounts create bob --json | jq -r .token) roost bots list",
+        ],
       },
       async run(args, io) {
         const created = await clientFor(args, io).createAccount(args.positionals[0] ?? "");
@@ -25,7 +28,9 @@ export const accountsGroup: CommandGroup = {
           io.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
           return 0;
         }
-        io.stdout.write(`account ${created.account.id} (${created.account.name})\ntoken   ${created.token}\n`);
+        io.stdout.write(
+          `account ${created.account.id} (${created.account.name})\ntoken   ${created.token}\n`,
+        );
         io.stderr.write("Keep the token: Roost stores only its hash and cannot show it again.\n");
         return 0;
       },

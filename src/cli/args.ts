@@ -62,7 +62,11 @@ export class UsageError extends Error {
   }
 }
 
-export const helpOption: OptionSpec = { type: "boolean", short: "h", description: "show this help" };
+export const helpOption: OptionSpec = {
+  type: "boolean",
+  short: "h",
+  description: "show this help",
+};
 
 /** True when `-h` or `--help` appears before a `--` terminator. */
 export function wantsHelp(args: readonly string[]): boolean {
@@ -76,11 +80,20 @@ export function wantsHelp(args: readonly string[]): boolean {
 export function parseCommand(spec: CommandSpec, args: string[]): ParsedArgs {
   const options: Record<string, { type: "string" | "boolean"; short?: string }> = {};
   for (const [name, option] of Object.entries({ ...spec.options, help: helpOption })) {
-    options[name] = option.short === undefined ? { type: option.type } : { type: option.type, short: option.short };
+    options[name] =
+      option.short === undefined
+        ? { type: option.type }
+        : { type: option.type, short: option.short };
   }
   let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: true, allowNegative: false });
+    parsed = parseArgs({
+      args,
+      options,
+      strict: true,
+      allowPositionals: true,
+      allowNegative: false,
+    });
   } catch (error) {
     throw new UsageError(`roost ${spec.name}: ${describeParseError(error)}`, renderHelp(spec));
   }
@@ -93,7 +106,10 @@ export function parseCommand(spec: CommandSpec, args: string[]): ParsedArgs {
     throw new UsageError(`roost ${spec.name}: missing ${spec.positionals.names}`, renderHelp(spec));
   }
   if (count > spec.positionals.max) {
-    const extra = parsed.positionals.slice(spec.positionals.max).map((value) => JSON.stringify(value)).join(" ");
+    const extra = parsed.positionals
+      .slice(spec.positionals.max)
+      .map((value) => JSON.stringify(value))
+      .join(" ");
     throw new UsageError(
       `roost ${spec.name}: unexpected argument${count - spec.positionals.max > 1 ? "s" : ""} ${extra}${spec.positionals.max > 0 ? " (quote text that contains spaces)" : ""}`,
       renderHelp(spec),
@@ -110,8 +126,13 @@ function describeParseError(error: unknown): string {
   const option = (/--[\w-]+/.exec(quoted) ?? /-[\w-]+/.exec(quoted))?.[0];
   if (option !== undefined) {
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option ${option}`;
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && message.includes("argument missing")) return `option ${option} needs a value`;
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && message.includes("does not take an argument")) return `option ${option} takes no value`;
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && message.includes("argument missing"))
+      return `option ${option} needs a value`;
+    if (
+      code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" &&
+      message.includes("does not take an argument")
+    )
+      return `option ${option} takes no value`;
   }
   return message;
 }
@@ -127,23 +148,36 @@ export function booleanOption(args: ParsedArgs, name: string): boolean {
 }
 
 export function renderHelp(spec: CommandSpec): string {
-  const lines: string[] = [`Usage: roost ${spec.name} ${spec.synopsis}`.trimEnd(), "", spec.summary];
+  const lines: string[] = [
+    `Usage: roost ${spec.name} ${spec.synopsis}`.trimEnd(),
+    "",
+    spec.summary,
+  ];
   if (spec.description !== undefined) lines.push("", ...spec.description.split("\n"));
   const rows = Object.entries({ ...spec.options, help: helpOption }).map(([name, option]) => {
     const flag = `${option.short === undefined ? "    " : `-${option.short}, `}--${name}${option.value === undefined ? "" : ` ${option.value}`}`;
-    const extras = [option.env, option.default === undefined ? undefined : `default ${option.default}`].filter(
-      (extra) => extra !== undefined,
-    );
-    return [flag, `${option.description}${extras.length > 0 ? ` [${extras.join(", ")}]` : ""}`] as const;
+    const extras = [
+      option.env,
+      option.default === undefined ? undefined : `default ${option.default}`,
+    ].filter((extra) => extra !== undefined);
+    return [
+      flag,
+      `${option.description}${extras.length > 0 ? ` [${extras.join(", ")}]` : ""}`,
+    ] as const;
   });
   lines.push("", "Options:", ...table(rows, "  "));
   // Variables tied to an option are shown in its [brackets]; this section lists the others.
   const environment = spec.environment ?? [];
   if (environment.length > 0) {
     const tied = Object.values(spec.options).some((option) => option.env !== undefined);
-    lines.push("", tied ? "Environment (besides the variables in [brackets] above):" : "Environment:", ...table(environment, "  "));
+    lines.push(
+      "",
+      tied ? "Environment (besides the variables in [brackets] above):" : "Environment:",
+      ...table(environment, "  "),
+    );
   }
-  if (spec.examples !== undefined && spec.examples.length > 0) lines.push("", "Examples:", ...spec.examples.map((example) => `  ${example}`));
+  if (spec.examples !== undefined && spec.examples.length > 0)
+    lines.push("", "Examples:", ...spec.examples.map((example) => `  ${example}`));
   return `${lines.join("\n")}\n`;
 }
 
@@ -155,7 +189,13 @@ export function renderGroupHelp(group: CommandGroup): string {
     "",
     "Commands:",
     ...table(
-      group.commands.map((command) => [`roost ${command.spec.name} ${command.spec.synopsis}`.trimEnd(), command.spec.summary] as const),
+      group.commands.map(
+        (command) =>
+          [
+            `roost ${command.spec.name} ${command.spec.synopsis}`.trimEnd(),
+            command.spec.summary,
+          ] as const,
+      ),
       "  ",
     ),
     "",
@@ -167,7 +207,8 @@ export function renderGroupHelp(group: CommandGroup): string {
 /** Aligned columns; the last one is not padded. */
 export function table(rows: readonly (readonly string[])[], indent = ""): string[] {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, index) => (widths[index] = Math.max(widths[index] ?? 0, cell.length)));
+  for (const row of rows)
+    row.forEach((cell, index) => (widths[index] = Math.max(widths[index] ?? 0, cell.length)));
   return rows.map((row) =>
     `${indent}${row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join("  ")}`.trimEnd(),
   );

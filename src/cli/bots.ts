@@ -4,7 +4,9 @@ import type { BotView } from "./client.ts";
 import { clientEnvironment, clientFor, clientOptions } from "./client-config.ts";
 import { paint } from "./io.ts";
 
-const jsonOption = { json: { type: "boolean", description: "print JSON instead of text" } } as const;
+const jsonOption = {
+  json: { type: "boolean", description: "print JSON instead of text" },
+} as const;
 
 const listCommand: Command = {
   spec: {
@@ -22,11 +24,18 @@ const listCommand: Command = {
       return 0;
     }
     if (bots.length === 0) {
-      io.stderr.write("no bots yet (create one with `roost bots create NAME`, or just run `roost chat \"hello\"`)\n");
+      io.stderr.write(
+        'no bots yet (create one with `roost bots create NAME`, or just run `roost chat "hello"`)\n',
+      );
       return 0;
     }
-    const lines = table([["NAME", "MODEL", "ID"], ...bots.map((bot) => [bot.name, modelLabel(bot), bot.id])]);
-    lines.forEach((line, index) => io.stdout.write(`${index === 0 ? paint(io, io.stdout, "bold", line) : line}\n`));
+    const lines = table([
+      ["NAME", "MODEL", "ID"],
+      ...bots.map((bot) => [bot.name, modelLabel(bot), bot.id]),
+    ]);
+    lines.forEach((line, index) =>
+      io.stdout.write(`${index === 0 ? paint(io, io.stdout, "bold", line) : line}\n`),
+    );
     return 0;
   },
 };
@@ -37,19 +46,27 @@ const createCommand: Command = {
     summary: "Create a bot.",
     synopsis: "NAME [options]",
     options: {
-      instructions: { type: "string", short: "i", value: "TEXT", description: "what the bot is for and how it should behave" },
+      instructions: {
+        type: "string",
+        short: "i",
+        value: "TEXT",
+        description: "what the bot is for and how it should behave",
+      },
       model: {
         type: "string",
         short: "m",
         value: "SPEC",
-        description: 'its model: "provider:model" (e.g. openai:gpt-4.1-mini) or "demo"; the platform default if omitted',
+        description:
+          'its model: "provider:model" (e.g. openai:gpt-4.1-mini) or "demo"; the platform default if omitted',
       },
       ...jsonOption,
       ...clientOptions,
     },
     positionals: { min: 1, max: 1, names: "NAME" },
     environment: clientEnvironment,
-    examples: ['roost bots create researcher --instructions "Find sources and cite them." --model anthropic:claude-sonnet-4-5'],
+    examples: [
+      'roost bots create researcher --instructions "Find sources and cite them." --model anthropic:claude-sonnet-4-5',
+    ],
   },
   async run(args, io) {
     const instructions = stringOption(args, "instructions");

@@ -7,8 +7,25 @@
  * (the spinner only ever draws on a terminal stderr).
  */
 import { randomUUID } from "node:crypto";
-import { booleanOption, stringOption, UsageError, renderHelp, type Command, type CommandSpec, type ParsedArgs } from "./args.ts";
-import { ApiError, type BotView, type ConversationView, type RoostClient, type StepView } from "./client.ts";
+import { setTimeout as delay } from "node:timers/promises";
+import {
+  booleanOption,
+  stringOption,
+  UsageError,
+  renderHelp,
+  type Command,
+  type CommandSpec,
+  type ParsedArgs,
+} from "./args.ts";
+import {
+  ApiError,
+  ConnectionError,
+  type BotView,
+  type ConversationView,
+  type PostedMessage,
+  type RoostClient,
+  type StepView,
+} from "./client.ts";
 import { clientEnvironment, clientFor, clientOptions } from "./client-config.ts";
 import { followReply } from "./follow.ts";
 import { CliError, createSpinner, paint, readAll, type CliIo, type OutputStream } from "./io.ts";
@@ -24,13 +41,22 @@ const spec: CommandSpec = {
   ].join("\n"),
   options: {
     bot: { type: "string", short: "b", value: "NAME", description: "the bot to talk to (by name)" },
-    conversation: { type: "string", short: "c", value: "ID", description: "continue this conversation" },
+    conversation: {
+      type: "string",
+      short: "c",
+      value: "ID",
+      description: "continue this conversation",
+    },
     new: { type: "boolean", short: "n", description: "start a new conversation" },
     ...clientOptions,
   },
   positionals: { min: 0, max: Number.POSITIVE_INFINITY, names: "TEXT" },
   environment: [...clientEnvironment, ["NO_COLOR", "set to print without colors"]],
-  examples: ['roost chat "hello"', 'roost chat --bot researcher --new "summarise today\'s notes"', "git diff | roost chat --bot reviewer"],
+  examples: [
+    'roost chat "hello"',
+    'roost chat --bot researcher --new "summarise today\'s notes"',
+    "git diff | roost chat --bot reviewer",
+  ],
 };
 
 export const chatCommand: Command = { spec, run: chat };
@@ -39,7 +65,10 @@ const demoNote = "(demo model — configure a provider, see docs/models.md)";
 
 async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
   if (booleanOption(args, "new") && stringOption(args, "conversation") !== undefined) {
-    throw new UsageError("roost chat: use either --new or --conversation, not both", renderHelp(spec));
+    throw new UsageError(
+      "roost chat: use either --new or --conversation, not both",
+      renderHelp(spec),
+    );
   }
   const text = await messageText(args, io);
   const client = clientFor(args, io);
@@ -58,17 +87,23 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
     const events = await client.openEvents(conversation.id, abort.signal);
     const hello = await events.next();
     if (hello.done === true || hello.value.type !== "hello") {
-      throw new CliError(`the events stream of conversation ${conversation.id} closed before it started; try again`);
+      throw new CliError(
+        `the events stream of conversation ${conversation.id} closed before it started; try again`,
+      );
     }
     view.working();
-    const posted = await client.postMessage(conversation.id, { text, clientMessageId: randomUUID() });
+    const posted = await send(client, conversation.id, text);
     const end = await followReply({
       events,
       reconnect: () => client.openEvents(conversation.id, abort.signal),
-      listSteps: async (after, limit) => (await client.listSteps(conversation.id, { after, limit })).steps,
+      listSteps: async (after, limit) =>
+        (await client.listSteps(conversation.id, { after, limit })).steps,
       afterSeq: posted.seq,
       onDelta: (event) => view.delta(event.text),
       onStep: (step) => view.step(step),
+      onEvent: (event) => {
+        if (event.type === "computer") view.computer(event.state);
+      },
       signal: abort.signal,
     });
     view.close();
@@ -86,17 +121,41 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
   }
 }
 
+/** Posts the message; a retry after a lost connection or a 5xx reuses its clientMessageId, so it is stored once. */
+async function send(
+  client: RoostClient,
+  conversationId: string,
+  text: string,
+): Promise<PostedMessage> {
+  const clientMessageId = randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await client.postMessage(conversationId, { text, clientMessageId });
+    } catch (error) {
+      const retryable =
+        error instanceof ConnectionError || (error instanceof ApiError && error.status >= 500);
+      if (!retryable || attempt >= 3) throw error;
+      await delay(250 * attempt);
+    }
+  }
+}
+
 async function messageText(args: ParsedArgs, io: CliIo): Promise<string> {
   if (args.positionals.length > 0) {
     const text = args.positionals.join(" ");
-    if (text.trim() === "") throw new UsageError("roost chat: the message is empty", renderHelp(spec));
+    if (text.trim() === "")
+      throw new UsageError("roost chat: the message is empty", renderHelp(spec));
     return text;
   }
   if (io.stdin.isTTY === true) {
-    throw new UsageError("roost chat: missing the message (give TEXT, or pipe it on stdin)", renderHelp(spec));
+    throw new UsageError(
+      "roost chat: missing the message (give TEXT, or pipe it on stdin)",
+      renderHelp(spec),
+    );
   }
   const text = (await readAll(io.stdin)).replace(/\s+$/, "");
-  if (text.trim() === "") throw new UsageError("roost chat: the message on stdin is empty", renderHelp(spec));
+  if (text.trim() === "")
+    throw new UsageError("roost chat: the message on stdin is empty", renderHelp(spec));
   return text;
 }
 
@@ -111,12 +170,17 @@ async function pickConversation(
     const conversation = await client.getConversation(conversationId);
     const bot = await client.getBot(conversation.botId);
     if (botName !== undefined && bot.name !== botName) {
-      throw new CliError(`conversation ${conversationId} is with bot "${bot.name}", not "${botName}" (drop --bot or pick another conversation)`, 2);
+      throw new CliError(
+        `conversation ${conversationId} is with bot "${bot.name}", not "${botName}" (drop --bot or pick another conversation)`,
+        2,
+      );
     }
     return { bot, conversation };
   }
   const bot = await pickBot(client, botName, io);
-  const latest = booleanOption(args, "new") ? undefined : (await client.listConversations({ botId: bot.id, limit: 1 }))[0];
+  const latest = booleanOption(args, "new")
+    ? undefined
+    : (await client.listConversations({ botId: bot.id, limit: 1 }))[0];
   return { bot, conversation: latest ?? (await client.createConversation({ botId: bot.id })) };
 }
 
@@ -125,14 +189,21 @@ async function pickBot(client: RoostClient, name: string | undefined, io: CliIo)
   if (name !== undefined) {
     const bot = bots.find((candidate) => candidate.name === name);
     if (bot !== undefined) return bot;
-    const known = bots.length === 0 ? "you have no bots yet" : `your bots: ${bots.map((candidate) => candidate.name).join(", ")}`;
-    throw new CliError(`no bot named "${name}" (${known}; create it with \`roost bots create ${name}\`)`);
+    const known =
+      bots.length === 0
+        ? "you have no bots yet"
+        : `your bots: ${bots.map((candidate) => candidate.name).join(", ")}`;
+    throw new CliError(
+      `no bot named "${name}" (${known}; create it with \`roost bots create ${name}\`)`,
+    );
   }
   const first = bots[0];
   if (first !== undefined) return first;
   try {
     const created = await client.createBot({ name: "assistant" });
-    io.stderr.write(`${paint(io, io.stderr, "dim", `roost: you had no bots, so I created one named "assistant" (model ${created.effectiveModel})`)}\n`);
+    io.stderr.write(
+      `${paint(io, io.stderr, "dim", `roost: you had no bots, so I created one named "assistant" (model ${created.effectiveModel})`)}\n`,
+    );
     return created;
   } catch (error) {
     // Another client created it at the same moment.
@@ -149,6 +220,8 @@ interface ChatView {
   working(): void;
   delta(text: string): void;
   step(step: StepView): void;
+  /** The computer changed state: say so in the spinner while it is not awake. */
+  computer(state: string): void;
   close(): void;
 }
 
@@ -160,6 +233,7 @@ function createChatView(io: CliIo, botName: string): ChatView {
   /** Text streamed since the last model or reply step (to print only what the deltas missed). */
   let streamed = "";
   let demoNoted = false;
+  let label = `${botName} is working…`;
 
   const write = (text: string) => {
     if (text === "") return;
@@ -177,7 +251,7 @@ function createChatView(io: CliIo, botName: string): ChatView {
   };
   const working = () => {
     // The spinner shares the terminal with the text: it only draws at the start of a line.
-    if (out.isTTY !== true || atLineStart) spinner.start(`${botName} is working…`);
+    if (out.isTTY !== true || atLineStart) spinner.start(label);
   };
 
   return {
@@ -212,6 +286,11 @@ function createChatView(io: CliIo, botName: string): ChatView {
       }
       if (step.kind !== "reply" && step.kind !== "error") working();
     },
+    computer(state) {
+      label =
+        state === "awake" ? `${botName} is working…` : `${botName} is working… (computer ${state})`;
+      working();
+    },
     close() {
       spinner.stop();
       if (out.isTTY === true) endLine();
@@ -223,10 +302,16 @@ function createChatView(io: CliIo, botName: string): ChatView {
 export function describeToolStep(step: StepView): string {
   const payload = step.payload;
   const name = typeof payload.name === "string" ? payload.name : "tool";
-  const input = (typeof payload.input === "object" && payload.input !== null ? payload.input : {}) as Record<string, unknown>;
-  const main = ["command", "path", "url", "query"].map((key) => input[key]).find((value) => typeof value === "string");
+  const input = (
+    typeof payload.input === "object" && payload.input !== null ? payload.input : {}
+  ) as Record<string, unknown>;
+  const main = ["command", "path", "url", "query"]
+    .map((key) => input[key])
+    .find((value) => typeof value === "string");
   const argument = oneLine(typeof main === "string" ? main : JSON.stringify(input), 80);
-  const details = (typeof payload.details === "object" && payload.details !== null ? payload.details : {}) as Record<string, unknown>;
+  const details = (
+    typeof payload.details === "object" && payload.details !== null ? payload.details : {}
+  ) as Record<string, unknown>;
   const output = typeof payload.output === "string" ? payload.output : "";
   let outcome: string;
   if (typeof details.exitCode === "number") outcome = `exit ${details.exitCode}`;

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveConfig } from "../config/index.ts";
 import { findFreePort } from "../engine/index.ts";
 import { startPlatform, type Platform } from "../platform/index.ts";
-import { createClient, type RoostClient } from "./client.ts";
+import type { ToolRouter } from "../tools/index.ts";
+import { createClient, type BotView, type RoostClient } from "./client.ts";
 import { runCli } from "./main.ts";
 
 const mainPath = fileURLToPath(new URL("./main.ts", import.meta.url));
@@ -30,10 +31,49 @@ let adminToken: string;
 let admin: RoostClient;
 const platformLog: string[] = [];
 
-function roost(args: string[], options: { token?: string; stdin?: string; script?: string } = {}): Promise<Run> {
+/**
+ * A one-tool router standing in for the computer, so tool steps are deterministic and no worker
+ * process is started: `shell` answers `echo TEXT` with TEXT and exit code 0.
+ */
+const echoShell: ToolRouter = {
+  specs: async () => [
+    {
+      name: "shell",
+      description: "Run a shell command.",
+      inputSchema: {
+        type: "object",
+        properties: { command: { type: "string" } },
+        required: ["command"],
+      },
+    },
+  ],
+  execute: async (_name, input) => {
+    const command = (input as { command: string }).command;
+    return {
+      output: `${command.replace(/^echo /, "")}\n`,
+      isError: false,
+      details: { exitCode: 0 },
+    };
+  },
+};
+
+/** A bot of the admin account for one test, so tests do not depend on each other's bots. */
+async function ensureBot(name: string): Promise<{ id: string; name: string }> {
+  const existing = (await admin.listBots()).find((bot) => bot.name === name);
+  return existing ?? admin.createBot({ name });
+}
+
+function roost(
+  args: string[],
+  options: { token?: string; stdin?: string; script?: string } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [options.script ?? mainPath, ...args], {
-      env: { PATH: process.env.PATH ?? "", ROOST_URL: platform?.url ?? "", ROOST_TOKEN: options.token ?? adminToken },
+      env: {
+        PATH: process.env.PATH ?? "",
+        ROOST_URL: platform?.url ?? "",
+        ROOST_TOKEN: options.token ?? adminToken,
+      },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
@@ -67,7 +107,10 @@ beforeAll(async () => {
     },
     {},
   );
-  platform = await startPlatform(config, { log: (message) => platformLog.push(message) });
+  platform = await startPlatform(config, {
+    log: (message) => platformLog.push(message),
+    tools: echoShell,
+  });
   adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
   admin = createClient({ url: platform.url, token: adminToken });
 });
@@ -87,7 +130,9 @@ describe("roost chat", () => {
     expect(result.stderr).not.toContain("Error");
     expect(result.code).toBe(0);
     // Only the reply, on one line: stdout is for the bot's text.
-    expect(result.stdout).toMatch(/^\[demo model\] You said: "hello"\. \(No model provider is configured[^\n]*\n$/);
+    expect(result.stdout).toMatch(
+      /^\[demo model\] You said: "hello"\. \(No model provider is configured[^\n]*\n$/,
+    );
     // stdout is not a terminal: decoration goes to stderr, without colours.
     expect(result.stderr).toContain('created one named "assistant"');
     expect(result.stderr).toContain("(demo model — configure a provider, see docs/models.md)");
@@ -97,52 +142,73 @@ describe("roost chat", () => {
   });
 
   it("continues the most recent conversation, or starts a new one with --new", async () => {
-    const [bot] = await admin.listBots();
-    const before = await admin.listConversations({ botId: bot!.id });
-    expect(before).toHaveLength(1);
-    const again = await roost(["chat", "again"]);
+    const bot = await ensureBot("continuer");
+    const first = await roost(["chat", "--bot", "continuer", "first"]);
+    expect(first.code).toBe(0);
+    const [conversation] = await admin.listConversations({ botId: bot.id });
+    const again = await roost(["chat", "--bot", "continuer", "again"]);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('You said: "again"');
-    expect(await admin.listConversations({ botId: bot!.id })).toHaveLength(1);
-    const { steps } = await admin.listSteps(before[0]!.id);
+    expect(
+      (await admin.listConversations({ botId: bot.id })).map((candidate) => candidate.id),
+    ).toEqual([conversation!.id]);
+    const { steps } = await admin.listSteps(conversation!.id);
     expect(steps.map((step) => step.kind)).toEqual(["message", "reply", "message", "reply"]);
 
-    const fresh = await roost(["chat", "--new", "fresh", "start"]);
+    const fresh = await roost(["chat", "--bot", "continuer", "--new", "fresh", "start"]);
     expect(fresh.code).toBe(0);
     expect(fresh.stdout).toContain('You said: "fresh start"');
-    expect(await admin.listConversations({ botId: bot!.id })).toHaveLength(2);
+    expect(await admin.listConversations({ botId: bot.id })).toHaveLength(2);
   });
 
   it("reads the message from stdin and continues a given --conversation", async () => {
-    const [conversation] = await admin.listConversations({ limit: 1 });
-    const result = await roost(["chat", "--conversation", conversation!.id], { stdin: "piped in\n" });
+    const bot = await ensureBot("reader");
+    const conversation = await admin.createConversation({ botId: bot.id });
+    const result = await roost(["chat", "--conversation", conversation.id], {
+      stdin: "piped in\n",
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('You said: "piped in"');
-    const { steps } = await admin.listSteps(conversation!.id);
-    expect(steps.at(-2)?.payload.text).toBe("piped in");
+    const { steps } = await admin.listSteps(conversation.id);
+    expect(steps.map((step) => [step.kind, step.payload.text])).toEqual([
+      ["message", "piped in"],
+      ["reply", expect.stringContaining('You said: "piped in"')],
+    ]);
   });
 
   it("an unknown --bot or --conversation fails with a message that says what to do", async () => {
     const bot = await roost(["chat", "--bot", "nobody", "hi"]);
     expect(bot.code).toBe(1);
-    expect(bot.stderr).toContain('roost: no bot named "nobody" (your bots: assistant; create it with `roost bots create nobody`)');
+    expect(bot.stderr).toMatch(
+      /^roost: no bot named "nobody" \(your bots: [^;]+; create it with `roost bots create nobody`\)\n$/,
+    );
     const conversation = await roost(["chat", "--conversation", "conv_missing", "hi"]);
     expect(conversation.code).toBe(1);
-    expect(conversation.stderr).toMatch(/^roost: conversation "conv_missing" not found .*\(not_found\)\n$/);
+    expect(conversation.stderr).toMatch(
+      /^roost: conversation "conv_missing" not found .*\(not_found\)\n$/,
+    );
   });
 
   it("exits 1 with the error text when the turn ends in an error step", async () => {
     // A model the server cannot serve can only come from the store (the API refuses it).
     const account = await admin.me();
-    await platform!.store.createBot({ accountId: account.id, name: "broken", instructions: "", model: "openai:gpt-4.1-mini" });
+    await platform!.store.createBot({
+      accountId: account.id,
+      name: "broken",
+      instructions: "",
+      model: "openai:gpt-4.1-mini",
+    });
     const result = await roost(["chat", "--bot", "broken", "hi"]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
-    expect(result.stderr).toContain("roost: model openai:gpt-4.1-mini needs openai credentials: set ROOST_OPENAI_API_KEY (config_invalid)");
+    expect(result.stderr).toContain(
+      "roost: model openai:gpt-4.1-mini needs openai credentials: set ROOST_OPENAI_API_KEY (config_invalid)",
+    );
   });
 
   it("shows tool steps compactly: ⚙ shell: echo hi → exit 0", async () => {
-    const result = await roost(["chat", "--bot", "assistant", "$ echo hi"]);
+    await ensureBot("operator");
+    const result = await roost(["chat", "--bot", "operator", "$ echo hi"]);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain("⚙ shell: echo hi → exit 0\n");
     expect(result.stdout).toContain("hi");
@@ -152,22 +218,28 @@ describe("roost chat", () => {
   it("on a terminal: styled text, the spinner on stderr, tool steps between the text", async () => {
     let stdout = "";
     let stderr = "";
-    const code = await runCli(["chat", "--bot", "assistant", "$ echo tty"], {
+    await ensureBot("operator");
+    const code = await runCli(["chat", "--bot", "operator", "--new", "$ echo tty"], {
       stdout: { write: (text: string) => (stdout += text), isTTY: true },
       stderr: { write: (text: string) => (stderr += text), isTTY: true },
       stdin: Object.assign((async function* () {})(), { isTTY: true }),
       env: { ROOST_URL: platform!.url, ROOST_TOKEN: adminToken },
     });
     expect(code).toBe(0);
-    expect(stderr).toContain("assistant is working…");
-    expect(stderr).toMatch(/\r\x1b\[K/); // the spinner clears its line
+    expect(stderr).toContain("operator is working…");
+    expect(stderr).toContain("\r\x1b[K"); // the spinner clears its line
     expect(stdout).toContain("⚙ shell: echo tty → exit 0");
-    expect(stdout).toContain("\x1b[2m(demo model — configure a provider, see docs/models.md)\x1b[22m\n");
+    expect(stdout).toContain(
+      "\x1b[2m(demo model — configure a provider, see docs/models.md)\x1b[22m\n",
+    );
     expect(stdout.indexOf("⚙ shell")).toBeLessThan(stdout.indexOf("tty\n```"));
   });
 
   it("works through the bin/roost.js launcher", async () => {
-    const result = await roost(["chat", "--bot", "assistant", "via launcher"], { script: launcherPath });
+    await ensureBot("launched");
+    const result = await roost(["chat", "--bot", "launched", "via launcher"], {
+      script: launcherPath,
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('You said: "via launcher"');
   });
@@ -175,7 +247,15 @@ describe("roost chat", () => {
 
 describe("roost bots, token and accounts", () => {
   it("bots create, then bots list shows it", async () => {
-    const created = await roost(["bots", "create", "researcher", "--model", "demo", "--instructions", "Cite sources."]);
+    const created = await roost([
+      "bots",
+      "create",
+      "researcher",
+      "--model",
+      "demo",
+      "--instructions",
+      "Cite sources.",
+    ]);
     expect(created.code).toBe(0);
     expect(created.stdout).toMatch(/^created bot researcher \(bot_[\w-]+\), model demo\n$/);
     const listed = await roost(["bots", "list"]);
@@ -184,9 +264,15 @@ describe("roost bots, token and accounts", () => {
     expect(lines[0]).toMatch(/^NAME\s+MODEL\s+ID$/);
     const row = lines.find((line) => line.startsWith("researcher "));
     expect(row).toMatch(/^researcher\s+demo\s+bot_[\w-]+$/);
-    expect(lines.find((line) => line.startsWith("assistant "))).toMatch(/^assistant\s+demo \(default\)\s+bot_/);
+    await ensureBot("plain");
+    const withPlain = (await roost(["bots", "list"])).stdout.split("\n");
+    expect(withPlain.find((line) => line.startsWith("plain "))).toMatch(
+      /^plain\s+demo \(default\)\s+bot_/,
+    );
     const json = await roost(["bots", "list", "--json"]);
-    expect(JSON.parse(json.stdout).find((bot: { name: string }) => bot.name === "researcher")).toMatchObject({
+    expect(
+      (JSON.parse(json.stdout) as BotView[]).find((bot) => bot.name === "researcher"),
+    ).toMatchObject({
       instructions: "Cite sources.",
       model: "demo",
     });
@@ -194,7 +280,11 @@ describe("roost bots, token and accounts", () => {
 
   it("API errors print the message and the code (exit 1)", async () => {
     const duplicate = await roost(["bots", "create", "researcher"]);
-    expect(duplicate).toEqual({ code: 1, stdout: "", stderr: 'roost: a bot named "researcher" already exists (pick another name) (conflict)\n' });
+    expect(duplicate).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: 'roost: a bot named "researcher" already exists (pick another name) (conflict)\n',
+    });
     const badModel = await roost(["bots", "create", "x", "--model", "openai:gpt-4.1-mini"]);
     expect(badModel.code).toBe(1);
     expect(badModel.stderr).toMatch(/ROOST_OPENAI_API_KEY.*\(invalid_request\)\n$/);
@@ -215,7 +305,10 @@ describe("roost bots, token and accounts", () => {
   it("accounts create prints the new account and its token; only an admin may", async () => {
     const result = await roost(["accounts", "create", "alice", "--json"]);
     expect(result.code).toBe(0);
-    const created = JSON.parse(result.stdout) as { account: { id: string; name: string }; token: string };
+    const created = JSON.parse(result.stdout) as {
+      account: { id: string; name: string };
+      token: string;
+    };
     expect(created.account.name).toBe("alice");
     const text = await roost(["accounts", "create", "carol"]);
     expect(text.stdout).toMatch(/^account acct_[\w-]+ \(carol\)\ntoken {3}roost_[\w-]+\n$/);
@@ -223,7 +316,11 @@ describe("roost bots, token and accounts", () => {
     const alice = createClient({ url: platform!.url, token: created.token });
     expect(await alice.me()).toMatchObject({ id: created.account.id, isAdmin: false });
     const forbidden = await roost(["accounts", "create", "mallory"], { token: created.token });
-    expect(forbidden).toEqual({ code: 1, stdout: "", stderr: "roost: only an admin account may do this (forbidden)\n" });
+    expect(forbidden).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "roost: only an admin account may do this (forbidden)\n",
+    });
     // Alice's chat gets her own assistant, not the admin's bots.
     const chat = await roost(["chat", "hi from alice"], { token: created.token });
     expect(chat.code).toBe(0);

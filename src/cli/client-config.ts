@@ -11,7 +11,13 @@ import { CliError } from "./io.ts";
 
 /** Options every command that talks to Roost accepts. */
 export const clientOptions: Record<string, OptionSpec> = {
-  url: { type: "string", value: "URL", description: "where Roost listens", env: "ROOST_URL", default: "http://127.0.0.1:$ROOST_PORT (7700)" },
+  url: {
+    type: "string",
+    value: "URL",
+    description: "where Roost listens",
+    env: "ROOST_URL",
+    default: "http://127.0.0.1:$ROOST_PORT (7700)",
+  },
   token: {
     type: "string",
     value: "TOKEN",
@@ -38,12 +44,18 @@ export function resolveClientConfig(
   env: Record<string, string | undefined>,
   readFile: (path: string) => string = (path) => readFileSync(path, "utf8"),
 ): ClientConfig {
-  const url = nonEmpty(stringOption(args, "url")) ?? nonEmpty(env.ROOST_URL) ?? `http://127.0.0.1:${nonEmpty(env.ROOST_PORT) ?? "7700"}`;
+  const url =
+    nonEmpty(stringOption(args, "url")) ??
+    nonEmpty(env.ROOST_URL) ??
+    `http://127.0.0.1:${nonEmpty(env.ROOST_PORT) ?? "7700"}`;
   try {
     const parsed = new URL(url);
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
   } catch {
-    throw new CliError(`the Roost URL must be an http(s) URL, got ${JSON.stringify(url)} (check --url or ROOST_URL)`, 2);
+    throw new CliError(
+      `the Roost URL must be an http(s) URL, got ${JSON.stringify(url)} (check --url or ROOST_URL)`,
+      2,
+    );
   }
 
   const fromFlag = nonEmpty(stringOption(args, "token"));
@@ -65,7 +77,10 @@ export function resolveClientConfig(
   return { url, token, tokenSource: tokenFile };
 }
 
-export function clientFor(args: ParsedArgs, io: { env: Record<string, string | undefined> }): RoostClient {
+export function clientFor(
+  args: ParsedArgs,
+  io: { env: Record<string, string | undefined> },
+): RoostClient {
   const config = resolveClientConfig(args, io.env);
   return createClient({ url: config.url, token: config.token });
 }

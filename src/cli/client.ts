@@ -59,7 +59,11 @@ export type ConversationEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }
   | { type: "delta"; turnId: string; text: string }
-  | { type: "turn"; state: TurnState; turnId: string | null };
+  | { type: "turn"; state: TurnState; turnId: string | null }
+  /** Output of a running tool as it streams; the `tool` step holds the final result. */
+  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
+  /** The account's computer changed state (asleep, waking, awake…). */
+  | { type: "computer"; computerId: string; state: string };
 
 /** The API answered with its error envelope `{error: {code, message, details?}}`. */
 export class ApiError extends Error {
@@ -124,28 +128,54 @@ export interface RoostClient {
   me(): Promise<MeView>;
   listBots(): Promise<BotView[]>;
   getBot(id: string): Promise<BotView>;
-  createBot(input: { name: string; instructions?: string; model?: string | null }): Promise<BotView>;
-  updateBot(id: string, patch: { name?: string; instructions?: string; model?: string | null }): Promise<BotView>;
+  createBot(input: {
+    name: string;
+    instructions?: string;
+    model?: string | null;
+  }): Promise<BotView>;
+  updateBot(
+    id: string,
+    patch: { name?: string; instructions?: string; model?: string | null },
+  ): Promise<BotView>;
   listConversations(query?: { botId?: string; limit?: number }): Promise<ConversationView[]>;
   getConversation(id: string): Promise<ConversationView>;
   createConversation(input: { botId: string; title?: string }): Promise<ConversationView>;
-  postMessage(conversationId: string, input: { text: string; clientMessageId: string }): Promise<PostedMessage>;
-  listSteps(conversationId: string, query?: { after?: number; limit?: number }): Promise<{ steps: StepView[]; lastSeq: number }>;
+  postMessage(
+    conversationId: string,
+    input: { text: string; clientMessageId: string },
+  ): Promise<PostedMessage>;
+  listSteps(
+    conversationId: string,
+    query?: { after?: number; limit?: number },
+  ): Promise<{ steps: StepView[]; lastSeq: number }>;
   /**
    * Opens the conversation's event stream. Resolves once the server answered (so the
    * subscription exists); the iterator ends when the server closes the stream.
    */
-  openEvents(conversationId: string, signal?: AbortSignal): Promise<AsyncGenerator<ConversationEvent>>;
-  createAccount(name: string): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
+  openEvents(
+    conversationId: string,
+    signal?: AbortSignal,
+  ): Promise<AsyncGenerator<ConversationEvent>>;
+  createAccount(
+    name: string,
+  ): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
   /** `accountId` "me" is the calling account. */
-  createToken(accountId: string, name?: string): Promise<{ id: string; accountId: string; token: string }>;
+  createToken(
+    accountId: string,
+    name?: string,
+  ): Promise<{ id: string; accountId: string; token: string }>;
 }
 
 export function createClient(options: ClientOptions): RoostClient {
   const base = options.url.replace(/\/+$/, "");
   const fetchImpl = options.fetch ?? globalThis.fetch;
 
-  async function send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  async function send(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<Response> {
     const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
     try {
@@ -168,7 +198,11 @@ export function createClient(options: ClientOptions): RoostClient {
     try {
       parsed = text === "" ? undefined : JSON.parse(text);
     } catch {
-      throw new ApiError(response.status, "bad_response", `${method} ${path} answered ${response.status} with a body that is not JSON — is ${base} a Roost server?`);
+      throw new ApiError(
+        response.status,
+        "bad_response",
+        `${method} ${path} answered ${response.status} with a body that is not JSON — is ${base} a Roost server?`,
+      );
     }
     if (!response.ok) throw toApiError(response.status, parsed, `${method} ${path}`);
     return parsed as T;
@@ -184,10 +218,16 @@ export function createClient(options: ClientOptions): RoostClient {
     createBot: (input) => call("POST", "/v1/bots", input),
     updateBot: (id, patch) => call("PATCH", `/v1/bots/${segment(id)}`, patch),
     listConversations: async (query = {}) =>
-      (await call<{ conversations: ConversationView[] }>("GET", `/v1/conversations${queryString(query)}`)).conversations,
+      (
+        await call<{ conversations: ConversationView[] }>(
+          "GET",
+          `/v1/conversations${queryString(query)}`,
+        )
+      ).conversations,
     getConversation: (id) => call("GET", `/v1/conversations/${segment(id)}`),
     createConversation: (input) => call("POST", "/v1/conversations", input),
-    postMessage: (conversationId, input) => call("POST", `/v1/conversations/${segment(conversationId)}/messages`, input),
+    postMessage: (conversationId, input) =>
+      call("POST", `/v1/conversations/${segment(conversationId)}/messages`, input),
     listSteps: (conversationId, query = {}) =>
       call("GET", `/v1/conversations/${segment(conversationId)}/steps${queryString(query)}`),
     async openEvents(conversationId, signal) {
@@ -213,21 +253,33 @@ export function createClient(options: ClientOptions): RoostClient {
 
 function queryString(query: Record<string, string | number | undefined>): string {
   const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+  for (const [key, value] of Object.entries(query))
+    if (value !== undefined) params.set(key, String(value));
   const text = params.toString();
   return text === "" ? "" : `?${text}`;
 }
 
 function toApiError(status: number, body: unknown, what: string): ApiError {
-  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error;
+  const error = (
+    body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined
+  )?.error;
   if (error !== undefined && typeof error.code === "string" && typeof error.message === "string") {
-    const details = typeof error.details === "object" && error.details !== null ? (error.details as Record<string, unknown>) : undefined;
+    const details =
+      typeof error.details === "object" && error.details !== null
+        ? (error.details as Record<string, unknown>)
+        : undefined;
     return new ApiError(status, error.code, error.message, details);
   }
-  return new ApiError(status, "bad_response", `${what} answered ${status} without Roost's error envelope`);
+  return new ApiError(
+    status,
+    "bad_response",
+    `${what} answered ${status} without Roost's error envelope`,
+  );
 }
 
-async function* decodeEvents(messages: AsyncGenerator<{ event: string; data: string }>): AsyncGenerator<ConversationEvent> {
+async function* decodeEvents(
+  messages: AsyncGenerator<{ event: string; data: string }>,
+): AsyncGenerator<ConversationEvent> {
   for await (const message of messages) {
     let data: unknown;
     try {
@@ -241,11 +293,17 @@ async function* decodeEvents(messages: AsyncGenerator<{ event: string; data: str
       case "hello":
       case "changed":
         if (typeof fields.seq !== "number") continue;
-        if (message.event === "hello") yield { type: "hello", seq: fields.seq, state: fields.state === "working" ? "working" : "idle" };
+        if (message.event === "hello")
+          yield {
+            type: "hello",
+            seq: fields.seq,
+            state: fields.state === "working" ? "working" : "idle",
+          };
         else yield { type: "changed", seq: fields.seq };
         break;
       case "delta":
-        if (typeof fields.text === "string") yield { type: "delta", turnId: String(fields.turnId), text: fields.text };
+        if (typeof fields.text === "string")
+          yield { type: "delta", turnId: String(fields.turnId), text: fields.text };
         break;
       case "turn":
         yield {
@@ -253,6 +311,21 @@ async function* decodeEvents(messages: AsyncGenerator<{ event: string; data: str
           state: fields.state === "working" ? "working" : "idle",
           turnId: typeof fields.turnId === "string" ? fields.turnId : null,
         };
+        break;
+      case "tool-output":
+        if (typeof fields.callId === "string" && typeof fields.data === "string") {
+          yield {
+            type: "tool-output",
+            callId: fields.callId,
+            stream: fields.stream === "stderr" ? "stderr" : "stdout",
+            data: fields.data,
+          };
+        }
+        break;
+      case "computer":
+        if (typeof fields.computerId === "string" && typeof fields.state === "string") {
+          yield { type: "computer", computerId: fields.computerId, state: fields.state };
+        }
         break;
       default:
         break; // Newer servers may send more event types; ignore them.

@@ -3,11 +3,25 @@ import { describeToolStep } from "./chat.ts";
 import type { ConversationEvent, StepView } from "./client.ts";
 import { followReply, type FollowOptions } from "./follow.ts";
 
-function step(seq: number, kind: StepView["kind"], payload: Record<string, unknown> = {}): StepView {
-  return { seq, id: `s${seq}`, turnId: kind === "message" ? null : "t", kind, payload, createdAt: new Date(0).toISOString() };
+function step(
+  seq: number,
+  kind: StepView["kind"],
+  payload: Record<string, unknown> = {},
+): StepView {
+  return {
+    seq,
+    id: `s${seq}`,
+    turnId: kind === "message" ? null : "t",
+    kind,
+    payload,
+    createdAt: new Date(0).toISOString(),
+  };
 }
 
-async function* stream(events: ConversationEvent[], end: "close" | Error = "close"): AsyncGenerator<ConversationEvent> {
+async function* stream(
+  events: ConversationEvent[],
+  end: "close" | Error = "close",
+): AsyncGenerator<ConversationEvent> {
   for (const event of events) yield event;
   if (end instanceof Error) throw end;
 }
@@ -33,7 +47,12 @@ const noReconnect = async (): Promise<AsyncIterator<ConversationEvent>> => {
 
 describe("followReply", () => {
   it("applies steps by seq, never beyond the changed event, and ends when the turn goes idle after the reply", async () => {
-    const record = [step(1, "message"), step(2, "model", { text: "Let me look." }), step(3, "tool"), step(4, "reply", { text: "Done" })];
+    const record = [
+      step(1, "message"),
+      step(2, "model", { text: "Let me look." }),
+      step(3, "tool"),
+      step(4, "reply", { text: "Done" }),
+    ];
     const { shown, pages, options } = recorder(record);
     const end = await followReply({
       ...options,
@@ -63,7 +82,10 @@ describe("followReply", () => {
   });
 
   it("ends on an error step too", async () => {
-    const { options } = recorder([step(1, "message"), step(2, "error", { code: "model_error", message: "boom" })]);
+    const { options } = recorder([
+      step(1, "message"),
+      step(2, "error", { code: "model_error", message: "boom" }),
+    ]);
     const end = await followReply({
       ...options,
       afterSeq: 1,
@@ -77,7 +99,11 @@ describe("followReply", () => {
   });
 
   it("does not end on the idle of a turn that has not replied after the message", async () => {
-    const { shown, options } = recorder([step(1, "reply", { text: "old" }), step(2, "message"), step(3, "reply", { text: "new" })]);
+    const { shown, options } = recorder([
+      step(1, "reply", { text: "old" }),
+      step(2, "message"),
+      step(3, "reply", { text: "new" }),
+    ]);
     const end = await followReply({
       ...options,
       afterSeq: 2,
@@ -105,7 +131,10 @@ describe("followReply", () => {
         reconnects++;
         return stream([{ type: "hello", seq: 3, state: "idle" }]);
       },
-      events: stream([{ type: "turn", state: "working", turnId: "t" }], new Error("socket hang up")),
+      events: stream(
+        [{ type: "turn", state: "working", turnId: "t" }],
+        new Error("socket hang up"),
+      ),
     });
     expect(reconnects).toBe(1);
     expect(end.seq).toBe(3);
@@ -132,7 +161,11 @@ describe("followReply", () => {
   });
 
   it("pages through long gaps", async () => {
-    const record = [step(1, "message"), ...Array.from({ length: 1200 }, (_, index) => step(index + 2, "tool")), step(1202, "reply")];
+    const record = [
+      step(1, "message"),
+      ...Array.from({ length: 1200 }, (_, index) => step(index + 2, "tool")),
+      step(1202, "reply"),
+    ];
     const { pages, options } = recorder(record);
     const end = await followReply({
       ...options,
@@ -154,14 +187,30 @@ describe("followReply", () => {
 
 describe("describeToolStep", () => {
   it("shows the command and its exit status", () => {
-    const tool = step(2, "tool", { name: "shell", input: { command: "echo hi" }, output: "hi\n", isError: false, details: { exitCode: 0 } });
+    const tool = step(2, "tool", {
+      name: "shell",
+      input: { command: "echo hi" },
+      output: "hi\n",
+      isError: false,
+      details: { exitCode: 0 },
+    });
     expect(describeToolStep(tool)).toBe("shell: echo hi → exit 0");
   });
 
   it("shows errors on one line, shortened", () => {
-    const tool = step(2, "tool", { name: "read", input: { path: "/etc/x" }, output: "no such file\nor directory", isError: true });
+    const tool = step(2, "tool", {
+      name: "read",
+      input: { path: "/etc/x" },
+      output: "no such file\nor directory",
+      isError: true,
+    });
     expect(describeToolStep(tool)).toBe("read: /etc/x → error: no such file or directory");
-    const long = step(2, "tool", { name: "fetch", input: { a: "x".repeat(200) }, output: "", isError: false });
+    const long = step(2, "tool", {
+      name: "fetch",
+      input: { a: "x".repeat(200) },
+      output: "",
+      isError: false,
+    });
     expect(describeToolStep(long)).toMatch(/^fetch: \{"a":"x+… → ok$/);
   });
 });

@@ -24,6 +24,8 @@ export interface FollowOptions {
   afterSeq: number;
   onDelta(event: Extract<ConversationEvent, { type: "delta" }>): void;
   onStep(step: StepView): void;
+  /** Live tool output and computer state: shown while they happen, never the record. */
+  onEvent?(event: Extract<ConversationEvent, { type: "tool-output" | "computer" }>): void;
   /** Reopen attempts in a row before giving up. @default 5 */
   maxReconnects?: number;
   /** Delay before the n-th reopen (from 1). @default 200 ms × n */
@@ -98,6 +100,10 @@ export async function followReply(options: FollowOptions): Promise<StepView> {
         break;
       case "turn":
         if (event.state === "idle" && finished !== undefined) return finished; // F3
+        break;
+      case "tool-output":
+      case "computer":
+        options.onEvent?.(event);
         break;
       default: {
         const unknown: never = event;

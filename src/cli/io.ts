@@ -53,7 +53,9 @@ export function createSpinner(io: CliIo, stream: OutputStream, intervalMs = 80):
   let frame = 0;
   let label = "";
   const draw = () => {
-    stream.write(`\r${paint(io, stream, "cyan", frames[frame % frames.length] ?? "")} ${paint(io, stream, "dim", label)}\x1b[K`);
+    stream.write(
+      `\r${paint(io, stream, "cyan", frames[frame % frames.length] ?? "")} ${paint(io, stream, "dim", label)}\x1b[K`,
+    );
     frame++;
   };
   return {
@@ -78,6 +80,7 @@ export function createSpinner(io: CliIo, stream: OutputStream, intervalMs = 80):
 export async function readAll(input: InputStream): Promise<string> {
   const decoder = new TextDecoder();
   let text = "";
-  for await (const chunk of input) text += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+  for await (const chunk of input)
+    text += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
   return text + decoder.decode();
 }

@@ -23,7 +23,13 @@ import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
 import { upCommand } from "./up.ts";
 
-const entries: (Command | CommandGroup)[] = [upCommand, chatCommand, botsGroup, accountsGroup, tokenGroup];
+const entries: (Command | CommandGroup)[] = [
+  upCommand,
+  chatCommand,
+  botsGroup,
+  accountsGroup,
+  tokenGroup,
+];
 
 function isGroup(entry: Command | CommandGroup): entry is CommandGroup {
   return "commands" in entry;
@@ -36,8 +42,19 @@ function entryName(entry: Command | CommandGroup): string {
 export function renderMainHelp(): string {
   const rows = entries.flatMap((entry) =>
     isGroup(entry)
-      ? entry.commands.map((command) => [`roost ${command.spec.name} ${command.spec.synopsis}`.trimEnd(), command.spec.summary] as const)
-      : [[`roost ${entry.spec.name} ${entry.spec.synopsis}`.trimEnd(), entry.spec.summary] as const],
+      ? entry.commands.map(
+          (command) =>
+            [
+              `roost ${command.spec.name} ${command.spec.synopsis}`.trimEnd(),
+              command.spec.summary,
+            ] as const,
+        )
+      : [
+          [
+            `roost ${entry.spec.name} ${entry.spec.synopsis}`.trimEnd(),
+            entry.spec.summary,
+          ] as const,
+        ],
   );
   return [
     "Usage: roost <command> [options]",
@@ -77,20 +94,27 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   }
   const entry = entries.find((candidate) => entryName(candidate) === name);
   if (entry === undefined) {
-    const hint = name.startsWith("-") ? `unknown option ${name}` : `unknown command ${JSON.stringify(name)}`;
+    const hint = name.startsWith("-")
+      ? `unknown option ${name}`
+      : `unknown command ${JSON.stringify(name)}`;
     throw new UsageError(`roost: ${hint}`, renderMainHelp());
   }
   if (!isGroup(entry)) return runCommand(entry, rest, io);
 
   const [subName, ...subRest] = rest;
-  if (subName === undefined) throw new UsageError(`roost ${entry.name}: missing command`, renderGroupHelp(entry));
+  if (subName === undefined)
+    throw new UsageError(`roost ${entry.name}: missing command`, renderGroupHelp(entry));
   if (subName === "-h" || subName === "--help") {
     io.stdout.write(renderGroupHelp(entry));
     return 0;
   }
-  const command = entry.commands.find((candidate) => candidate.spec.name === `${entry.name} ${subName}`);
+  const command = entry.commands.find(
+    (candidate) => candidate.spec.name === `${entry.name} ${subName}`,
+  );
   if (command === undefined) {
-    const hint = subName.startsWith("-") ? `unknown option ${subName}` : `unknown command ${JSON.stringify(subName)}`;
+    const hint = subName.startsWith("-")
+      ? `unknown option ${subName}`
+      : `unknown command ${JSON.stringify(subName)}`;
     throw new UsageError(`roost ${entry.name}: ${hint}`, renderGroupHelp(entry));
   }
   return runCommand(command, subRest, io);
@@ -121,13 +145,17 @@ function report(error: unknown, io: CliIo): number {
     io.stderr.write(`roost: ${error.message}\n`);
     return 1;
   }
-  io.stderr.write(`roost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  io.stderr.write(
+    `roost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return 1;
 }
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(
+      readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
+    ) as { version?: unknown };
     return typeof pkg.version === "string" ? pkg.version : "unknown";
   } catch {
     return "unknown";

@@ -32,7 +32,8 @@ describe("the SSE parser", () => {
   it("gives the same messages however the stream is split into chunks", () => {
     for (let size = 1; size <= 7; size++) {
       const chunks: string[] = [];
-      for (let index = 0; index < roostStream.length; index += size) chunks.push(roostStream.slice(index, index + size));
+      for (let index = 0; index < roostStream.length; index += size)
+        chunks.push(roostStream.slice(index, index + size));
       expect(parse(...chunks)).toEqual(expected);
     }
   });
@@ -42,6 +43,10 @@ describe("the SSE parser", () => {
       { event: "a", data: "1", id: undefined },
       { event: "b", data: "2", id: undefined },
     ]);
+    // A CRLF split after its CR is one line end, not two (which would end the message early).
+    expect(parse("data: x\r", "\ndata: y\r\n\r\n")).toEqual([
+      { event: "message", data: "x\ny", id: undefined },
+    ]);
     expect(parse("data: x\r", "\n", "\r", "\ndata: y\r\n\r\n")).toEqual([
       { event: "message", data: "x", id: undefined },
       { event: "message", data: "y", id: undefined },
@@ -49,7 +54,9 @@ describe("the SSE parser", () => {
   });
 
   it("joins multi-line data, defaults the event to message, keeps the last id", () => {
-    expect(parse("id: 7\ndata: one\ndata:two\ndata\n\n")).toEqual([{ event: "message", data: "one\ntwo\n", id: "7" }]);
+    expect(parse("id: 7\ndata: one\ndata:two\ndata\n\n")).toEqual([
+      { event: "message", data: "one\ntwo\n", id: "7" },
+    ]);
   });
 
   it("strips only one space after the colon and ignores unknown fields and retry", () => {
@@ -63,7 +70,10 @@ describe("the SSE parser", () => {
   });
 
   it("resets the event name after each message", () => {
-    expect(parse("event: a\ndata: 1\n\ndata: 2\n\n").map((message) => message.event)).toEqual(["a", "message"]);
+    expect(parse("event: a\ndata: 1\n\ndata: 2\n\n").map((message) => message.event)).toEqual([
+      "a",
+      "message",
+    ]);
   });
 
   it("skips a leading byte order mark", () => {

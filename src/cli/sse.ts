@@ -30,7 +30,8 @@ export function createSseParser(onMessage: (message: SseMessage) => void): SsePa
   let started = false;
 
   const dispatch = () => {
-    if (data.length > 0) onMessage({ event: event === "" ? "message" : event, data: data.join("\n"), id });
+    if (data.length > 0)
+      onMessage({ event: event === "" ? "message" : event, data: data.join("\n"), id });
     event = "";
     data = [];
   };

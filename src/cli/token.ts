@@ -12,7 +12,12 @@ export const tokenGroup: CommandGroup = {
         summary: "Create an API token for the calling account and print it (shown only this once).",
         synopsis: "[options]",
         options: {
-          name: { type: "string", value: "NAME", description: "a label to recognise the token by", default: "token" },
+          name: {
+            type: "string",
+            value: "NAME",
+            description: "a label to recognise the token by",
+            default: "token",
+          },
           json: { type: "boolean", description: "print JSON instead of text" },
           ...clientOptions,
         },
@@ -27,7 +32,9 @@ export const tokenGroup: CommandGroup = {
           return 0;
         }
         io.stdout.write(`${created.token}\n`);
-        io.stderr.write(`Token ${created.id} for account ${created.accountId}. Keep it: Roost stores only its hash.\n`);
+        io.stderr.write(
+          `Token ${created.id} for account ${created.accountId}. Keep it: Roost stores only its hash.\n`,
+        );
         return 0;
       },
     },

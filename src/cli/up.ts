@@ -1,34 +1,173 @@
 /** `roost up`: the whole platform in one process, on embedded defaults unless configured otherwise. */
-import { resolveConfig, type Flags } from "../config/index.ts";
-import { startPlatform } from "../platform/index.ts";
+import type { Flags } from "../config/index.ts";
 import type { Command, OptionSpec } from "./args.ts";
 import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
 const options: Record<string, OptionSpec> = {
-  "data-dir": { type: "string", value: "DIR", description: "where embedded mode keeps everything", env: "ROOST_DATA_DIR", default: ".roost" },
-  host: { type: "string", value: "HOST", description: "address the API listens on", env: "ROOST_HOST", default: "127.0.0.1" },
-  port: { type: "string", value: "PORT", description: "port of the API and events stream (0 picks a free one)", env: "ROOST_PORT", default: "7700" },
-  "service-port": { type: "string", value: "PORT", description: "port of the loop service Restate calls", env: "ROOST_SERVICE_PORT", default: "7790" },
-  "service-url": { type: "string", value: "URL", description: "URL Restate uses to reach the loop service", env: "ROOST_SERVICE_URL" },
-  store: { type: "string", value: "KIND", description: "sqlite or postgres", env: "ROOST_STORE", default: "sqlite" },
-  "sqlite-path": { type: "string", value: "FILE", description: "SQLite database file", env: "ROOST_SQLITE_PATH", default: "$ROOST_DATA_DIR/roost.db" },
-  "database-url": { type: "string", value: "URL", description: "Postgres connection string (with --store postgres)", env: "ROOST_DATABASE_URL" },
-  "restate-ingress-url": { type: "string", value: "URL", description: "ingress of an external Restate (with --restate-admin-url)", env: "ROOST_RESTATE_INGRESS_URL" },
-  "restate-admin-url": { type: "string", value: "URL", description: "admin API of an external Restate", env: "ROOST_RESTATE_ADMIN_URL" },
-  "restate-ingress-port": { type: "string", value: "PORT", description: "embedded Restate ingress port", env: "ROOST_RESTATE_INGRESS_PORT", default: "7780" },
-  "restate-admin-port": { type: "string", value: "PORT", description: "embedded Restate admin port", env: "ROOST_RESTATE_ADMIN_PORT", default: "7781" },
-  "restate-node-port": { type: "string", value: "PORT", description: "embedded Restate node port", env: "ROOST_RESTATE_NODE_PORT", default: "7782" },
-  model: { type: "string", value: "SPEC", description: "model of bots that name none: provider:model or demo", env: "ROOST_MODEL" },
-  "follow-up-window-ms": { type: "string", value: "MS", description: "how long a loop waits for follow-ups after a reply", env: "ROOST_FOLLOW_UP_WINDOW_MS", default: "120000" },
-  "max-body-bytes": { type: "string", value: "BYTES", description: "largest accepted request body", env: "ROOST_MAX_BODY_BYTES", default: "1048576" },
-  "model-attempts": { type: "string", value: "N", description: "attempts of a failing model call", env: "ROOST_MODEL_ATTEMPTS", default: "4" },
+  "data-dir": {
+    type: "string",
+    value: "DIR",
+    description: "where embedded mode keeps everything",
+    env: "ROOST_DATA_DIR",
+    default: ".roost",
+  },
+  host: {
+    type: "string",
+    value: "HOST",
+    description: "address the API listens on",
+    env: "ROOST_HOST",
+    default: "127.0.0.1",
+  },
+  port: {
+    type: "string",
+    value: "PORT",
+    description: "port of the API and events stream (0 picks a free one)",
+    env: "ROOST_PORT",
+    default: "7700",
+  },
+  "service-port": {
+    type: "string",
+    value: "PORT",
+    description: "port of the loop service Restate calls",
+    env: "ROOST_SERVICE_PORT",
+    default: "7790",
+  },
+  "service-url": {
+    type: "string",
+    value: "URL",
+    description: "URL Restate uses to reach the loop service",
+    env: "ROOST_SERVICE_URL",
+  },
+  store: {
+    type: "string",
+    value: "KIND",
+    description: "sqlite or postgres",
+    env: "ROOST_STORE",
+    default: "sqlite",
+  },
+  "sqlite-path": {
+    type: "string",
+    value: "FILE",
+    description: "SQLite database file",
+    env: "ROOST_SQLITE_PATH",
+    default: "$ROOST_DATA_DIR/roost.db",
+  },
+  "database-url": {
+    type: "string",
+    value: "URL",
+    description: "Postgres connection string (with --store postgres)",
+    env: "ROOST_DATABASE_URL",
+  },
+  "restate-ingress-url": {
+    type: "string",
+    value: "URL",
+    description: "ingress of an external Restate (with --restate-admin-url)",
+    env: "ROOST_RESTATE_INGRESS_URL",
+  },
+  "restate-admin-url": {
+    type: "string",
+    value: "URL",
+    description: "admin API of an external Restate",
+    env: "ROOST_RESTATE_ADMIN_URL",
+  },
+  "restate-ingress-port": {
+    type: "string",
+    value: "PORT",
+    description: "embedded Restate ingress port",
+    env: "ROOST_RESTATE_INGRESS_PORT",
+    default: "7780",
+  },
+  "restate-admin-port": {
+    type: "string",
+    value: "PORT",
+    description: "embedded Restate admin port",
+    env: "ROOST_RESTATE_ADMIN_PORT",
+    default: "7781",
+  },
+  "restate-node-port": {
+    type: "string",
+    value: "PORT",
+    description: "embedded Restate node port",
+    env: "ROOST_RESTATE_NODE_PORT",
+    default: "7782",
+  },
+  model: {
+    type: "string",
+    value: "SPEC",
+    description: "model of bots that name none: provider:model or demo",
+    env: "ROOST_MODEL",
+  },
+  "computer-provider": {
+    type: "string",
+    value: "KIND",
+    description: "how computers run: auto, local (isolated) or process (no isolation)",
+    env: "ROOST_COMPUTER_PROVIDER",
+    default: "auto",
+  },
+  "computers-dir": {
+    type: "string",
+    value: "DIR",
+    description: "where computers keep their disks",
+    env: "ROOST_COMPUTERS_DIR",
+    default: "$ROOST_DATA_DIR/computers",
+  },
+  "idle-sleep-ms": {
+    type: "string",
+    value: "MS",
+    description: "an idle computer sleeps after this long",
+    env: "ROOST_IDLE_SLEEP_MS",
+    default: "300000",
+  },
+  "wake-timeout-ms": {
+    type: "string",
+    value: "MS",
+    description: "how long waking a computer may take",
+    env: "ROOST_WAKE_TIMEOUT_MS",
+    default: "60000",
+  },
+  "worker-token-ttl-ms": {
+    type: "string",
+    value: "MS",
+    description: "lifetime of a computer worker's token",
+    env: "ROOST_WORKER_TOKEN_TTL_MS",
+    default: "86400000",
+  },
+  "gateway-url": {
+    type: "string",
+    value: "URL",
+    description: "ws(s):// URL workers use to reach the gateway",
+    env: "ROOST_GATEWAY_URL",
+    default: "ws://$ROOST_HOST:$ROOST_PORT/v1/gateway",
+  },
+  "follow-up-window-ms": {
+    type: "string",
+    value: "MS",
+    description: "how long a loop waits for follow-ups after a reply",
+    env: "ROOST_FOLLOW_UP_WINDOW_MS",
+    default: "120000",
+  },
+  "max-body-bytes": {
+    type: "string",
+    value: "BYTES",
+    description: "largest accepted request body",
+    env: "ROOST_MAX_BODY_BYTES",
+    default: "1048576",
+  },
+  "model-attempts": {
+    type: "string",
+    value: "N",
+    description: "attempts of a failing model call",
+    env: "ROOST_MODEL_ATTEMPTS",
+    default: "4",
+  },
 };
 
 export const upCommand: Command = {
   spec: {
     name: "up",
-    summary: "Start Roost: the API, the durable engine (embedded Restate) and the store, in one process.",
+    summary:
+      "Start Roost: the API, the durable engine (embedded Restate) and the store, in one process.",
     synopsis: "[options]",
     description:
       "The first start creates a local admin account and writes its token to $ROOST_DATA_DIR/admin-token.\nCtrl+C stops everything. `npm start` runs this command.",
@@ -38,17 +177,31 @@ export const upCommand: Command = {
       ["ROOST_OPENAI_API_KEY", "OpenAI key (also ROOST_OPENAI_BASE_URL)"],
       ["ROOST_ANTHROPIC_API_KEY", "Anthropic key (also ROOST_ANTHROPIC_BASE_URL)"],
       ["ROOST_XAI_API_KEY", "xAI key (also ROOST_XAI_BASE_URL)"],
-      ["ROOST_OPENAI_COMPATIBLE_BASE_URL", "an OpenAI-compatible server (Ollama, vLLM…; also ROOST_OPENAI_COMPATIBLE_API_KEY)"],
+      [
+        "ROOST_OPENAI_COMPATIBLE_BASE_URL",
+        "an OpenAI-compatible server (Ollama, vLLM…; also ROOST_OPENAI_COMPATIBLE_API_KEY)",
+      ],
     ],
-    examples: ["roost up", "roost up --port 8080 --data-dir /var/lib/roost", "ROOST_MODEL=openai:gpt-4.1-mini ROOST_OPENAI_API_KEY=… roost up"],
+    examples: [
+      "roost up",
+      "roost up --port 8080 --data-dir /var/lib/roost",
+      "ROOST_MODEL=openai:gpt-4.1-mini ROOST_OPENAI_API_KEY=… roost up",
+    ],
   },
   run: (args, io) => up(args.values, io),
 };
 
 export async function up(flags: Flags, io: CliIo): Promise<number> {
+  // Loaded here, not at the top: the other commands are HTTP clients and start faster without it.
+  const [{ resolveConfig }, { startPlatform }] = await Promise.all([
+    import("../config/index.ts"),
+    import("../platform/index.ts"),
+  ]);
   const config = resolveConfig(flags, io.env);
   const started = Date.now();
-  const platform = await startPlatform(config, { log: (message) => io.stderr.write(`${message}\n`) });
+  const platform = await startPlatform(config, {
+    log: (message) => io.stderr.write(`${message}\n`),
+  });
   const out = (line: string) => io.stdout.write(`${line}\n`);
   out(`Roost is up at ${platform.url} (${Date.now() - started} ms)`);
   out(`  data:        ${config.dataDir}`);

@@ -53,8 +53,8 @@ export interface EgressRule {
 
 /**
  * What a rule may be written as: the object form, or a string `host[:ports]` such as
- * `"github.com"`, `"*.example.com:443,8443"`, `"10.0.0.0/8:5432"`, `"[fd00::1]:8000-8100"`
- * (an IPv6 address without brackets takes no ports: `"fd00::/8"`).
+ * `"github.com"`, `"*.example.com:443,8443"`, `"10.0.0.0/8:5432"`, `"[fd00::1]:8000-8100"`,
+ * `"fd00::/8:443"` (a single IPv6 address takes ports only in brackets: `"fd00::1"` has none).
  */
 export type EgressRuleInput = string | { host: string; ports?: "*" | PortSpec[] };
 
@@ -103,6 +103,11 @@ function splitRuleString(
     if (match === null) return { error: `${JSON.stringify(text)}: expected "[ipv6]:ports"` };
     host = `${match[1] ?? ""}${match[2] ?? ""}`;
     portsText = match[3];
+  } else if (/^[^/]+\/\d{1,3}:[^/]+$/.test(text)) {
+    // A CIDR's prefix ends the address part, so `2606:4700::/32:443` is unambiguous.
+    const colon = text.indexOf(":", text.indexOf("/"));
+    host = text.slice(0, colon);
+    portsText = text.slice(colon + 1);
   } else if ((text.match(/:/g) ?? []).length === 1) {
     const colon = text.indexOf(":");
     host = text.slice(0, colon);
@@ -456,6 +461,10 @@ export function checkAddress(
     const exact = matchIpRules(policy, ip, target.port, true);
     if (exact.kind === "match") return undefined;
     if (exact.kind === "port") return portNotAllowed(policy, target, exact.rule);
+    // Nothing in the policy mentions this destination at all: that is the reason to give.
+    if (!byName && matchIpRules(policy, ip, target.port, false).kind === "none") {
+      return notAllowed(policy, target);
+    }
     return {
       code: "host-address",
       message: `roost egress: ${where} an address of the Roost host itself; refused unless the policy allows exactly "${address}" (a range is not enough). Add "${address}" as an allow rule ${settingsHint} if this is intended.`,
@@ -466,6 +475,7 @@ export function checkAddress(
   if (addressClass !== "public") {
     // P3
     if (rules.kind === "port") return portNotAllowed(policy, target, rules.rule);
+    if (!byName) return notAllowed(policy, target);
     return {
       code: "private-address",
       message: `roost egress: ${where} a ${classLabels[addressClass]} address; those are refused unless the policy allows that address or range explicitly. Add "${address}" as an allow rule ${settingsHint} if this is intended.`,

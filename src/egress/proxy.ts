@@ -295,7 +295,7 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
         [flow.address],
         context,
       );
-      if (denial !== undefined) flow.close(`closed after a policy change: ${denial.message}`, 403); // E5
+      if (denial !== undefined) flow.close(`closed, no longer allowed: ${denial.message}`, 403); // E5
     }
   }
 
@@ -495,12 +495,12 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       }
       release = reserve(computerId, target);
       const addresses = await resolveChecked(computerId, target);
-      const upstreamSocket = await connectTo(target, addresses, () => request.destroyed);
+      const upstreamSocket = await connectTo(target, addresses, () => socket.destroyed);
       const address =
         normalizeIp(upstreamSocket.remoteAddress ?? "") ?? upstreamSocket.remoteAddress ?? "";
       try {
         checkAgain(computerId, target, address);
-        if (request.destroyed)
+        if (socket.destroyed)
           throw new ProxyFailure(499, "upstream-failed", "roost egress: the client went away.");
       } catch (error) {
         upstreamSocket.destroy();
@@ -881,7 +881,9 @@ function parseAbsoluteUrl(
   const host = normalizeTargetHost(url.hostname);
   if (host === undefined)
     return { error: `roost egress: ${JSON.stringify(url.hostname)} is not a valid host.` };
-  return { target: { host, port: url.port === "" ? 80 : Number(url.port) }, url };
+  const port = url.port === "" ? 80 : Number(url.port);
+  if (port < 1) return { error: `roost egress: port ${port} is not a destination port.` };
+  return { target: { host, port }, url };
 }
 
 function parseAuthority(authority: string): { target: EgressTarget } | { error: string } {

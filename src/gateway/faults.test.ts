@@ -3,7 +3,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ShellCompletedOutput } from "../protocol/index.ts";
 import type { CallResult } from "./gateway.ts";
-import { makeComputerDirs, spawnWorker, startTestGateway, waitFor } from "./testing.ts";
+import {
+  makeComputerDirs,
+  spawnWorker,
+  startTestGateway,
+  waitFor,
+  waitForWorkerProcess,
+} from "./testing.ts";
 import type { WorkerProcess } from "./testing.ts";
 
 function completed(result: CallResult): ShellCompletedOutput {
@@ -12,7 +18,9 @@ function completed(result: CallResult): ShellCompletedOutput {
 }
 
 const runCount = (workspace: string) =>
-  existsSync(path.join(workspace, "runs")) ? readFileSync(path.join(workspace, "runs"), "utf8").split("\n").filter(Boolean).length : 0;
+  existsSync(path.join(workspace, "runs"))
+    ? readFileSync(path.join(workspace, "runs"), "utf8").split("\n").filter(Boolean).length
+    : 0;
 
 describe("faults", () => {
   it("worker SIGKILLed mid-call: the call completes after the worker restarts and the side effect happened once", async () => {
@@ -21,7 +29,7 @@ describe("faults", () => {
     gw.tokens.set("token-a", "cmp_a");
     const workers: WorkerProcess[] = [spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs })];
     try {
-      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      await waitForWorkerProcess(gw.gateway, "cmp_a", workers[0]!);
       const call = gw.gateway.call("cmp_a", {
         callId: "kill-1",
         tool: "shell",
@@ -31,14 +39,18 @@ describe("faults", () => {
       await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
       workers[0]!.child.kill("SIGKILL");
       await workers[0]!.exited;
-      await waitFor(() => !gw.gateway.isConnected("cmp_a"), { message: "the gateway to notice the dead worker" });
+      await waitFor(() => !gw.gateway.isConnected("cmp_a"), {
+        message: "the gateway to notice the dead worker",
+      });
 
       workers.push(spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs }));
       const output = completed(await call);
       expect(output).toMatchObject({ exitCode: 0, stdout: "finished\n" });
       expect(output.note).toMatch(/worker restarted/);
       expect(runCount(dirs.workspace)).toBe(1);
-      expect(gw.events).toContainEqual(expect.objectContaining({ type: "call_sent", callId: "kill-1", resend: true }));
+      expect(gw.events).toContainEqual(
+        expect.objectContaining({ type: "call_sent", callId: "kill-1", resend: true }),
+      );
     } finally {
       for (const worker of workers) await worker.stop();
       await gw.close();
@@ -52,7 +64,7 @@ describe("faults", () => {
     gw.tokens.set("token-a", "cmp_a");
     const workers: WorkerProcess[] = [spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs })];
     try {
-      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      await waitForWorkerProcess(gw.gateway, "cmp_a", workers[0]!);
       const call = gw.gateway.call("cmp_a", {
         callId: "kill-2",
         tool: "shell",
@@ -61,7 +73,9 @@ describe("faults", () => {
       });
       await waitFor(() => runCount(dirs.workspace) === 1, { message: "the command to start" });
       workers[0]!.child.kill("SIGKILL");
-      await waitFor(() => existsSync(path.join(dirs.workspace, "finished")), { message: "the orphaned command to finish" });
+      await waitFor(() => existsSync(path.join(dirs.workspace, "finished")), {
+        message: "the orphaned command to finish",
+      });
 
       workers.push(spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs }));
       expect(completed(await call)).toMatchObject({ exitCode: 7 });
@@ -79,7 +93,8 @@ describe("faults", () => {
     gw.tokens.set("token-a", "cmp_a");
     const worker = spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs });
     try {
-      const before = await gw.gateway.waitForWorker("cmp_a", 15_000);
+      await waitForWorkerProcess(gw.gateway, "cmp_a", worker);
+      const before = gw.gateway.worker("cmp_a")!;
       const call = gw.gateway.call("cmp_a", {
         callId: "drop-1",
         tool: "shell",
@@ -108,8 +123,13 @@ describe("faults", () => {
     const worker = spawnWorker({ gatewayUrl: first.url, token: "token-a", dirs });
     let second: Awaited<ReturnType<typeof startTestGateway>> | undefined;
     try {
-      await first.gateway.waitForWorker("cmp_a", 15_000);
-      const request = { callId: "srv-1", tool: "shell", input: { command: "echo run >> runs; sleep 1.5; echo from-before-the-restart" }, timeoutMs: 30_000 };
+      await waitForWorkerProcess(first.gateway, "cmp_a", worker);
+      const request = {
+        callId: "srv-1",
+        tool: "shell",
+        input: { command: "echo run >> runs; sleep 1.5; echo from-before-the-restart" },
+        timeoutMs: 30_000,
+      };
       const lost = first.gateway.call("cmp_a", request).then(
         () => "resolved",
         (error: unknown) => (error as { code?: string }).code,
@@ -120,7 +140,7 @@ describe("faults", () => {
 
       second = await startTestGateway({ port: first.port });
       second.tokens.set("token-a", "cmp_a");
-      await second.gateway.waitForWorker("cmp_a", 15_000);
+      await waitForWorkerProcess(second.gateway, "cmp_a", worker);
       // The engine retries the journaled step with the same call id.
       const output = completed(await second.gateway.call("cmp_a", request));
       expect(output).toMatchObject({ exitCode: 0, stdout: "from-before-the-restart\n" });
@@ -133,17 +153,23 @@ describe("faults", () => {
   });
 
   it("long call (stand-in): a command spanning many heartbeat intervals completes on one connection", async () => {
-    const gw = await startTestGateway({ heartbeatMs: 100, heartbeatTimeoutMs: 400 });
+    // Short enough that the command spans many heartbeat intervals, loose enough for a loaded CI host.
+    const gw = await startTestGateway({ heartbeatMs: 400, heartbeatTimeoutMs: 2000 });
     const dirs = makeComputerDirs();
     gw.tokens.set("token-a", "cmp_a");
     const worker = spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs });
     try {
-      await gw.gateway.waitForWorker("cmp_a", 15_000);
+      await waitForWorkerProcess(gw.gateway, "cmp_a", worker);
       const chunks: string[] = [];
       const output = completed(
         await gw.gateway.call(
           "cmp_a",
-          { callId: "long-1", tool: "shell", input: { command: "sleep 2; echo tick; sleep 1.5; echo done" }, timeoutMs: 10_000 },
+          {
+            callId: "long-1",
+            tool: "shell",
+            input: { command: "sleep 2; echo tick; sleep 1.5; echo done" },
+            timeoutMs: 10_000,
+          },
           { onChunk: (chunk) => chunks.push(chunk.data) },
         ),
       );

@@ -74,7 +74,13 @@ export interface GatewayOptions {
 export type GatewayEvent =
   | { type: "upgrade_refused"; status: number; reason: string; remoteAddress: string | undefined }
   | { type: "connected"; computerId: string; worker: WorkerInfo; replaced: boolean }
-  | { type: "disconnected"; computerId: string; workerId: string | undefined; code: number; reason: string }
+  | {
+      type: "disconnected";
+      computerId: string;
+      workerId: string | undefined;
+      code: number;
+      reason: string;
+    }
   | { type: "frame_rejected"; computerId: string; code: number; reason: string }
   | { type: "call_sent"; computerId: string; callId: string; tool: string; resend: boolean }
   | { type: "call_received"; computerId: string; callId: string }
@@ -119,7 +125,11 @@ export interface Gateway {
    * (no worker within `workerWaitMs`, or disconnected; retryable), `timeout`, or the signal's reason.
    * A call id already pending for the computer attaches to that call.
    */
-  call<T extends ToolName>(computerId: string, request: CallRequest<T>, options?: CallOptions): Promise<CallResult<ToolOutput<T>>>;
+  call<T extends ToolName>(
+    computerId: string,
+    request: CallRequest<T>,
+    options?: CallOptions,
+  ): Promise<CallResult<ToolOutput<T>>>;
   call(computerId: string, request: CallRequest, options?: CallOptions): Promise<CallResult>;
   /** Resolves when the computer's worker has said hello (at once if it is connected). @default timeoutMs 60_000 */
   waitForWorker(computerId: string, timeoutMs?: number, signal?: AbortSignal): Promise<WorkerInfo>;
@@ -186,7 +196,11 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // ws enforces a hard cap (closing with 1009 and no reason); parseFrame enforces the real limit
   // below it, with a reason (G2).
-  const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes * 2, perMessageDeflate: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxFrameBytes * 2,
+    perMessageDeflate: false,
+  });
   const connections = new Map<string, Connection>();
   const allConnections = new Set<Connection>();
   const pending = new Map<string, Map<string, PendingCall>>();
@@ -194,7 +208,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   let closed = false;
 
   const unavailable = (computerId: string, message: string) =>
-    new RoostError("computer_unavailable", message, { details: { computerId }, retryAfterMs: 1000 });
+    new RoostError("computer_unavailable", message, {
+      details: { computerId },
+      retryAfterMs: 1000,
+    });
 
   // ── upgrade and authentication ────────────────────────────────────────────────────────────────
 
@@ -205,19 +222,34 @@ export function createGateway(options: GatewayOptions): Gateway {
     void authenticate(request, socket, head);
   };
 
-  async function authenticate(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  async function authenticate(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+  ): Promise<void> {
     const remoteAddress = request.socket.remoteAddress;
-    if (closed) return refuse(socket, 503, "the gateway is shutting down; reconnect later", remoteAddress);
+    if (closed)
+      return refuse(socket, 503, "the gateway is shutting down; reconnect later", remoteAddress);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
     const token = match?.[1];
     if (token === undefined) {
-      return refuse(socket, 401, "worker token is required (send Authorization: Bearer <token>)", remoteAddress);
+      return refuse(
+        socket,
+        401,
+        "worker token is required (send Authorization: Bearer <token>)",
+        remoteAddress,
+      );
     }
     let identity: { computerId: string } | undefined;
     try {
       identity = await options.verifyToken(token); // G7
     } catch {
-      return refuse(socket, 503, "the worker token could not be checked right now; reconnect later", remoteAddress);
+      return refuse(
+        socket,
+        503,
+        "the worker token could not be checked right now; reconnect later",
+        remoteAddress,
+      );
     }
     if (identity === undefined) {
       return refuse(
@@ -227,13 +259,19 @@ export function createGateway(options: GatewayOptions): Gateway {
         remoteAddress,
       );
     }
-    if (closed) return refuse(socket, 503, "the gateway is shutting down; reconnect later", remoteAddress);
+    if (closed)
+      return refuse(socket, 503, "the gateway is shutting down; reconnect later", remoteAddress);
     if (socket.destroyed) return;
     const { computerId } = identity;
     wss.handleUpgrade(request, socket, head, (ws) => accept(ws, computerId, remoteAddress)); // G1
   }
 
-  function refuse(socket: Duplex, status: number, reason: string, remoteAddress: string | undefined): void {
+  function refuse(
+    socket: Duplex,
+    status: number,
+    reason: string,
+    remoteAddress: string | undefined,
+  ): void {
     emit({ type: "upgrade_refused", status, reason, remoteAddress });
     if (socket.destroyed) return;
     const body = `${reason}\n`;
@@ -258,14 +296,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
     allConnections.add(connection);
     connection.helloTimer = setTimeout(
-      () => closeConnection(connection, closeCodes.helloTimeout, `no hello within ${helloTimeoutMs} ms`),
+      () =>
+        closeConnection(
+          connection,
+          closeCodes.helloTimeout,
+          `no hello within ${helloTimeoutMs} ms`,
+        ),
       helloTimeoutMs,
     );
     ws.on("message", (data, isBinary) => onMessage(connection, data, isBinary));
     ws.on("close", (code, reason) => onClose(connection, code, reason.toString()));
     ws.on("error", (error) => {
       // ws closes the socket itself after an error (for example 1009 above the hard cap).
-      emit({ type: "frame_rejected", computerId, code: closeCodes.messageTooBig, reason: error.message });
+      emit({
+        type: "frame_rejected",
+        computerId,
+        code: closeCodes.messageTooBig,
+        reason: error.message,
+      });
     });
   }
 
@@ -290,24 +338,40 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onMessage(connection: Connection, data: WebSocket.RawData, isBinary: boolean): void {
     if (connection.state === "closed") return;
     connection.lastHeardAt = now();
-    if (isBinary) return refuseFrame(connection, closeCodes.protocolError, "binary frames are not part of the protocol");
+    if (isBinary)
+      return refuseFrame(
+        connection,
+        closeCodes.protocolError,
+        "binary frames are not part of the protocol",
+      );
     const parsed = parseFrame(rawText(data), "worker", { maxBytes: maxFrameBytes });
     if (!parsed.ok) {
-      const code = parsed.error.code === "too_large" ? closeCodes.messageTooBig : closeCodes.protocolError;
+      const code =
+        parsed.error.code === "too_large" ? closeCodes.messageTooBig : closeCodes.protocolError;
       return refuseFrame(connection, code, parsed.error.message); // G2
     }
     const frame = parsed.frame;
     if (connection.state === "hello") {
-      if (frame.type !== "hello") return refuseFrame(connection, closeCodes.protocolError, `expected hello first, got ${frame.type}`);
+      if (frame.type !== "hello")
+        return refuseFrame(
+          connection,
+          closeCodes.protocolError,
+          `expected hello first, got ${frame.type}`,
+        );
       return onHello(connection, frame);
     }
     const computerId = connection.computerId;
     switch (frame.type) {
       case "hello":
-        return refuseFrame(connection, closeCodes.protocolError, "hello may be sent only once per connection");
+        return refuseFrame(
+          connection,
+          closeCodes.protocolError,
+          "hello may be sent only once per connection",
+        );
       case "chunk": {
         const call = pending.get(computerId)?.get(frame.callId); // G1: only this computer's calls
-        for (const caller of call?.callers ?? []) caller.options.onChunk?.({ stream: frame.stream, data: frame.data });
+        for (const caller of call?.callers ?? [])
+          caller.options.onChunk?.({ stream: frame.stream, data: frame.data });
         return;
       }
       case "progress": {
@@ -322,7 +386,10 @@ export function createGateway(options: GatewayOptions): Gateway {
         emit({ type: "call_received", computerId, callId: frame.callId });
         return;
       case "ping":
-        return send(connection, frame.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: frame.nonce });
+        return send(
+          connection,
+          frame.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: frame.nonce },
+        );
       case "pong":
         return;
       default:
@@ -354,13 +421,27 @@ export function createGateway(options: GatewayOptions): Gateway {
     const previous = connections.get(computerId);
     if (previous !== undefined) {
       detach(previous);
-      closeConnection(previous, closeCodes.replaced, "replaced by a newer connection for this computer"); // G4
+      closeConnection(
+        previous,
+        closeCodes.replaced,
+        "replaced by a newer connection for this computer",
+      ); // G4
     }
     connections.set(computerId, connection);
-    send(connection, { type: "welcome", computerId, protocol: PROTOCOL_VERSION, heartbeatMs, maxFrameBytes }); // G1
+    send(connection, {
+      type: "welcome",
+      computerId,
+      protocol: PROTOCOL_VERSION,
+      heartbeatMs,
+      maxFrameBytes,
+    }); // G1
     connection.heartbeatTimer = setInterval(() => {
       if (now() - connection.lastHeardAt > heartbeatTimeoutMs) {
-        closeConnection(connection, closeCodes.heartbeatTimeout, `nothing heard for ${heartbeatTimeoutMs} ms`);
+        closeConnection(
+          connection,
+          closeCodes.heartbeatTimeout,
+          `nothing heard for ${heartbeatTimeoutMs} ms`,
+        );
         connection.ws.terminate();
         return;
       }
@@ -377,7 +458,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   function detach(connection: Connection): void {
     clearInterval(connection.heartbeatTimer);
     clearTimeout(connection.helloTimer);
-    if (connections.get(connection.computerId) === connection) connections.delete(connection.computerId);
+    if (connections.get(connection.computerId) === connection)
+      connections.delete(connection.computerId);
     for (const call of pending.get(connection.computerId)?.values() ?? []) {
       if (call.sentOn === connection) {
         call.sentOn = undefined;
@@ -392,7 +474,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     connection.state = "closed";
     allConnections.delete(connection);
     if (wasCurrent || connection.worker !== undefined) {
-      emit({ type: "disconnected", computerId: connection.computerId, workerId: connection.worker?.workerId, code, reason });
+      emit({
+        type: "disconnected",
+        computerId: connection.computerId,
+        workerId: connection.worker?.workerId,
+        code,
+        reason,
+      });
     }
   }
 
@@ -403,13 +491,25 @@ export function createGateway(options: GatewayOptions): Gateway {
     call.waitTimer = undefined;
     call.sentOn = connection;
     send(connection, call.frameText);
-    emit({ type: "call_sent", computerId: call.computerId, callId: call.callId, tool: call.tool, resend });
+    emit({
+      type: "call_sent",
+      computerId: call.computerId,
+      callId: call.callId,
+      tool: call.tool,
+      resend,
+    });
   }
 
   function startWaiting(call: PendingCall): void {
     if (call.waitTimer !== undefined) return;
     call.waitTimer = setTimeout(() => {
-      fail(call, unavailable(call.computerId, `no worker connected for computer ${call.computerId} within ${workerWaitMs} ms (is it awake? the call can be retried with the same id)`));
+      fail(
+        call,
+        unavailable(
+          call.computerId,
+          `no worker connected for computer ${call.computerId} within ${workerWaitMs} ms (is it awake? the call can be retried with the same id)`,
+        ),
+      );
     }, workerWaitMs);
   }
 
@@ -422,20 +522,29 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (calls.size === 0) pending.delete(call.computerId);
     }
     for (const caller of call.callers) {
-      if (caller.onAbort !== undefined) caller.options.signal?.removeEventListener("abort", caller.onAbort);
+      if (caller.onAbort !== undefined)
+        caller.options.signal?.removeEventListener("abort", caller.onAbort);
     }
     return call.callers;
   }
 
   function fail(call: PendingCall, error: RoostError): void {
-    emit({ type: "call_failed", computerId: call.computerId, callId: call.callId, code: error.code, message: error.message });
+    emit({
+      type: "call_failed",
+      computerId: call.computerId,
+      callId: call.callId,
+      code: error.code,
+      message: error.message,
+    });
     for (const caller of settle(call)) caller.reject(error); // G5
   }
 
   function onResult(computerId: string, frame: ResultFrame): void {
     const call = pending.get(computerId)?.get(frame.callId);
     if (call === undefined) return; // answered already, or a call another gateway process sent
-    let result: CallResult = frame.ok ? { ok: true, output: frame.output } : { ok: false, error: frame.error };
+    let result: CallResult = frame.ok
+      ? { ok: true, output: frame.output }
+      : { ok: false, error: frame.error };
     if (frame.ok && isToolName(call.tool)) {
       const checked = toolOutputSchemas[call.tool].safeParse(frame.output);
       if (checked.success) {
@@ -451,11 +560,21 @@ export function createGateway(options: GatewayOptions): Gateway {
         };
       }
     }
-    emit({ type: "call_finished", computerId, callId: frame.callId, ok: result.ok, durationMs: now() - call.createdAt });
+    emit({
+      type: "call_finished",
+      computerId,
+      callId: frame.callId,
+      ok: result.ok,
+      durationMs: now() - call.createdAt,
+    });
     for (const caller of settle(call)) caller.resolve(result);
   }
 
-  function call(computerId: string, request: CallRequest, callOptions: CallOptions = {}): Promise<CallResult> {
+  function call(
+    computerId: string,
+    request: CallRequest,
+    callOptions: CallOptions = {},
+  ): Promise<CallResult> {
     return new Promise<CallResult>((resolve, rejectCall) => {
       if (closed) return rejectCall(unavailable(computerId, "the gateway is closed"));
       if (callOptions.signal?.aborted === true) return rejectCall(abortReason(callOptions.signal));
@@ -463,10 +582,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         return rejectCall(
-          new InvalidRequestError(`invalid call${issue === undefined ? "" : ` at ${issue.path.join(".")}: ${issue.message}`}`),
+          new InvalidRequestError(
+            `invalid call${issue === undefined ? "" : ` at ${issue.path.join(".")}: ${issue.message}`}`,
+          ),
         );
       }
-      const caller: Caller = { resolve, reject: rejectCall, options: callOptions, onAbort: undefined };
+      const caller: Caller = {
+        resolve,
+        reject: rejectCall,
+        options: callOptions,
+        onAbort: undefined,
+      };
       let calls = pending.get(computerId);
       const existing = calls?.get(request.callId);
       if (existing !== undefined) {
@@ -478,7 +604,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (size > maxFrameBytes) {
         return resolve({
           ok: false,
-          error: { code: "too_large", message: `the call is ${size} bytes, over the ${maxFrameBytes}-byte frame limit; send less at once` },
+          error: {
+            code: "too_large",
+            message: `the call is ${size} bytes, over the ${maxFrameBytes}-byte frame limit; send less at once`,
+          },
         });
       }
       const entry: PendingCall = {
@@ -491,7 +620,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         sentOn: undefined,
         waitTimer: undefined,
         deadlineTimer: setTimeout(() => {
-          if (entry.sentOn !== undefined) send(entry.sentOn, { type: "cancel", callId: entry.callId });
+          if (entry.sentOn !== undefined)
+            send(entry.sentOn, { type: "cancel", callId: entry.callId });
           fail(
             entry,
             new RoostError(
@@ -509,7 +639,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       calls.set(request.callId, entry);
       addCaller(entry, caller);
       const connection = connections.get(computerId);
-      if (connection !== undefined) dispatch(entry, connection, false); // G1: the computer's own connection
+      if (connection !== undefined)
+        dispatch(entry, connection, false); // G1: the computer's own connection
       else startWaiting(entry);
     });
   }
@@ -557,7 +688,13 @@ export function createGateway(options: GatewayOptions): Gateway {
           if (signal !== undefined) waiter.reject(abortReason(signal));
         };
         const timer = setTimeout(
-          () => waiter.reject(unavailable(computerId, `the worker of computer ${computerId} did not connect within ${timeoutMs} ms (check that it started and can reach the gateway)`)),
+          () =>
+            waiter.reject(
+              unavailable(
+                computerId,
+                `the worker of computer ${computerId} did not connect within ${timeoutMs} ms (check that it started and can reach the gateway)`,
+              ),
+            ),
           timeoutMs,
         );
         signal?.addEventListener("abort", onAbort, { once: true });
@@ -581,10 +718,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     async disconnect(computerId, reason = "the computer is going to sleep") {
       const connection = connections.get(computerId);
       for (const entry of [...(pending.get(computerId)?.values() ?? [])]) {
-        fail(entry, unavailable(computerId, `computer ${computerId} was disconnected (${reason}); retry the call with the same id after it wakes`));
+        fail(
+          entry,
+          unavailable(
+            computerId,
+            `computer ${computerId} was disconnected (${reason}); retry the call with the same id after it wakes`,
+          ),
+        );
       }
       if (connection === undefined) return;
-      const closedPromise = new Promise<void>((resolve) => connection.ws.once("close", () => resolve()));
+      const closedPromise = new Promise<void>((resolve) =>
+        connection.ws.once("close", () => resolve()),
+      );
       detach(connection);
       closeConnection(connection, closeCodes.disconnected, reason);
       await closedPromise;
@@ -595,10 +740,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       closed = true;
       options.server.off("upgrade", onUpgrade);
       for (const calls of [...pending.values()]) {
-        for (const entry of [...calls.values()]) fail(entry, unavailable(entry.computerId, "the gateway is shutting down"));
+        for (const entry of [...calls.values()])
+          fail(entry, unavailable(entry.computerId, "the gateway is shutting down"));
       }
       for (const [computerId, set] of waiters) {
-        for (const waiter of [...set]) waiter.reject(unavailable(computerId, "the gateway is shutting down"));
+        for (const waiter of [...set])
+          waiter.reject(unavailable(computerId, "the gateway is shutting down"));
       }
       const closing = [...allConnections].map(
         (connection) =>
@@ -616,7 +763,9 @@ export function createGateway(options: GatewayOptions): Gateway {
 }
 
 function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new DOMException("the call was aborted", "AbortError");
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new DOMException("the call was aborted", "AbortError");
 }
 
 function rawText(data: WebSocket.RawData): string {

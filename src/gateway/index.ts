@@ -1,3 +1,11 @@
 /** The gateway: where workers dial in, and through which the loop runs computer tools. */
 export { createGateway } from "./gateway.ts";
-export type { CallOptions, CallRequest, CallResult, Gateway, GatewayEvent, GatewayOptions, WorkerInfo } from "./gateway.ts";
+export type {
+  CallOptions,
+  CallRequest,
+  CallResult,
+  Gateway,
+  GatewayEvent,
+  GatewayOptions,
+  WorkerInfo,
+} from "./gateway.ts";

@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ShellCompletedOutput } from "../protocol/index.ts";
-import { makeComputerDirs, spawnWorker, startTestGateway } from "./testing.ts";
+import {
+  makeComputerDirs,
+  spawnWorker,
+  startTestGateway,
+  waitForWorkerProcess,
+} from "./testing.ts";
 
 const threeMinutesMs = 180_000;
 
@@ -18,7 +23,7 @@ describe("long calls", () => {
       gw.tokens.set("token-a", "cmp_a");
       const worker = spawnWorker({ gatewayUrl: gw.url, token: "token-a", dirs });
       try {
-        await gw.gateway.waitForWorker("cmp_a", 15_000);
+        await waitForWorkerProcess(gw.gateway, "cmp_a", worker);
         const chunks: string[] = [];
         const progress: number[] = [];
         const result = await gw.gateway.call(
@@ -29,11 +34,18 @@ describe("long calls", () => {
             input: { command: "for i in 1 2 3 4 5 6; do sleep 30; echo tick $i; done" },
             timeoutMs: threeMinutesMs + 60_000,
           },
-          { onChunk: (chunk) => chunks.push(chunk.data), onProgress: (elapsedMs) => progress.push(elapsedMs) },
+          {
+            onChunk: (chunk) => chunks.push(chunk.data),
+            onProgress: (elapsedMs) => progress.push(elapsedMs),
+          },
         );
         if (!result.ok) throw new Error(`${result.error.code}: ${result.error.message}`);
         const output = result.output as ShellCompletedOutput;
-        expect(output).toMatchObject({ exitCode: 0, timedOut: false, stdout: "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\n" });
+        expect(output).toMatchObject({
+          exitCode: 0,
+          timedOut: false,
+          stdout: "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\n",
+        });
         expect(output.durationMs).toBeGreaterThanOrEqual(threeMinutesMs);
         expect(chunks.join("")).toBe(output.stdout);
         expect(progress.length).toBeGreaterThanOrEqual(30); // one every 5 s

@@ -131,7 +131,8 @@ export function spawnWorker(options: {
   child.stdout?.on("data", (data: Buffer) => (output += data.toString()));
   child.stderr?.on("data", (data: Buffer) => (output += data.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    if (child.exitCode !== null || child.signalCode !== null)
+      resolve({ code: child.exitCode, signal: child.signalCode });
     else child.once("exit", (code, signal) => resolve({ code, signal }));
   });
   return {
@@ -149,6 +150,30 @@ export function spawnWorker(options: {
   };
 }
 
+/**
+ * Waits for the worker's hello, and on failure says why: whether the process exited, and what
+ * it printed.
+ */
+export async function waitForWorkerProcess(
+  gateway: Gateway,
+  computerId: string,
+  worker: WorkerProcess,
+  timeoutMs = 30_000,
+): Promise<void> {
+  try {
+    await gateway.waitForWorker(computerId, timeoutMs);
+  } catch (error) {
+    const state =
+      worker.child.exitCode !== null || worker.child.signalCode !== null
+        ? `exited (${worker.child.exitCode ?? worker.child.signalCode})`
+        : "still running";
+    throw new Error(
+      `${(error as Error).message}; the worker process is ${state}; its output:\n${worker.output()}`,
+      { cause: error },
+    );
+  }
+}
+
 /** Polls a condition until it holds; fails with `message` after `timeoutMs`. */
 export async function waitFor(
   condition: () => boolean | Promise<boolean>,
@@ -158,7 +183,10 @@ export async function waitFor(
   const giveUpAt = Date.now() + timeoutMs;
   for (;;) {
     if (await condition()) return;
-    if (Date.now() > giveUpAt) throw new Error(`timed out after ${timeoutMs} ms waiting for ${options.message ?? "a condition"}`);
+    if (Date.now() > giveUpAt)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${options.message ?? "a condition"}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 20));
   }
 }

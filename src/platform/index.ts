@@ -60,7 +60,11 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
   const log = options.log ?? ((message: string) => console.error(message));
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
+    for (const cleanup of cleanups.reverse()) {
+      const began = Date.now();
+      await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
+      if (process.env.ROOST_DEBUG_CLOSE) log(`close step ${cleanup.toString().slice(0, 60)} ${Date.now() - began} ms`);
+    }
   };
 
   try {
@@ -75,10 +79,10 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
 
     // One HTTP server for the API and the gateway; it starts listening once everything is wired.
-    let engine: RestateEngine | undefined;
+    const started: { engine?: RestateEngine } = {};
     const ingressUrl = () => {
-      if (engine === undefined) throw new Error("the durable engine is not running yet");
-      return engine.ingressUrl;
+      if (started.engine === undefined) throw new Error("the durable engine is not running yet");
+      return started.engine.ingressUrl;
     };
     let fetchApi: (request: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
     const server: ServerType = createAdaptorServer({ fetch: (request) => fetchApi(request) });
@@ -90,13 +94,14 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
       },
       workerWaitMs: config.computers.wakeTimeoutMs,
     });
-    cleanups.push(() => gateway.close());
 
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(config.port, config.host, () => resolve());
     });
     cleanups.push(() => closeHttp(server));
+    // Closed before the HTTP server (cleanups run in reverse): its upgraded sockets hold server.close().
+    cleanups.push(() => gateway.close());
     const port = (server.address() as AddressInfo).port;
     const url = `http://${config.host}:${port}`;
     const gatewayUrl = config.computers.gatewayUrl ?? `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
@@ -134,7 +139,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     const servicePort = (serviceServer.address() as AddressInfo).port;
     const serviceUrl = config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
 
-    engine =
+    const engine =
       config.restate.mode === "embedded"
         ? await startEmbeddedRestate({
             dataDir: config.dataDir,
@@ -147,8 +152,8 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
             },
           })
         : await connectExternalRestate({ ingressUrl: config.restate.ingressUrl, adminUrl: config.restate.adminUrl });
-    const runningEngine = engine;
-    cleanups.push(() => runningEngine.close());
+    started.engine = engine;
+    cleanups.push(() => engine.close());
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
@@ -191,7 +196,7 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         } catch (error) {
           checks.store = `failing: ${(error as Error).message}`;
         }
-        const probe = await probeRestateHealth(runningEngine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
+        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
           healthy: false,
           problem: String(error),
         }));

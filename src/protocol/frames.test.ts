@@ -1,10 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { encodeFrame, parseFrame, PROTOCOL_VERSION, toolInputSchemas, toolOutputSchemas, truncateReason } from "./index.ts";
+import {
+  encodeFrame,
+  parseFrame,
+  PROTOCOL_VERSION,
+  toolInputSchemas,
+  toolOutputSchemas,
+  truncateReason,
+} from "./index.ts";
 
 describe("parseFrame", () => {
   it("parses every worker frame", () => {
     const frames = [
-      { type: "hello", workerId: "wrk_1", bootId: "boot_1", protocol: PROTOCOL_VERSION, capabilities: ["shell"], inflight: ["c1"] },
+      {
+        type: "hello",
+        workerId: "wrk_1",
+        bootId: "boot_1",
+        protocol: PROTOCOL_VERSION,
+        capabilities: ["shell"],
+        inflight: ["c1"],
+      },
       { type: "chunk", callId: "c1", stream: "stdout", data: "hi\n" },
       { type: "result", callId: "c1", ok: true, output: { anything: 1 } },
       { type: "result", callId: "c1", ok: false, error: { code: "not_found", message: "nope" } },
@@ -21,22 +35,35 @@ describe("parseFrame", () => {
 
   it("parses every gateway frame", () => {
     const frames = [
-      { type: "welcome", computerId: "cmp_1", protocol: 1, heartbeatMs: 10_000, maxFrameBytes: 1024 },
+      {
+        type: "welcome",
+        computerId: "cmp_1",
+        protocol: 1,
+        heartbeatMs: 10_000,
+        maxFrameBytes: 1024,
+      },
       { type: "call", callId: "c1", tool: "shell", input: { command: "true" }, timeoutMs: 1000 },
       { type: "ack", callId: "c1" },
       { type: "cancel", callId: "c1" },
       { type: "ping", nonce: "x" },
       { type: "pong" },
     ];
-    for (const frame of frames) expect(parseFrame(encodeFrame(frame as never), "gateway")).toEqual({ ok: true, frame });
+    for (const frame of frames)
+      expect(parseFrame(encodeFrame(frame as never), "gateway")).toEqual({ ok: true, frame });
   });
 
   it("returns a typed error for text that is not JSON", () => {
-    expect(parseFrame("{nope", "worker")).toEqual({ ok: false, error: { code: "invalid_json", message: "frame is not valid JSON" } });
+    expect(parseFrame("{nope", "worker")).toEqual({
+      ok: false,
+      error: { code: "invalid_json", message: "frame is not valid JSON" },
+    });
   });
 
   it("names the frame and the field that failed its schema", () => {
-    const parsed = parseFrame(JSON.stringify({ type: "chunk", callId: "c1", stream: "stdin", data: "x" }), "worker");
+    const parsed = parseFrame(
+      JSON.stringify({ type: "chunk", callId: "c1", stream: "stdin", data: "x" }),
+      "worker",
+    );
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) {
       expect(parsed.error.code).toBe("invalid_frame");
@@ -45,23 +72,48 @@ describe("parseFrame", () => {
   });
 
   it("refuses a frame type that belongs to the other direction", () => {
-    const call = JSON.stringify({ type: "call", callId: "c1", tool: "shell", input: {}, timeoutMs: 1 });
+    const call = JSON.stringify({
+      type: "call",
+      callId: "c1",
+      tool: "shell",
+      input: {},
+      timeoutMs: 1,
+    });
     expect(parseFrame(call, "worker").ok).toBe(false);
-    const hello = JSON.stringify({ type: "hello", workerId: "w", bootId: "b", protocol: 1, capabilities: [], inflight: [] });
+    const hello = JSON.stringify({
+      type: "hello",
+      workerId: "w",
+      bootId: "b",
+      protocol: 1,
+      capabilities: [],
+      inflight: [],
+    });
     expect(parseFrame(hello, "gateway").ok).toBe(false);
   });
 
   it("refuses a frame over the size limit before parsing it", () => {
-    const parsed = parseFrame(JSON.stringify({ type: "chunk", callId: "c", stream: "stdout", data: "x".repeat(2000) }), "worker", {
-      maxBytes: 1000,
-    });
+    const parsed = parseFrame(
+      JSON.stringify({ type: "chunk", callId: "c", stream: "stdout", data: "x".repeat(2000) }),
+      "worker",
+      {
+        maxBytes: 1000,
+      },
+    );
     expect(parsed).toMatchObject({ ok: false, error: { code: "too_large" } });
   });
 
   it("counts the size in UTF-8 bytes", () => {
-    const text = JSON.stringify({ type: "chunk", callId: "c", stream: "stdout", data: "é".repeat(400) });
+    const text = JSON.stringify({
+      type: "chunk",
+      callId: "c",
+      stream: "stdout",
+      data: "é".repeat(400),
+    });
     expect(text.length).toBeLessThan(1000);
-    expect(parseFrame(text, "worker", { maxBytes: 500 })).toMatchObject({ ok: false, error: { code: "too_large" } });
+    expect(parseFrame(text, "worker", { maxBytes: 500 })).toMatchObject({
+      ok: false,
+      error: { code: "too_large" },
+    });
   });
 
   it("ignores unknown fields so a peer may add optional ones", () => {
@@ -84,7 +136,9 @@ describe("tool schemas", () => {
   });
 
   it("reject a shell environment variable with an invalid name", () => {
-    expect(toolInputSchemas.shell.safeParse({ command: "env", env: { "A-B": "1" } }).success).toBe(false);
+    expect(toolInputSchemas.shell.safeParse({ command: "env", env: { "A-B": "1" } }).success).toBe(
+      false,
+    );
   });
 
   it("reject a job id that could leave the jobs directory", () => {

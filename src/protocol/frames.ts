@@ -86,8 +86,14 @@ export const progressFrameSchema = z.object({
   elapsedMs: z.number().int().nonnegative(),
 });
 
-export const pingFrameSchema = z.object({ type: z.literal("ping"), nonce: z.string().max(64).optional() });
-export const pongFrameSchema = z.object({ type: z.literal("pong"), nonce: z.string().max(64).optional() });
+export const pingFrameSchema = z.object({
+  type: z.literal("ping"),
+  nonce: z.string().max(64).optional(),
+});
+export const pongFrameSchema = z.object({
+  type: z.literal("pong"),
+  nonce: z.string().max(64).optional(),
+});
 
 export const workerFrameSchema = z.discriminatedUnion("type", [
   helloFrameSchema,
@@ -192,7 +198,13 @@ export function parseFrame(
   // Cheap bound first: a UTF-16 length over the limit cannot be under it in UTF-8.
   const bytes = text.length > maxBytes ? text.length : Buffer.byteLength(text, "utf8");
   if (bytes > maxBytes) {
-    return { ok: false, error: { code: "too_large", message: `frame of ${bytes} bytes exceeds the ${maxBytes}-byte limit` } };
+    return {
+      ok: false,
+      error: {
+        code: "too_large",
+        message: `frame of ${bytes} bytes exceeds the ${maxBytes}-byte limit`,
+      },
+    };
   }
   let value: unknown;
   try {
@@ -203,7 +215,10 @@ export function parseFrame(
   const schema = sender === "worker" ? workerFrameSchema : gatewayFrameSchema;
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    return { ok: false, error: { code: "invalid_frame", message: describeFrameIssue(value, parsed.error) } };
+    return {
+      ok: false,
+      error: { code: "invalid_frame", message: describeFrameIssue(value, parsed.error) },
+    };
   }
   return { ok: true, frame: parsed.data };
 }

@@ -91,10 +91,15 @@ export const shellStartedOutputSchema = z.object({
   stderrPath: z.string(),
 });
 
-export const shellOutputSchema = z.discriminatedUnion("kind", [shellCompletedOutputSchema, shellStartedOutputSchema]);
+export const shellOutputSchema = z.discriminatedUnion("kind", [
+  shellCompletedOutputSchema,
+  shellStartedOutputSchema,
+]);
 
 export const shellStatusInputSchema = z.object({
-  jobId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a job id as returned by shell with background: true"),
+  jobId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a job id as returned by shell with background: true"),
   /** Bytes of each stream's tail to return. */
   tailBytes: z.number().int().nonnegative().max(toolLimits.readMaxBytes).optional(),
 });

@@ -70,7 +70,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
   const specs: ToolSpec[] = (Object.keys(toolInputSchemas) as ToolName[]).map((name) => ({
     name,
     description: descriptions[name],
-    inputSchema: z.toJSONSchema(inputSchemaFor(name), { io: "input" }) as Record<string, unknown>,
+    inputSchema: z.toJSONSchema(inputSchemaFor(name), { io: "input" }),
   }));
 
   return {

@@ -17,7 +17,9 @@ function scripted(minUptimeMs = 10_000) {
 describe("backoff", () => {
   it("grows exponentially up to the maximum", () => {
     const { backoff } = scripted();
-    expect([1, 2, 3, 4, 5, 6].map(() => backoff.nextDelayMs())).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect([1, 2, 3, 4, 5, 6].map(() => backoff.nextDelayMs())).toEqual([
+      100, 200, 400, 800, 1000, 1000,
+    ]);
   });
 
   it("jitters each delay between half the ceiling and the ceiling", () => {

@@ -48,7 +48,10 @@ async function startRunner(options: { maxFrameBytes?: number } = {}) {
     shell: { pollMs: 20 },
   });
   runners.push(runner);
-  const results = (callId: string) => sent.filter((frame): frame is ResultFrame => frame.type === "result" && frame.callId === callId);
+  const results = (callId: string) =>
+    sent.filter(
+      (frame): frame is ResultFrame => frame.type === "result" && frame.callId === callId,
+    );
   const result = async (callId: string) => {
     while (results(callId).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     return results(callId)[0]!;
@@ -111,7 +114,15 @@ describe("call runner", () => {
     const dir = path.join(jobsRoot(stateDir), jobIdFor("c1", false));
     const child = await spawnJob(
       dir,
-      { jobId: jobIdFor("c1", false), callId: "c1", command: "echo run >> runs; sleep 0.3; echo finished", cwd: workspace, startedAt: Date.now(), deadlineAt: Date.now() + 30_000, background: false },
+      {
+        jobId: jobIdFor("c1", false),
+        callId: "c1",
+        command: "echo run >> runs; sleep 0.3; echo finished",
+        cwd: workspace,
+        startedAt: Date.now(),
+        deadlineAt: Date.now() + 30_000,
+        background: false,
+      },
       { PATH: "/usr/bin:/bin" },
     );
     child.unref();
@@ -127,9 +138,26 @@ describe("call runner", () => {
 
   it("two wrappers started for one job run the command once (the pid file is claimed exclusively)", async () => {
     const dir = path.join(jobsRoot(stateDir), "job_race");
-    const meta = { jobId: "job_race", callId: "c", command: "echo run >> runs", cwd: workspace, startedAt: Date.now(), deadlineAt: null, background: false };
-    const children = await Promise.all([spawnJob(dir, meta, { PATH: "/usr/bin:/bin" }), spawnJob(dir, meta, { PATH: "/usr/bin:/bin" })]);
-    const codes = await Promise.all(children.map((child) => new Promise((resolve) => child.once("exit", resolve))));
+    const meta = {
+      jobId: "job_race",
+      callId: "c",
+      command: "echo run >> runs",
+      cwd: workspace,
+      startedAt: Date.now(),
+      deadlineAt: null,
+      background: false,
+    };
+    const children = await Promise.all([
+      spawnJob(dir, meta, { PATH: "/usr/bin:/bin" }),
+      spawnJob(dir, meta, { PATH: "/usr/bin:/bin" }),
+    ]);
+    const codes = await Promise.all(
+      children.map((child) =>
+        child.exitCode !== null
+          ? Promise.resolve(child.exitCode)
+          : new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code))),
+      ),
+    );
     expect(codes.sort()).toEqual([0, 97]);
     expect(runs()).toBe(1);
   });
@@ -141,7 +169,18 @@ describe("call runner", () => {
     mkdirSync(dir, { recursive: true });
     const gone = spawn("true");
     await new Promise((resolve) => gone.once("exit", resolve));
-    writeFileSync(path.join(dir, "job.json"), JSON.stringify({ jobId: "x", callId: "c1", command: "echo run >> runs", cwd: workspace, startedAt: Date.now(), deadlineAt: Date.now() + 30_000, background: false }));
+    writeFileSync(
+      path.join(dir, "job.json"),
+      JSON.stringify({
+        jobId: "x",
+        callId: "c1",
+        command: "echo run >> runs",
+        cwd: workspace,
+        startedAt: Date.now(),
+        deadlineAt: Date.now() + 30_000,
+        background: false,
+      }),
+    );
     writeFileSync(path.join(dir, "pid"), `${gone.pid}\n`);
     runner.handleCall(shellCall("c1", "echo run >> runs"));
     const frame = await result("c1");
@@ -160,22 +199,41 @@ describe("call runner", () => {
   it("refuses unknown tools and invalid input with a clear error", async () => {
     const { runner, result } = await startRunner();
     runner.handleCall({ type: "call", callId: "u1", tool: "teleport", input: {}, timeoutMs: 1000 });
-    runner.handleCall({ type: "call", callId: "u2", tool: "read", input: { path: 42 }, timeoutMs: 1000 });
+    runner.handleCall({
+      type: "call",
+      callId: "u2",
+      tool: "read",
+      input: { path: 42 },
+      timeoutMs: 1000,
+    });
     expect(await result("u1")).toMatchObject({ ok: false, error: { code: "unknown_tool" } });
-    expect(await result("u2")).toMatchObject({ ok: false, error: { code: "invalid_input", message: expect.stringMatching(/^invalid read input at path/) } });
+    expect(await result("u2")).toMatchObject({
+      ok: false,
+      error: {
+        code: "invalid_input",
+        message: expect.stringMatching(/^invalid read input at path/),
+      },
+    });
   });
 
   it("turns a result over the frame limit into output_too_large", async () => {
     const { runner, result } = await startRunner({ maxFrameBytes: 10_000 });
     writeFileSync(path.join(workspace, "big.txt"), "y".repeat(50_000));
-    runner.handleCall({ type: "call", callId: "b1", tool: "read", input: { path: "big.txt" }, timeoutMs: 1000 });
+    runner.handleCall({
+      type: "call",
+      callId: "b1",
+      tool: "read",
+      input: { path: "big.txt" },
+      timeoutMs: 1000,
+    });
     expect(await result("b1")).toMatchObject({ ok: false, error: { code: "output_too_large" } });
   });
 
   it("cancels a running command", async () => {
     const { runner, result, sent } = await startRunner();
     runner.handleCall(shellCall("k1", "echo started; sleep 30"));
-    while (!sent.some((frame) => frame.type === "chunk")) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (!sent.some((frame) => frame.type === "chunk"))
+      await new Promise((resolve) => setTimeout(resolve, 10));
     runner.handleCancel("k1");
     expect(await result("k1")).toMatchObject({ ok: false, error: { code: "cancelled" } });
   });

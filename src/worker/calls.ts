@@ -89,8 +89,10 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   const unacked = new Map<string, ResultFrame>();
 
   const tools: Record<ToolName, ToolRunner> = {
-    shell: (input, context) => shellTool(toolInputSchemas.shell.parse(input), context, options.shell),
-    shell_status: (input, context) => shellStatusTool(toolInputSchemas.shell_status.parse(input), context),
+    shell: (input, context) =>
+      shellTool(toolInputSchemas.shell.parse(input), context, options.shell),
+    shell_status: (input, context) =>
+      shellStatusTool(toolInputSchemas.shell_status.parse(input), context),
     read: (input, context) => readTool(toolInputSchemas.read.parse(input), context),
     write: (input, context) => writeTool(toolInputSchemas.write.parse(input), context),
     edit: (input, context) => editTool(toolInputSchemas.edit.parse(input), context),
@@ -101,7 +103,8 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   const progressTimer = setInterval(() => {
     const at = now();
     for (const [callId, entry] of running) {
-      if (entry.result === undefined) options.send({ type: "progress", callId, elapsedMs: Math.max(0, at - entry.startedAt) });
+      if (entry.result === undefined)
+        options.send({ type: "progress", callId, elapsedMs: Math.max(0, at - entry.startedAt) });
     }
   }, options.progressIntervalMs ?? 5000);
   progressTimer.unref();
@@ -130,7 +133,10 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     if (!isToolName(frame.tool)) {
       sendResult(callId, {
         ok: false,
-        error: { code: "unknown_tool", message: `this worker has no tool ${JSON.stringify(frame.tool)}` },
+        error: {
+          code: "unknown_tool",
+          message: `this worker has no tool ${JSON.stringify(frame.tool)}`,
+        },
       });
       return;
     }
@@ -138,10 +144,14 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     const parsed = schema.safeParse(frame.input);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      const where = issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`;
+      const where =
+        issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`;
       sendResult(callId, {
         ok: false,
-        error: { code: "invalid_input", message: `invalid ${frame.tool} input${where}: ${issue?.message ?? "schema mismatch"}` },
+        error: {
+          code: "invalid_input",
+          message: `invalid ${frame.tool} input${where}: ${issue?.message ?? "schema mismatch"}`,
+        },
       });
       return;
     }
@@ -162,10 +172,16 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       markStarted: async (detail) => {
         if (marked) return;
         marked = true;
-        await options.doneLog.markStarted(callId, frame.tool, { timeoutMs: frame.timeoutMs, tool: detail }); // W3
+        await options.doneLog.markStarted(callId, frame.tool, {
+          timeoutMs: frame.timeoutMs,
+          tool: detail,
+        }); // W3
       },
       afterRecorded: (task) => afterRecorded.push(task),
-      previous: previous === undefined ? undefined : { ...previous, detail: (previous.detail as { tool?: unknown } | undefined)?.tool },
+      previous:
+        previous === undefined
+          ? undefined
+          : { ...previous, detail: (previous.detail as { tool?: unknown } | undefined)?.tool },
       durable,
       now,
     };
@@ -199,13 +215,23 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
 
   function start(frame: CallFrame): void {
     const controller = new AbortController();
-    const entry: Running = { controller, startedAt: now(), done: Promise.resolve(), result: undefined };
+    const entry: Running = {
+      controller,
+      startedAt: now(),
+      done: Promise.resolve(),
+      result: undefined,
+    };
     running.set(frame.callId, entry); // W1: synchronously, before any await
     entry.done = execute(frame, entry)
       .catch((error: unknown) => {
         // Only the done-log read or a bug gets here; the gateway will ask again.
-        log(`worker: call ${frame.callId} failed inside the worker: ${(error as Error).stack ?? String(error)}`);
-        sendResult(frame.callId, { ok: false, error: { code: "internal", message: (error as Error).message } });
+        log(
+          `worker: call ${frame.callId} failed inside the worker: ${(error as Error).stack ?? String(error)}`,
+        );
+        sendResult(frame.callId, {
+          ok: false,
+          error: { code: "internal", message: (error as Error).message },
+        });
       })
       .finally(() => running.delete(frame.callId));
   }
@@ -228,7 +254,9 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       running.get(callId)?.controller.abort();
     },
     inflight() {
-      return [...running].filter(([, entry]) => entry.result === undefined).map(([callId]) => callId);
+      return [...running]
+        .filter(([, entry]) => entry.result === undefined)
+        .map(([callId]) => callId);
     },
     resendUnacked() {
       for (const frame of unacked.values()) options.send(frame); // W4
@@ -238,7 +266,9 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         if (running.has(record.callId)) continue;
         const frame = await recoveryFrame(record);
         if (frame === undefined) continue; // recovered when the gateway repeats the call
-        log(`worker: attaching to call ${record.callId} (${record.tool}) started before this worker restarted`);
+        log(
+          `worker: attaching to call ${record.callId} (${record.tool}) started before this worker restarted`,
+        );
         start(frame);
       }
     },
@@ -253,11 +283,19 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   /** A foreground shell call whose job exists can be finished without the gateway's copy of the call. */
   async function recoveryFrame(record: StartedRecord): Promise<CallFrame | undefined> {
     if (record.tool !== "shell") return undefined;
-    const job = await readJob(path.join(jobsRoot(options.stateDir), jobIdFor(record.callId, false)));
+    const job = await readJob(
+      path.join(jobsRoot(options.stateDir), jobIdFor(record.callId, false)),
+    );
     // Without a pid the wrapper may not have claimed the job yet; the shell tool starts another
     // wrapper and the claim lets only one of them run the command.
     if (job === undefined) return undefined;
     const timeoutMs = (record.detail as { timeoutMs?: number } | undefined)?.timeoutMs ?? 1;
-    return { type: "call", callId: record.callId, tool: "shell", input: { command: job.meta.command, cwd: job.meta.cwd }, timeoutMs };
+    return {
+      type: "call",
+      callId: record.callId,
+      tool: "shell",
+      input: { command: job.meta.command, cwd: job.meta.cwd },
+      timeoutMs,
+    };
   }
 }

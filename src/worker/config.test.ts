@@ -19,8 +19,22 @@ describe("resolveWorkerConfig", () => {
   });
 
   it("lets flags override the environment", () => {
-    const config = resolveWorkerConfig(["--token", "flag-token", "--workspace", "/w", "--gateway-url", "wss://roost.example/v1/gateway"], env);
-    expect(config).toMatchObject({ token: "flag-token", workspace: "/w", gatewayUrl: "wss://roost.example/v1/gateway" });
+    const config = resolveWorkerConfig(
+      [
+        "--token",
+        "flag-token",
+        "--workspace",
+        "/w",
+        "--gateway-url",
+        "wss://roost.example/v1/gateway",
+      ],
+      env,
+    );
+    expect(config).toMatchObject({
+      token: "flag-token",
+      workspace: "/w",
+      gatewayUrl: "wss://roost.example/v1/gateway",
+    });
   });
 
   it("says how to pass a missing token", () => {
@@ -30,7 +44,10 @@ describe("resolveWorkerConfig", () => {
   });
 
   it("accepts a token file instead of a token", () => {
-    const config = resolveWorkerConfig(["--token-file", "/run/token"], { ...env, ROOST_WORKER_TOKEN: "" });
+    const config = resolveWorkerConfig(["--token-file", "/run/token"], {
+      ...env,
+      ROOST_WORKER_TOKEN: "",
+    });
     expect(config).toMatchObject({ token: undefined, tokenFile: "/run/token" });
   });
 
@@ -38,14 +55,20 @@ describe("resolveWorkerConfig", () => {
     expect(() => resolveWorkerConfig([], { ...env, ROOST_GATEWAY_URL: undefined })).toThrow(
       "worker: gateway URL is required (pass --gateway-url or set ROOST_GATEWAY_URL)",
     );
-    expect(() => resolveWorkerConfig([], { ...env, ROOST_WORKER_STATE_DIR: undefined })).toThrow(/--state-dir or set ROOST_WORKER_STATE_DIR/);
+    expect(() => resolveWorkerConfig([], { ...env, ROOST_WORKER_STATE_DIR: undefined })).toThrow(
+      /--state-dir or set ROOST_WORKER_STATE_DIR/,
+    );
   });
 
   it("refuses a URL that is not ws:// or wss://", () => {
-    expect(() => resolveWorkerConfig(["--gateway-url", "http://x/v1/gateway"], env)).toThrow(/must start with ws:\/\/ or wss:\/\//);
+    expect(() => resolveWorkerConfig(["--gateway-url", "http://x/v1/gateway"], env)).toThrow(
+      /must start with ws:\/\/ or wss:\/\//,
+    );
   });
 
   it("refuses unknown flags with the usage", () => {
-    expect(() => resolveWorkerConfig(["--tokn", "x"], env)).toThrow(/usage: node src\/worker\/main.ts/);
+    expect(() => resolveWorkerConfig(["--tokn", "x"], env)).toThrow(
+      /usage: node src\/worker\/main.ts/,
+    );
   });
 });

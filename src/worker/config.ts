@@ -24,7 +24,10 @@ export class WorkerConfigError extends Error {
 const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR]
   environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE`;
 
-export function resolveWorkerConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): WorkerConfig {
+export function resolveWorkerConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): WorkerConfig {
   let values;
   try {
     ({ values } = parseArgs({
@@ -49,16 +52,22 @@ export function resolveWorkerConfig(argv: readonly string[], env: Readonly<Recor
 
   const gatewayUrl = pick(values["gateway-url"], "ROOST_GATEWAY_URL");
   if (gatewayUrl === undefined) {
-    throw new WorkerConfigError("worker: gateway URL is required (pass --gateway-url or set ROOST_GATEWAY_URL)");
+    throw new WorkerConfigError(
+      "worker: gateway URL is required (pass --gateway-url or set ROOST_GATEWAY_URL)",
+    );
   }
   let parsed: URL;
   try {
     parsed = new URL(gatewayUrl);
   } catch {
-    throw new WorkerConfigError(`worker: gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://host:port/v1/gateway)`);
+    throw new WorkerConfigError(
+      `worker: gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://host:port/v1/gateway)`,
+    );
   }
   if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
-    throw new WorkerConfigError(`worker: gateway URL must start with ws:// or wss:// (got ${parsed.protocol}//)`);
+    throw new WorkerConfigError(
+      `worker: gateway URL must start with ws:// or wss:// (got ${parsed.protocol}//)`,
+    );
   }
 
   const token = pick(values.token, "ROOST_WORKER_TOKEN");

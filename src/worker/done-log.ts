@@ -58,7 +58,10 @@ export function callKey(callId: string): string {
   return createHash("sha256").update(callId).digest("hex");
 }
 
-export async function openDoneLog(stateDir: string, options: DoneLogOptions = {}): Promise<DoneLog> {
+export async function openDoneLog(
+  stateDir: string,
+  options: DoneLogOptions = {},
+): Promise<DoneLog> {
   const startedDir = path.join(stateDir, "calls", "started");
   const doneDir = path.join(stateDir, "calls", "done");
   await fs.mkdir(startedDir, { recursive: true });
@@ -77,12 +80,23 @@ export async function openDoneLog(stateDir: string, options: DoneLogOptions = {}
       return readRecord(path.join(startedDir, key));
     },
     async markStarted(callId, tool, detail) {
-      const record: StartedRecord = { state: "started", callId, tool, startedAt: now().toISOString() };
+      const record: StartedRecord = {
+        state: "started",
+        callId,
+        tool,
+        startedAt: now().toISOString(),
+      };
       if (detail !== undefined) record.detail = detail;
       await write(startedDir, callId, record);
     },
     async markDone(callId, tool, outcome) {
-      await write(doneDir, callId, { state: "done", callId, tool, finishedAt: now().toISOString(), outcome });
+      await write(doneDir, callId, {
+        state: "done",
+        callId,
+        tool,
+        finishedAt: now().toISOString(),
+        outcome,
+      });
       // The done record wins over the started one; removing it only keeps the startup scan short.
       await fs.rm(path.join(startedDir, `${callKey(callId)}.json`), { force: true });
     },

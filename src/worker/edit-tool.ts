@@ -23,7 +23,10 @@ interface EditDetail {
 export async function editTool(input: EditInput, context: ToolContext): Promise<EditOutput> {
   const file = resolveToolPath(context.workspace, input.path);
   if (input.oldString === input.newString) {
-    throw new ToolFailure("invalid_input", "oldString and newString are the same; nothing to change");
+    throw new ToolFailure(
+      "invalid_input",
+      "oldString and newString are the same; nothing to change",
+    );
   }
   try {
     const target = await writeTarget(file);
@@ -36,7 +39,10 @@ export async function editTool(input: EditInput, context: ToolContext): Promise<
       return { path: file, replacements: previous.replacements };
     }
     if (isBinary(bytes.subarray(0, 8192))) {
-      throw new ToolFailure("binary_file", `${file} is a binary file; edit works on text (use shell for binary files)`);
+      throw new ToolFailure(
+        "binary_file",
+        `${file} is a binary file; edit works on text (use shell for binary files)`,
+      );
     }
     const text = bytes.toString("utf8");
     const count = countOccurrences(text, input.oldString);
@@ -53,9 +59,15 @@ export async function editTool(input: EditInput, context: ToolContext): Promise<
       );
     }
     // split/join, not String.replace: `$&` and friends in newString must stay literal.
-    const replaced = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : replaceFirst(text, input.oldString, input.newString);
+    const replaced =
+      input.replaceAll === true
+        ? text.split(input.oldString).join(input.newString)
+        : replaceFirst(text, input.oldString, input.newString);
     const after = Buffer.from(replaced, "utf8");
-    await context.markStarted({ afterSha256: sha256(after), replacements: count } satisfies EditDetail);
+    await context.markStarted({
+      afterSha256: sha256(after),
+      replacements: count,
+    } satisfies EditDetail);
     await writeFileAtomic(target.file, after, context.durable, target.mode);
     return { path: file, replacements: count };
   } catch (error) {
@@ -65,7 +77,8 @@ export async function editTool(input: EditInput, context: ToolContext): Promise<
 
 function countOccurrences(text: string, search: string): number {
   let count = 0;
-  for (let at = text.indexOf(search); at !== -1; at = text.indexOf(search, at + search.length)) count += 1;
+  for (let at = text.indexOf(search); at !== -1; at = text.indexOf(search, at + search.length))
+    count += 1;
   return count;
 }
 

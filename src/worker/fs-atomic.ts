@@ -3,9 +3,17 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 
 /** Temp file + (fsync) + rename + (fsync of the directory): readers see the old file or the new one. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, durable: boolean, mode?: number): Promise<void> {
+export async function writeFileAtomic(
+  file: string,
+  data: string | Uint8Array,
+  durable: boolean,
+  mode?: number,
+): Promise<void> {
   const dir = path.dirname(file);
-  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
+  const temp = path.join(
+    dir,
+    `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`,
+  );
   const handle = await fs.open(temp, "w");
   try {
     if (mode !== undefined) await handle.chmod(mode);
@@ -33,7 +41,8 @@ async function fsyncDirectory(dir: string): Promise<void> {
     await handle.sync();
   } catch (error) {
     // Some file systems cannot fsync a directory; the rename is then as durable as they allow.
-    if (!isErrno(error, "EINVAL") && !isErrno(error, "EISDIR") && !isErrno(error, "EPERM")) throw error;
+    if (!isErrno(error, "EINVAL") && !isErrno(error, "EISDIR") && !isErrno(error, "EPERM"))
+      throw error;
   } finally {
     await handle?.close();
   }

@@ -74,7 +74,11 @@ export function jobPaths(dir: string) {
  * atomically but not fsync'd: the call's durable fact is its `started` record, and the job's
  * own files (pid, output, exit) are written by the shell without fsync anyway.
  */
-export async function spawnJob(dir: string, meta: JobMeta, env: Readonly<Record<string, string>>): Promise<ChildProcess> {
+export async function spawnJob(
+  dir: string,
+  meta: JobMeta,
+  env: Readonly<Record<string, string>>,
+): Promise<ChildProcess> {
   const paths = jobPaths(dir);
   await fs.mkdir(dir, { recursive: true });
   await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
@@ -110,7 +114,8 @@ export async function readJob(dir: string): Promise<JobState | undefined> {
   const pid = await readNumber(paths.pid);
   const exitCode = await readNumber(paths.exit);
   let exitedAt: number | undefined;
-  if (exitCode !== undefined) exitedAt = (await fs.stat(paths.exit).catch(() => undefined))?.mtimeMs;
+  if (exitCode !== undefined)
+    exitedAt = (await fs.stat(paths.exit).catch(() => undefined))?.mtimeMs;
   return { meta, pid, exitCode, exitedAt };
 }
 
@@ -176,7 +181,11 @@ export async function readStreamText(file: string, limitBytes: number): Promise<
     if (size <= limitBytes) {
       const buffer = Buffer.alloc(size);
       const { bytesRead } = await handle.read(buffer, 0, size, 0);
-      return { text: buffer.subarray(0, bytesRead).toString("utf8"), bytes: size, truncated: false };
+      return {
+        text: buffer.subarray(0, bytesRead).toString("utf8"),
+        bytes: size,
+        truncated: false,
+      };
     }
     const half = Math.floor(limitBytes / 2);
     const head = Buffer.alloc(half + 4);
@@ -190,7 +199,10 @@ export async function readStreamText(file: string, limitBytes: number): Promise<
     const omitted = size - headEnd - (tailRead - from);
     const marker = `\n\n[... ${omitted} bytes omitted; the full output is in ${file} ...]\n\n`;
     return {
-      text: head.subarray(0, headEnd).toString("utf8") + marker + tail.subarray(from, tailRead).toString("utf8"),
+      text:
+        head.subarray(0, headEnd).toString("utf8") +
+        marker +
+        tail.subarray(from, tailRead).toString("utf8"),
       bytes: size,
       truncated: true,
     };
@@ -200,7 +212,10 @@ export async function readStreamText(file: string, limitBytes: number): Promise<
 }
 
 /** The last `bytes` of a file, starting at a character boundary. */
-export async function readTail(file: string, bytes: number): Promise<{ text: string; size: number }> {
+export async function readTail(
+  file: string,
+  bytes: number,
+): Promise<{ text: string; size: number }> {
   let handle;
   try {
     handle = await fs.open(file, "r");
@@ -234,7 +249,8 @@ export async function pruneJobs(stateDir: string, maxAgeMs: number, now: number)
     const job = await readJob(dir);
     const startedAt = job?.meta.startedAt ?? (await fs.stat(dir)).mtimeMs;
     if (now - startedAt < maxAgeMs) continue;
-    if (job?.pid !== undefined && job.exitCode === undefined && (await isJobAlive(job.pid, dir))) continue;
+    if (job?.pid !== undefined && job.exitCode === undefined && (await isJobAlive(job.pid, dir)))
+      continue;
     await fs.rm(dir, { recursive: true, force: true });
     removed += 1;
   }

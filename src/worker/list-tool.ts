@@ -38,7 +38,10 @@ export async function globTool(input: GlobInput, context: ToolContext): Promise<
   const dir = resolveToolPath(context.workspace, input.path ?? ".");
   const limit = input.limit ?? toolLimits.listDefaultLimit;
   if (path.isAbsolute(input.pattern) || input.pattern.split(/[\\/]/).includes("..")) {
-    throw new ToolFailure("invalid_input", "pattern must be relative to path and stay under it (set path to search elsewhere)");
+    throw new ToolFailure(
+      "invalid_input",
+      "pattern must be relative to path and stay under it (set path to search elsewhere)",
+    );
   }
   try {
     await requireDirectory(dir);
@@ -46,7 +49,10 @@ export async function globTool(input: GlobInput, context: ToolContext): Promise<
     let capped = false;
     for await (const match of fs.glob(input.pattern, { cwd: dir })) {
       if (context.now() > context.deadline) {
-        throw new ToolFailure("timeout", `glob ${input.pattern} ran out of time; narrow the pattern or the path`);
+        throw new ToolFailure(
+          "timeout",
+          `glob ${input.pattern} ran out of time; narrow the pattern or the path`,
+        );
       }
       if (context.signal.aborted) throw new ToolFailure("cancelled", "the call was cancelled");
       if (matches.length >= globScanCap) {
@@ -56,7 +62,11 @@ export async function globTool(input: GlobInput, context: ToolContext): Promise<
       matches.push(match);
     }
     matches.sort();
-    return { path: dir, matches: matches.slice(0, limit), truncated: capped || matches.length > limit };
+    return {
+      path: dir,
+      matches: matches.slice(0, limit),
+      truncated: capped || matches.length > limit,
+    };
   } catch (error) {
     throw toToolFailure(error, dir);
   }
@@ -64,5 +74,6 @@ export async function globTool(input: GlobInput, context: ToolContext): Promise<
 
 async function requireDirectory(dir: string): Promise<void> {
   const stat = await fs.stat(dir);
-  if (!stat.isDirectory()) throw new ToolFailure("not_a_directory", `${dir} is not a directory (use read for files)`);
+  if (!stat.isDirectory())
+    throw new ToolFailure("not_a_directory", `${dir} is not a directory (use read for files)`);
 }

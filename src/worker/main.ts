@@ -26,7 +26,9 @@ let stopping = false;
 const stop = (signal: string) => {
   if (stopping) return;
   stopping = true;
-  process.stderr.write(`worker: ${signal} received; closing (running commands keep running and are picked up by the next worker)\n`);
+  process.stderr.write(
+    `worker: ${signal} received; closing (running commands keep running and are picked up by the next worker)\n`,
+  );
   worker.close().then(
     () => process.exit(0),
     (error: unknown) => {

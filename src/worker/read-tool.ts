@@ -18,7 +18,8 @@ export async function readTool(input: ReadInput, context: ToolContext): Promise<
   } catch (error) {
     throw toToolFailure(error, file);
   }
-  if (stat.isDirectory()) throw new ToolFailure("is_directory", `${file} is a directory (use list to see its entries)`);
+  if (stat.isDirectory())
+    throw new ToolFailure("is_directory", `${file} is a directory (use list to see its entries)`);
 
   const head = await readHead(file, sniffBytes).catch((error: unknown) => {
     throw toToolFailure(error, file);
@@ -32,7 +33,13 @@ export async function readTool(input: ReadInput, context: ToolContext): Promise<
       );
     }
     const data = await fs.readFile(file);
-    return { kind: "image", path: file, mimeType, data: data.toString("base64"), sizeBytes: data.byteLength };
+    return {
+      kind: "image",
+      path: file,
+      mimeType,
+      data: data.toString("base64"),
+      sizeBytes: data.byteLength,
+    };
   }
   if (isBinary(head)) return { kind: "binary", path: file, sizeBytes: stat.size };
 
@@ -101,11 +108,13 @@ async function readHead(file: string, length: number): Promise<Buffer> {
 }
 
 export function imageMimeType(head: Uint8Array): ImageMimeType | undefined {
-  const startsWith = (bytes: number[], at = 0) => bytes.every((byte, index) => head[at + index] === byte);
+  const startsWith = (bytes: number[], at = 0) =>
+    bytes.every((byte, index) => head[at + index] === byte);
   if (startsWith([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
   if (startsWith([0xff, 0xd8, 0xff])) return "image/jpeg";
   if (startsWith([0x47, 0x49, 0x46, 0x38])) return "image/gif";
-  if (startsWith([0x52, 0x49, 0x46, 0x46]) && startsWith([0x57, 0x45, 0x42, 0x50], 8)) return "image/webp";
+  if (startsWith([0x52, 0x49, 0x46, 0x46]) && startsWith([0x57, 0x45, 0x42, 0x50], 8))
+    return "image/webp";
   return undefined;
 }
 

@@ -14,11 +14,27 @@ import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { toolLimits } from "../protocol/index.ts";
-import type { ShellInput, ShellOutput, ShellStatusInput, ShellStatusOutput } from "../protocol/index.ts";
+import type {
+  ShellInput,
+  ShellOutput,
+  ShellStatusInput,
+  ShellStatusOutput,
+} from "../protocol/index.ts";
 import { callKey } from "./done-log.ts";
 import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
 import type { ToolContext } from "./tool-context.ts";
-import { claimLostStatus, isJobAlive, jobPaths, jobsRoot, readJob, readNumber, readStreamText, readTail, signalJob, spawnJob } from "./jobs.ts";
+import {
+  claimLostStatus,
+  isJobAlive,
+  jobPaths,
+  jobsRoot,
+  readJob,
+  readNumber,
+  readStreamText,
+  readTail,
+  signalJob,
+  spawnJob,
+} from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
 
 export interface ShellOptions {
@@ -33,7 +49,11 @@ export function jobIdFor(callId: string, background: boolean): string {
   return `${background ? "job" : "call"}_${callKey(callId).slice(0, 24)}`;
 }
 
-export async function shellTool(input: ShellInput, context: ToolContext, options: ShellOptions = {}): Promise<ShellOutput> {
+export async function shellTool(
+  input: ShellInput,
+  context: ToolContext,
+  options: ShellOptions = {},
+): Promise<ShellOutput> {
   const background = input.background === true;
   const jobId = jobIdFor(context.callId, background);
   const dir = path.join(jobsRoot(context.stateDir), jobId);
@@ -50,7 +70,8 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
     const cwdStat = await fs.stat(cwd).catch((error: unknown) => {
       throw toToolFailure(error, cwd);
     });
-    if (!cwdStat.isDirectory()) throw new ToolFailure("not_a_directory", `cwd ${cwd} is not a directory`);
+    if (!cwdStat.isDirectory())
+      throw new ToolFailure("not_a_directory", `cwd ${cwd} is not a directory`);
     meta = {
       jobId,
       callId: context.callId,
@@ -61,9 +82,11 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
       background,
     };
     if (context.previous === undefined) await context.markStarted();
-    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch((error: unknown) => {
-      throw toToolFailure(error, `bash in ${cwd}`);
-    });
+    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch(
+      (error: unknown) => {
+        throw toToolFailure(error, `bash in ${cwd}`);
+      },
+    );
   }
 
   if (background) {
@@ -75,11 +98,17 @@ export async function shellTool(input: ShellInput, context: ToolContext, options
   return finishForeground(dir, meta, end, recovered, context);
 }
 
-export async function shellStatusTool(input: ShellStatusInput, context: ToolContext): Promise<ShellStatusOutput> {
+export async function shellStatusTool(
+  input: ShellStatusInput,
+  context: ToolContext,
+): Promise<ShellStatusOutput> {
   const dir = path.join(jobsRoot(context.stateDir), input.jobId);
   const job = await readJob(dir);
   if (job === undefined) {
-    throw new ToolFailure("not_found", `no job ${input.jobId} on this computer (job ids come from shell with background: true)`);
+    throw new ToolFailure(
+      "not_found",
+      `no job ${input.jobId} on this computer (job ids come from shell with background: true)`,
+    );
   }
   const paths = jobPaths(dir);
   const now = context.now();
@@ -115,7 +144,21 @@ async function waitForClaim(pidFile: string, now: () => number): Promise<number>
   for (;;) {
     const pid = await readNumber(pidFile);
     if (pid !== undefined) return pid;
-    if (now() > giveUpAt) throw new ToolFailure("internal", "the background job did not start within 5 s");
+    if (now() > giveUpAt)
+      throw new ToolFailure("internal", "the background job did not start within 5 s");
+    await sleep(5);
+  }
+}
+
+/**
+ * The pid that claimed a job. The claimant creates the file exclusively and then writes it, so
+ * a wrapper that lost the claim may exit before the number is there: wait for it.
+ */
+async function readClaim(pidFile: string, context: ToolContext): Promise<number | undefined> {
+  const giveUpAt = context.now() + 2000;
+  for (;;) {
+    const pid = await readNumber(pidFile);
+    if (pid !== undefined || context.now() > giveUpAt) return pid;
     await sleep(5);
   }
 }
@@ -170,15 +213,21 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   context.signal.addEventListener("abort", onAbort);
   if (context.signal.aborted) onAbort();
   const deadlineTimer =
-    meta.deadlineAt === null ? undefined : setTimeout(() => kill("timeout"), Math.max(0, meta.deadlineAt - context.now()));
+    meta.deadlineAt === null
+      ? undefined
+      : setTimeout(() => kill("timeout"), Math.max(0, meta.deadlineAt - context.now()));
 
   try {
     for (;;) {
       if (childExited !== undefined && child !== undefined) {
-        const code = await Promise.race([childExited, sleep(pollMs).then(() => "running" as const)]);
+        const code = await Promise.race([
+          childExited,
+          sleep(pollMs).then(() => "running" as const),
+        ]);
         await pump.pump();
         if (code === "running") continue;
-        const claimedBy = code === claimLostStatus ? await readNumber(paths.pid) : undefined;
+        const claimedBy =
+          code === claimLostStatus ? await readClaim(paths.pid, context) : undefined;
         if (claimedBy !== undefined && claimedBy !== child.pid) {
           // Another wrapper (started by the previous worker) runs this job: watch that one instead.
           child = undefined;
@@ -187,7 +236,12 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           continue;
         }
         const recorded = await readNumber(paths.exit);
-        return { exitCode: recorded ?? (killedFor === undefined ? code : null), killedFor, lost: false, endedAt: context.now() };
+        return {
+          exitCode: recorded ?? (killedFor === undefined ? code : null),
+          killedFor,
+          lost: false,
+          endedAt: context.now(),
+        };
       }
       // Attached to a job this process did not start: look for its exit status.
       await sleep(pollMs);
@@ -195,11 +249,17 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
       const job = await readJob(dir);
       pid ??= job?.pid;
       if (job?.exitCode !== undefined) {
-        return { exitCode: job.exitCode, killedFor, lost: false, endedAt: job.exitedAt ?? context.now() };
+        return {
+          exitCode: job.exitCode,
+          killedFor,
+          lost: false,
+          endedAt: job.exitedAt ?? context.now(),
+        };
       }
       if (pid !== undefined && !(await isJobAlive(pid, dir))) {
         const exitCode = await readNumber(paths.exit); // it may have written its status just before exiting
-        if (exitCode !== undefined) return { exitCode, killedFor, lost: false, endedAt: context.now() };
+        if (exitCode !== undefined)
+          return { exitCode, killedFor, lost: false, endedAt: context.now() };
         return { exitCode: null, killedFor, lost: killedFor === undefined, endedAt: context.now() };
       }
       if (pid === undefined && context.now() - meta.startedAt > 5000) {
@@ -209,16 +269,26 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   } finally {
     context.signal.removeEventListener("abort", onAbort);
     clearTimeout(deadlineTimer);
-    if (killTimer !== undefined && pid !== undefined && !(await isJobAlive(pid, dir))) clearTimeout(killTimer);
+    if (killTimer !== undefined && pid !== undefined && !(await isJobAlive(pid, dir)))
+      clearTimeout(killTimer);
     await pump.pump();
     await pump.close();
   }
 }
 
-async function finishForeground(dir: string, meta: JobMeta, end: JobEnd, recovered: boolean, context: ToolContext): Promise<ShellOutput> {
+async function finishForeground(
+  dir: string,
+  meta: JobMeta,
+  end: JobEnd,
+  recovered: boolean,
+  context: ToolContext,
+): Promise<ShellOutput> {
   const paths = jobPaths(dir);
   if (end.killedFor === "cancelled") {
-    throw new ToolFailure("cancelled", `the command was cancelled and its process group killed; partial output is in ${dir}`);
+    throw new ToolFailure(
+      "cancelled",
+      `the command was cancelled and its process group killed; partial output is in ${dir}`,
+    );
   }
   if (end.lost) {
     throw new ToolFailure(
@@ -244,12 +314,16 @@ async function finishForeground(dir: string, meta: JobMeta, end: JobEnd, recover
   if (stderr.truncated) output.stderrPath = paths.stderr;
   const notes: string[] = [];
   if (end.killedFor === "timeout") {
-    notes.push(`timed out after ${Math.round(((meta.deadlineAt ?? end.endedAt) - meta.startedAt) / 1000)} s; its process group was killed`);
+    notes.push(
+      `timed out after ${Math.round(((meta.deadlineAt ?? end.endedAt) - meta.startedAt) / 1000)} s; its process group was killed`,
+    );
   }
-  if (recovered) notes.push("the worker restarted while this command ran; it was not started again");
+  if (recovered)
+    notes.push("the worker restarted while this command ran; it was not started again");
   if (notes.length > 0) output.note = notes.join("; ");
   // Keep the job directory only when a result names a file in it.
-  if (!stdout.truncated && !stderr.truncated) context.afterRecorded(() => fs.rm(dir, { recursive: true, force: true }));
+  if (!stdout.truncated && !stderr.truncated)
+    context.afterRecorded(() => fs.rm(dir, { recursive: true, force: true }));
   return output;
 }
 
@@ -259,13 +333,23 @@ interface StreamPump {
 }
 
 /** Reads what the job appended to its output files since the last look and streams it as chunks. */
-async function createStreamPump(paths: ReturnType<typeof jobPaths>, context: ToolContext, fromStart: boolean): Promise<StreamPump> {
+async function createStreamPump(
+  paths: ReturnType<typeof jobPaths>,
+  context: ToolContext,
+  fromStart: boolean,
+): Promise<StreamPump> {
   let budget = toolLimits.streamMaxBytes;
   const streams = await Promise.all(
     (["stdout", "stderr"] as const).map(async (name) => {
       const file = paths[name];
       const offset = fromStart ? 0 : ((await fs.stat(file).catch(() => undefined))?.size ?? 0);
-      return { name, file, offset, decoder: new StringDecoder("utf8"), handle: undefined as fs.FileHandle | undefined };
+      return {
+        name,
+        file,
+        offset,
+        decoder: new StringDecoder("utf8"),
+        handle: undefined as fs.FileHandle | undefined,
+      };
     }),
   );
   let busy: Promise<void> = Promise.resolve();

@@ -54,20 +54,32 @@ export function toToolError(error: unknown, subject?: string): ToolError {
 /** Turns a thrown value (usually a Node file-system error) into a ToolFailure with a helpful message. */
 export function toToolFailure(error: unknown, subject?: string): ToolFailure {
   if (error instanceof ToolFailure) return error;
-  const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined;
-  const what = subject ?? (typeof error === "object" && error !== null && "path" in error ? String(error.path) : "path");
+  const code =
+    typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined;
+  const what =
+    subject ??
+    (typeof error === "object" && error !== null && "path" in error ? String(error.path) : "path");
   switch (code) {
     case "ENOENT":
-      return new ToolFailure("not_found", `${what} does not exist (check the path; list the parent directory to see what is there)`);
+      return new ToolFailure(
+        "not_found",
+        `${what} does not exist (check the path; list the parent directory to see what is there)`,
+      );
     case "EACCES":
     case "EPERM":
       return new ToolFailure("permission_denied", `permission denied for ${what}`);
     case "EISDIR":
-      return new ToolFailure("is_directory", `${what} is a directory (use list to see its entries)`);
+      return new ToolFailure(
+        "is_directory",
+        `${what} is a directory (use list to see its entries)`,
+      );
     case "ENOTDIR":
       return new ToolFailure("not_a_directory", `a component of ${what} is not a directory`);
     default:
-      return new ToolFailure(code === undefined ? "internal" : "io_error", error instanceof Error ? error.message : String(error));
+      return new ToolFailure(
+        code === undefined ? "internal" : "io_error",
+        error instanceof Error ? error.message : String(error),
+      );
   }
 }
 

@@ -1,4 +1,14 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, chmodSync, existsSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  chmodSync,
+  existsSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -30,7 +40,9 @@ afterEach(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function context(overrides: Partial<ToolContext> = {}): ToolContext & { chunks: { stream: string; data: string }[]; marks: unknown[] } {
+function context(
+  overrides: Partial<ToolContext> = {},
+): ToolContext & { chunks: { stream: string; data: string }[]; marks: unknown[] } {
   const chunks: { stream: string; data: string }[] = [];
   const marks: unknown[] = [];
   callCounter += 1;
@@ -66,20 +78,28 @@ async function failure(promise: Promise<unknown>): Promise<ToolFailure> {
 }
 
 function completed(output: Awaited<ReturnType<typeof shellTool>>): ShellCompletedOutput {
-  if (output.kind !== "completed") throw new Error(`expected a completed shell output, got ${output.kind}`);
+  if (output.kind !== "completed")
+    throw new Error(`expected a completed shell output, got ${output.kind}`);
   return output;
 }
 
 describe("shell", () => {
   it("runs bash in the workspace and reports exit code, output and duration", async () => {
     const output = completed(await shellTool({ command: "pwd; echo oops >&2; exit 3" }, context()));
-    expect(output).toMatchObject({ exitCode: 3, timedOut: false, stdout: `${workspace}\n`, stderr: "oops\n" });
+    expect(output).toMatchObject({
+      exitCode: 3,
+      timedOut: false,
+      stdout: `${workspace}\n`,
+      stderr: "oops\n",
+    });
     expect(output.durationMs).toBeGreaterThanOrEqual(0);
   });
 
   it("streams output as chunks while the command runs", async () => {
     const ctx = context();
-    const output = completed(await shellTool({ command: "echo one; sleep 0.2; echo two" }, ctx, { pollMs: 20 }));
+    const output = completed(
+      await shellTool({ command: "echo one; sleep 0.2; echo two" }, ctx, { pollMs: 20 }),
+    );
     expect(output.stdout).toBe("one\ntwo\n");
     expect(ctx.chunks.map((chunk) => chunk.data).join("")).toBe("one\ntwo\n");
     expect(ctx.chunks.length).toBeGreaterThanOrEqual(2);
@@ -99,7 +119,11 @@ describe("shell", () => {
 
   it("kills the process group at the deadline and says it timed out", async () => {
     const output = completed(
-      await shellTool({ command: "sleep 30 & sleep 30; echo never" }, context({ deadline: Date.now() + 300 }), { killGraceMs: 200 }),
+      await shellTool(
+        { command: "sleep 30 & sleep 30; echo never" },
+        context({ deadline: Date.now() + 300 }),
+        { killGraceMs: 200 },
+      ),
     );
     expect(output).toMatchObject({ timedOut: true, exitCode: null });
     expect(output.note).toMatch(/timed out/);
@@ -115,14 +139,23 @@ describe("shell", () => {
   });
 
   it("passes extra environment variables and does not leak anything else", async () => {
-    const output = completed(await shellTool({ command: 'echo "$GREETING/${ROOST_WORKER_TOKEN:-none}"', env: { GREETING: "hello" } }, context()));
+    const output = completed(
+      await shellTool(
+        { command: 'echo "$GREETING/${ROOST_WORKER_TOKEN:-none}"', env: { GREETING: "hello" } },
+        context(),
+      ),
+    );
     expect(output.stdout).toBe("hello/none\n");
   });
 
   it("runs in a cwd relative to the workspace, and refuses one that does not exist", async () => {
     mkdirSync(path.join(workspace, "sub"));
-    expect(completed(await shellTool({ command: "pwd", cwd: "sub" }, context())).stdout).toBe(`${workspace}/sub\n`);
-    expect((await failure(shellTool({ command: "pwd", cwd: "missing" }, context()))).code).toBe("not_found");
+    expect(completed(await shellTool({ command: "pwd", cwd: "sub" }, context())).stdout).toBe(
+      `${workspace}/sub\n`,
+    );
+    expect((await failure(shellTool({ command: "pwd", cwd: "missing" }, context()))).code).toBe(
+      "not_found",
+    );
   });
 
   it("records that it started before running anything", async () => {
@@ -133,7 +166,10 @@ describe("shell", () => {
 
   it("starts a background job and reports its state, exit code and output tail", async () => {
     const ctx = context();
-    const started = await shellTool({ command: "echo working; sleep 0.3; echo done; exit 4", background: true }, ctx);
+    const started = await shellTool(
+      { command: "echo working; sleep 0.3; echo done; exit 4", background: true },
+      ctx,
+    );
     if (started.kind !== "started") throw new Error("expected a started job");
     expect(started.pid).toBeGreaterThan(0);
     const running = await shellStatusTool({ jobId: started.jobId }, context());
@@ -148,7 +184,9 @@ describe("shell", () => {
   });
 
   it("says so when asked about a job that does not exist", async () => {
-    expect((await failure(shellStatusTool({ jobId: "job_nope" }, context()))).code).toBe("not_found");
+    expect((await failure(shellStatusTool({ jobId: "job_nope" }, context()))).code).toBe(
+      "not_found",
+    );
   });
 });
 
@@ -156,7 +194,14 @@ describe("read", () => {
   it("returns a line range with the total line count", async () => {
     writeFileSync(path.join(workspace, "f.txt"), "a\nb\nc\nd\ne\n");
     const output = await readTool({ path: "f.txt", offset: 2, limit: 2 }, context());
-    expect(output).toMatchObject({ kind: "text", content: "b\nc", startLine: 2, endLine: 3, totalLines: 5, truncated: true });
+    expect(output).toMatchObject({
+      kind: "text",
+      content: "b\nc",
+      startLine: 2,
+      endLine: 3,
+      totalLines: 5,
+      truncated: true,
+    });
     const all = await readTool({ path: "f.txt" }, context());
     expect(all).toMatchObject({ content: "a\nb\nc\nd\ne", endLine: 5, truncated: false });
   });
@@ -164,13 +209,25 @@ describe("read", () => {
   it("stops at maxBytes", async () => {
     writeFileSync(path.join(workspace, "big.txt"), "0123456789\n".repeat(100));
     const output = await readTool({ path: "big.txt", maxBytes: 50 }, context());
-    expect(output).toMatchObject({ kind: "text", content: "0123456789\n".repeat(4).trimEnd(), endLine: 4, truncated: true });
+    expect(output).toMatchObject({
+      kind: "text",
+      content: "0123456789\n".repeat(4).trimEnd(),
+      endLine: 4,
+      truncated: true,
+    });
   });
 
   it("detects binary files", async () => {
     writeFileSync(path.join(workspace, "blob.bin"), Buffer.from([1, 2, 0, 3, 255, 254]));
-    expect(await readTool({ path: "blob.bin" }, context())).toEqual({ kind: "binary", path: path.join(workspace, "blob.bin"), sizeBytes: 6 });
-    writeFileSync(path.join(workspace, "latin1.txt"), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a, 0x63, 0x61, 0x66, 0xe9]));
+    expect(await readTool({ path: "blob.bin" }, context())).toEqual({
+      kind: "binary",
+      path: path.join(workspace, "blob.bin"),
+      sizeBytes: 6,
+    });
+    writeFileSync(
+      path.join(workspace, "latin1.txt"),
+      Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a, 0x63, 0x61, 0x66, 0xe9]),
+    );
     expect((await readTool({ path: "latin1.txt" }, context())).kind).toBe("binary");
   });
 
@@ -183,7 +240,12 @@ describe("read", () => {
     const png = Buffer.from("89504e470d0a1a0a0000000d4948445200000001000000010806000000", "hex");
     writeFileSync(path.join(workspace, "pixel.png"), png);
     const output = await readTool({ path: "pixel.png" }, context());
-    expect(output).toMatchObject({ kind: "image", mimeType: "image/png", data: png.toString("base64"), sizeBytes: png.length });
+    expect(output).toMatchObject({
+      kind: "image",
+      mimeType: "image/png",
+      data: png.toString("base64"),
+      sizeBytes: png.length,
+    });
   });
 
   it("explains missing files and directories", async () => {
@@ -195,7 +257,11 @@ describe("read", () => {
 describe("write", () => {
   it("creates parent directories and reports whether the file is new", async () => {
     const first = await writeTool({ path: "a/b/c.txt", content: "one" }, context());
-    expect(first).toEqual({ path: path.join(workspace, "a/b/c.txt"), bytesWritten: 3, created: true });
+    expect(first).toEqual({
+      path: path.join(workspace, "a/b/c.txt"),
+      bytesWritten: 3,
+      created: true,
+    });
     const second = await writeTool({ path: "a/b/c.txt", content: "two!" }, context());
     expect(second.created).toBe(false);
     expect(readFileSync(path.join(workspace, "a/b/c.txt"), "utf8")).toBe("two!");
@@ -218,7 +284,10 @@ describe("write", () => {
   });
 
   it("decodes base64 content", async () => {
-    await writeTool({ path: "bytes.bin", content: Buffer.from([0, 1, 2]).toString("base64"), encoding: "base64" }, context());
+    await writeTool(
+      { path: "bytes.bin", content: Buffer.from([0, 1, 2]).toString("base64"), encoding: "base64" },
+      context(),
+    );
     expect([...readFileSync(path.join(workspace, "bytes.bin"))]).toEqual([0, 1, 2]);
   });
 });
@@ -228,24 +297,41 @@ describe("edit", () => {
 
   it("replaces a unique string", async () => {
     writeFileSync(file(), "const a = 1;\nconst b = 2;\n");
-    expect(await editTool({ path: "code.ts", oldString: "b = 2", newString: "b = $& 3" }, context())).toEqual({ path: file(), replacements: 1 });
+    expect(
+      await editTool({ path: "code.ts", oldString: "b = 2", newString: "b = $& 3" }, context()),
+    ).toEqual({ path: file(), replacements: 1 });
     expect(readFileSync(file(), "utf8")).toBe("const a = 1;\nconst b = $& 3;\n");
   });
 
   it("fails when the string is not unique, and replaces all with replaceAll", async () => {
     writeFileSync(file(), "x x x");
-    const error = await failure(editTool({ path: "code.ts", oldString: "x", newString: "y" }, context()));
+    const error = await failure(
+      editTool({ path: "code.ts", oldString: "x", newString: "y" }, context()),
+    );
     expect(error.code).toBe("not_unique");
     expect(error.message).toMatch(/occurs 3 times/);
     expect(readFileSync(file(), "utf8")).toBe("x x x");
-    expect((await editTool({ path: "code.ts", oldString: "x", newString: "y", replaceAll: true }, context())).replacements).toBe(3);
+    expect(
+      (
+        await editTool(
+          { path: "code.ts", oldString: "x", newString: "y", replaceAll: true },
+          context(),
+        )
+      ).replacements,
+    ).toBe(3);
     expect(readFileSync(file(), "utf8")).toBe("y y y");
   });
 
   it("fails when the string is missing or the file does not exist", async () => {
     writeFileSync(file(), "hello");
-    expect((await failure(editTool({ path: "code.ts", oldString: "bye", newString: "x" }, context()))).code).toBe("no_match");
-    expect((await failure(editTool({ path: "other.ts", oldString: "a", newString: "b" }, context()))).code).toBe("not_found");
+    expect(
+      (await failure(editTool({ path: "code.ts", oldString: "bye", newString: "x" }, context())))
+        .code,
+    ).toBe("no_match");
+    expect(
+      (await failure(editTool({ path: "other.ts", oldString: "a", newString: "b" }, context())))
+        .code,
+    ).toBe("not_found");
   });
 
   it("after a worker restart, recognises an edit that already happened by the file's hash", async () => {
@@ -254,10 +340,18 @@ describe("edit", () => {
     await editTool({ path: "code.ts", oldString: "alpha", newString: "gamma" }, first);
     const detail = first.marks[0];
     const repeated = context({
-      previous: { state: "started", callId: first.callId, tool: "edit", startedAt: new Date().toISOString(), detail },
+      previous: {
+        state: "started",
+        callId: first.callId,
+        tool: "edit",
+        startedAt: new Date().toISOString(),
+        detail,
+      },
     });
     // Without the hash check this would fail with no_match: "alpha" is gone.
-    expect(await editTool({ path: "code.ts", oldString: "alpha", newString: "gamma" }, repeated)).toEqual({ path: file(), replacements: 1 });
+    expect(
+      await editTool({ path: "code.ts", oldString: "alpha", newString: "gamma" }, repeated),
+    ).toEqual({ path: file(), replacements: 1 });
     expect(readFileSync(file(), "utf8")).toBe("gamma beta");
   });
 });
@@ -287,7 +381,8 @@ describe("list and glob", () => {
 
   it("matches a pattern under a directory", async () => {
     mkdirSync(path.join(workspace, "src/deep"), { recursive: true });
-    for (const name of ["src/a.ts", "src/deep/b.ts", "src/c.js", "top.ts"]) writeFileSync(path.join(workspace, name), "");
+    for (const name of ["src/a.ts", "src/deep/b.ts", "src/c.js", "top.ts"])
+      writeFileSync(path.join(workspace, name), "");
     expect(await globTool({ pattern: "src/**/*.ts" }, context())).toEqual({
       path: workspace,
       matches: ["src/a.ts", "src/deep/b.ts"],
@@ -308,6 +403,8 @@ describe("job files", () => {
     expect(existsSync(output.stdoutPath!)).toBe(true);
     const jobsDir = path.join(stateDir, "jobs");
     // Removal runs after the done record is written, off the latency path.
-    await expect.poll(async () => (await listTool({ path: jobsDir }, context())).entries.length).toBe(1);
+    await expect
+      .poll(async () => (await listTool({ path: jobsDir }, context())).entries.length)
+      .toBe(1);
   });
 });

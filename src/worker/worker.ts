@@ -13,7 +13,15 @@ import { randomBytes } from "node:crypto";
 import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import WebSocket from "ws";
-import { closeCodes, encodeFrame, MAX_FRAME_BYTES, parseFrame, PROTOCOL_VERSION, toolNames, truncateReason } from "../protocol/index.ts";
+import {
+  closeCodes,
+  encodeFrame,
+  MAX_FRAME_BYTES,
+  parseFrame,
+  PROTOCOL_VERSION,
+  toolNames,
+  truncateReason,
+} from "../protocol/index.ts";
 import type { GatewayFrame, WorkerFrame } from "../protocol/index.ts";
 import { createBackoff } from "./backoff.ts";
 import type { BackoffOptions } from "./backoff.ts";
@@ -184,7 +192,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       if (socket === ws) socket = undefined;
       const wasWelcomed = welcomed;
       welcomed = false;
-      if (wasWelcomed || code !== 1006) log(`worker: disconnected (${code}${reason.length > 0 ? ` ${reason.toString()}` : ""})`);
+      if (wasWelcomed || code !== 1006)
+        log(`worker: disconnected (${code}${reason.length > 0 ? ` ${reason.toString()}` : ""})`);
       scheduleReconnect(); // K2: the next dial starts only now
     });
   }
@@ -205,13 +214,20 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         heartbeatMs = frame.heartbeatMs;
         maxFrameBytes = Math.min(MAX_FRAME_BYTES, frame.maxFrameBytes);
         backoff.connected();
-        livenessTimer = setInterval(() => {
-          if (Date.now() - lastHeardAt > heartbeatMs * 2.5) {
-            log(`worker: nothing heard from the gateway for ${Date.now() - lastHeardAt} ms; reconnecting`);
-            ws.terminate(); // K3
-          }
-        }, Math.max(50, Math.floor(heartbeatMs / 2)));
-        log(`worker: connected to ${options.gatewayUrl} for computer ${frame.computerId} (worker ${workerId})`);
+        livenessTimer = setInterval(
+          () => {
+            if (Date.now() - lastHeardAt > heartbeatMs * 2.5) {
+              log(
+                `worker: nothing heard from the gateway for ${Date.now() - lastHeardAt} ms; reconnecting`,
+              );
+              ws.terminate(); // K3
+            }
+          },
+          Math.max(50, Math.floor(heartbeatMs / 2)),
+        );
+        log(
+          `worker: connected to ${options.gatewayUrl} for computer ${frame.computerId} (worker ${workerId})`,
+        );
         runner.resendUnacked();
         options.onConnected?.(frame.computerId);
         return;
@@ -226,7 +242,10 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         runner.handleCancel(frame.callId);
         return;
       case "ping":
-        sendNow(ws, frame.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: frame.nonce });
+        sendNow(
+          ws,
+          frame.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: frame.nonce },
+        );
         return;
       case "pong":
         return;

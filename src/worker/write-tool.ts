@@ -8,7 +8,10 @@ import type { ToolContext } from "./tool-context.ts";
 
 export async function writeTool(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
   const requested = resolveToolPath(context.workspace, input.path);
-  const data = input.encoding === "base64" ? Buffer.from(input.content, "base64") : Buffer.from(input.content, "utf8");
+  const data =
+    input.encoding === "base64"
+      ? Buffer.from(input.content, "base64")
+      : Buffer.from(input.content, "utf8");
   try {
     const target = await writeTarget(requested);
     await fs.mkdir(path.dirname(target.file), { recursive: true });
@@ -25,11 +28,14 @@ export async function writeTool(input: WriteInput, context: ToolContext): Promis
  * Where the bytes go: through a symlink to its target (renaming over the link would replace the
  * link itself), keeping an existing file's permission bits.
  */
-export async function writeTarget(file: string): Promise<{ file: string; mode: number | undefined }> {
+export async function writeTarget(
+  file: string,
+): Promise<{ file: string; mode: number | undefined }> {
   try {
     const real = await fs.realpath(file);
     const stat = await fs.stat(real);
-    if (stat.isDirectory()) throw new ToolFailure("is_directory", `${file} is a directory; give a file path`);
+    if (stat.isDirectory())
+      throw new ToolFailure("is_directory", `${file} is a directory; give a file path`);
     return { file: real, mode: stat.mode & 0o7777 };
   } catch (error) {
     if (isErrno(error, "ENOENT")) return { file, mode: undefined };

@@ -10,9 +10,11 @@
  *      worker's process group and then every process that still carries the id (background jobs
  *      that started their own session), so no process outlives sleep.
  *   P2 the durable disk (home/, workspace/, worker/) is never touched by sleep.
+ *   P3 while a computer is awake its worker is supervised: if it dies it is started again (with
+ *      backoff), with the same token and state dir, so it reconnects with the same worker id.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "../provider.ts";
@@ -29,8 +31,16 @@ export interface ProcessProviderOptions {
 
 const workerEntryDefault = resolve(import.meta.dirname, "../../worker/main.ts");
 
+interface Supervised {
+  request: WakeRequest;
+  child: ChildProcess | undefined;
+  restarts: number;
+  startedAt: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
 export function createProcessProvider(options: ProcessProviderOptions): ComputerProvider {
-  const running = new Map<string, ChildProcess>();
+  const running = new Map<string, Supervised>();
   const nodePath = options.nodePath ?? process.execPath;
   const workerEntry = options.workerEntry ?? workerEntryDefault;
 
@@ -62,9 +72,54 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     return pids.filter((pid) => pid !== process.pid);
   }
 
+  async function spawnWorker(computerId: string, computerPaths: ComputerPaths, supervised: Supervised) {
+    // The log is the worker's own file, not a pipe through this process: the worker must outlive
+    // a crash of the server (its calls finish and land in the done-log) without dying of EPIPE.
+    const log = openSync(join(computerPaths.root, "worker.log"), "a");
+    const child = spawn(nodePath, [workerEntry], {
+      cwd: computerPaths.workspace,
+      detached: true, // its own process group, killed as one at sleep (P1)
+      stdio: ["ignore", log, log],
+      env: {
+        PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+        LANG: process.env.LANG ?? "C.UTF-8",
+        HOME: computerPaths.home,
+        TMPDIR: join(computerPaths.root, "tmp"),
+        COMPUTER_ID: computerId,
+        ROOST_GATEWAY_URL: supervised.request.gatewayUrl,
+        ROOST_WORKER_TOKEN: supervised.request.workerToken,
+        ROOST_WORKER_STATE_DIR: computerPaths.workerState,
+        ROOST_WORKSPACE: computerPaths.workspace,
+        ...supervised.request.env,
+      },
+    });
+    closeSync(log);
+    supervised.child = child;
+    supervised.startedAt = Date.now();
+    child.once("exit", (code, signal) => {
+      if (running.get(computerId) !== supervised || supervised.child !== child) return; // stopped on purpose
+      // P3: restart, backing off while it keeps dying young.
+      if (Date.now() - supervised.startedAt > 30_000) supervised.restarts = 0;
+      const delayMs = Math.min(5000, 100 * 2 ** supervised.restarts++);
+      options.log?.(`computer ${computerId}: worker exited (${signal ?? code}); restarting in ${delayMs} ms`);
+      supervised.timer = setTimeout(() => {
+        if (running.get(computerId) !== supervised) return;
+        spawnWorker(computerId, computerPaths, supervised).catch((error: unknown) =>
+          options.log?.(`computer ${computerId}: could not restart the worker: ${String(error)}`),
+        );
+      }, delayMs);
+    });
+    await new Promise<void>((resolveSpawn, reject) => {
+      child.once("spawn", resolveSpawn);
+      child.once("error", reject);
+    });
+  }
+
   async function stop(computerId: string) {
-    const child = running.get(computerId);
+    const supervised = running.get(computerId);
     running.delete(computerId);
+    if (supervised?.timer !== undefined) clearTimeout(supervised.timer);
+    const child = supervised?.child;
     if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       try {
         process.kill(-child.pid, "SIGKILL");
@@ -96,37 +151,11 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     paths,
     create,
     async wake(computerId: string, request: WakeRequest) {
-      if (running.has(computerId)) await stop(computerId);
+      await stop(computerId); // including a worker left by a server that crashed (P1)
       const computerPaths = await create(computerId);
-      const log = createWriteStream(join(computerPaths.root, "worker.log"), { flags: "a" });
-      const child = spawn(nodePath, [workerEntry], {
-        cwd: computerPaths.workspace,
-        detached: true, // its own process group, killed as one at sleep (P1)
-        stdio: ["ignore", "pipe", "pipe"],
-        env: {
-          PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
-          LANG: process.env.LANG ?? "C.UTF-8",
-          HOME: computerPaths.home,
-          TMPDIR: join(computerPaths.root, "tmp"),
-          COMPUTER_ID: computerId,
-          ROOST_GATEWAY_URL: request.gatewayUrl,
-          ROOST_WORKER_TOKEN: request.workerToken,
-          ROOST_WORKER_STATE_DIR: computerPaths.workerState,
-          ROOST_WORKSPACE: computerPaths.workspace,
-          ...request.env,
-        },
-      });
-      child.stdout?.pipe(log);
-      child.stderr?.pipe(log);
-      child.once("exit", () => {
-        log.end();
-        if (running.get(computerId) === child) running.delete(computerId);
-      });
-      running.set(computerId, child);
-      await new Promise<void>((resolveSpawn, reject) => {
-        child.once("spawn", resolveSpawn);
-        child.once("error", reject);
-      });
+      const supervised: Supervised = { request, child: undefined, restarts: 0, startedAt: 0, timer: undefined };
+      running.set(computerId, supervised);
+      await spawnWorker(computerId, computerPaths, supervised);
     },
     sleep: stop,
     async destroy(computerId: string) {
@@ -134,8 +163,7 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
       await rm(paths(computerId).root, { recursive: true, force: true });
     },
     async status(computerId: string): Promise<ComputerRuntimeStatus> {
-      const child = running.get(computerId);
-      if (child !== undefined && child.exitCode === null && child.signalCode === null) return "running";
+      if (running.has(computerId)) return "running";
       const exists = await readdir(paths(computerId).root).then(
         () => true,
         () => false,
@@ -143,7 +171,10 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
       return exists ? "stopped" : "missing";
     },
     async close() {
-      await Promise.all([...running.keys()].map((computerId) => stop(computerId)));
+      // Workers adopted from a server that crashed are not in `running`; P1 finds them by id.
+      const known = await readdir(options.root).catch(() => [] as string[]);
+      const ids = new Set([...running.keys(), ...known.filter((name) => /^[A-Za-z0-9_-]+$/.test(name))]);
+      await Promise.all([...ids].map((computerId) => stop(computerId)));
     },
   };
 }

@@ -52,6 +52,7 @@ function toStreamEvent(event: string, data: string): StreamEvent | undefined {
     case "delta":
     case "turn":
     case "computer":
+    case "tool-output":
       return { ...parsed, type: event } as StreamEvent;
     default:
       return undefined; // newer servers may send more kinds; ignore what we do not know

@@ -88,13 +88,18 @@ export interface Computer {
   state: ComputerState;
   provider: string;
   lastActiveAt: string | null;
+  /** False for providers that run commands without a sandbox (development only). */
+  isolated?: boolean;
+  heldByTurns?: number;
+  /** Why the last wake or sleep failed. */
+  failure?: string | null;
 }
 
 export interface FileEntry {
   name: string;
   type: "file" | "dir" | "symlink";
   size: number;
-  modifiedAt: string;
+  modifiedAt: string | null;
 }
 
 export interface Listing {
@@ -108,4 +113,6 @@ export type StreamEvent =
   | { type: "changed"; seq: number }
   | { type: "delta"; turnId: string; text: string }
   | { type: "turn"; state: TurnState; turnId: string | null }
-  | { type: "computer"; state: ComputerState };
+  | { type: "computer"; state: ComputerState; computerId?: string }
+  /** Output of a running computer tool as it streams; the tool step holds the final result. */
+  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string };

@@ -81,6 +81,18 @@ export function ComputerControls() {
               <dt>Provider</dt>
               <dd>{computer.computer.provider}</dd>
             </div>
+            {computer.computer.isolated === false && (
+              <div>
+                <dt>Isolation</dt>
+                <dd>none (development provider)</dd>
+              </div>
+            )}
+            {computer.computer.heldByTurns !== undefined && computer.computer.heldByTurns > 0 && (
+              <div>
+                <dt>In use</dt>
+                <dd>by {computer.computer.heldByTurns === 1 ? "a running turn" : `${computer.computer.heldByTurns} running turns`}</dd>
+              </div>
+            )}
             {computer.computer.lastActiveAt !== null && (
               <div>
                 <dt>Last active</dt>
@@ -88,6 +100,9 @@ export function ComputerControls() {
               </div>
             )}
           </dl>
+          {state === "failed" && typeof computer.computer.failure === "string" && (
+            <p className="notice notice-error">{computer.computer.failure}</p>
+          )}
           {computer.actionError !== undefined && (
             <p className="notice notice-error" role="alert">
               {computer.actionError}
@@ -318,7 +333,7 @@ function FilesPanel({ onClose }: { onClose(): void }) {
                       {entry.type === "symlink" ? <Link2 size={16} aria-hidden="true" className="file-icon" /> : <File size={16} aria-hidden="true" className="file-icon" />}
                       <span className="file-name">{entry.name}</span>
                       <span className="file-meta">
-                        {formatBytes(entry.size)} · {formatRelative(entry.modifiedAt)}
+                        {[formatBytes(entry.size), formatRelative(entry.modifiedAt)].filter((part) => part !== "").join(" · ")}
                       </span>
                       <Download size={14} aria-hidden="true" className="file-action" />
                     </button>

@@ -32,7 +32,9 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
     try {
       const conversation = await api.createConversation(botId, titleFrom(text));
       upsertConversation(conversation);
-      void feed(conversation.id).send(text);
+      const opened = feed(conversation.id);
+      await opened.ready();
+      void opened.send(text);
       navigate(paths.conversation(conversation.id));
     } catch (caught) {
       setError(caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught));

@@ -1,6 +1,6 @@
 /** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
 import { AlertTriangle, ArrowDown, RotateCcw, Trash2 } from "lucide-react";
-import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { memo, useCallback, useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { Bot, Step, ToolPayload } from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
@@ -155,15 +155,19 @@ export function owesAnswer(snapshot: FeedSnapshot): boolean {
   return last !== undefined && last.kind !== "reply" && last.kind !== "error";
 }
 
-export function Timeline({ feed, snapshot, bot }: { feed: ConversationFeed; snapshot: FeedSnapshot; bot: Bot | undefined }) {
+export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed; snapshot: FeedSnapshot; bot: Bot | undefined }) {
+  // Many steps at once (opening, older pages) render in the background, so scrolling and typing
+  // never wait for them; the whole snapshot is deferred together so it stays consistent.
+  const snapshot = useDeferredValue(live);
   const scroller = useRef<HTMLDivElement>(null);
   const topSentinel = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
-  const rows = useMemo(() => buildRows(snapshot.steps), [snapshot.steps]);
+  const steps = snapshot.steps;
+  const rows = useMemo(() => buildRows(steps), [steps]);
   const working = snapshot.turnState === "working";
   const runningTool = working && rows.some((row) => row.kind === "tool" && row.result === undefined);
-  const firstSeq = snapshot.steps[0]?.seq ?? 0;
+  const firstSeq = steps[0]?.seq ?? 0;
   const beforePrepend = useRef<{ firstSeq: number; fromBottom: number } | undefined>(undefined);
 
   const onScroll = useCallback(() => {
@@ -186,6 +190,20 @@ export function Timeline({ feed, snapshot, bot }: { feed: ConversationFeed; snap
       element.scrollTop = element.scrollHeight;
     }
   }, [rows, snapshot.streaming, snapshot.pending, working, firstSeq]);
+
+  // Rows change height after they are drawn (markdown arriving, off-screen rows laid out on
+  // demand): while following, stay at the bottom through all of it.
+  const inner = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = scroller.current;
+    const content = inner.current;
+    if (element === null || content === null) return;
+    const observer = new ResizeObserver(() => {
+      if (stuck.current && beforePrepend.current === undefined) element.scrollTop = element.scrollHeight;
+    });
+    observer.observe(content);
+    return () => observer.disconnect();
+  }, []);
 
   const loadEarlier = useCallback(() => {
     const element = scroller.current;
@@ -217,7 +235,7 @@ export function Timeline({ feed, snapshot, bot }: { feed: ConversationFeed; snap
   return (
     <div className="timeline-wrap">
       <div className="timeline" ref={scroller} onScroll={onScroll} role="log" aria-label="Conversation" aria-busy={!snapshot.loaded}>
-        <div className="timeline-inner">
+        <div className="timeline-inner" ref={inner}>
           {snapshot.hasEarlier && (
             <div ref={topSentinel} className="load-earlier">
               <button type="button" className="button button-small" onClick={loadEarlier} disabled={snapshot.loadingEarlier}>
@@ -239,7 +257,13 @@ export function Timeline({ feed, snapshot, bot }: { feed: ConversationFeed; snap
               case "tool":
                 return (
                   <div key={row.key} className="row row-tool">
-                    <ToolCard call={row.call} result={row.result} working={working || (waiting && row.turnId === snapshot.turnId)} startedAt={row.startedAt} />
+                    <ToolCard
+                      call={row.call}
+                      result={row.result}
+                      working={working || (waiting && row.turnId === snapshot.turnId)}
+                      startedAt={row.startedAt}
+                      liveOutput={row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined}
+                    />
                   </div>
                 );
               case "error":

@@ -73,7 +73,15 @@ function detailLines(details: Record<string, unknown>): { label: string; value: 
   }
   const truncated = take("truncated");
   if (truncated === true) lines.push({ label: "Truncated", value: "the output was shortened", warn: true });
-  for (const key of ["kind", "durationMs"]) seen.add(key);
+  const error = take("error");
+  if (error !== null && typeof error === "object") {
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    lines.push({ label: "Error", value: [code, message].filter((part) => typeof part === "string").join(": "), warn: true });
+  }
+  // Shown elsewhere in the card, or too bulky for a line.
+  for (const key of ["kind", "durationMs", "stdout", "stderr", "stdoutTail", "stderrTail", "content", "entries", "matches", "command", "input"]) {
+    seen.add(key);
+  }
   for (const [key, value] of Object.entries(details)) {
     if (seen.has(key) || value === undefined || value === null || value === false || value === "") continue;
     lines.push({ label: key, value: typeof value === "string" ? value : JSON.stringify(value) });
@@ -100,17 +108,60 @@ function Arguments({ name, input }: { name: string; input: unknown }) {
   return <pre className="tool-pre">{JSON.stringify(input, null, 2)}</pre>;
 }
 
+function Output({ result }: { result: ToolPayload }) {
+  const { details } = result;
+  if (details.kind === "completed" && typeof details.stdout === "string" && typeof details.stderr === "string") {
+    const { stdout, stderr } = details;
+    if (stdout === "" && stderr === "") return <p className="muted tool-section">No output.</p>;
+    return (
+      <>
+        {stdout !== "" && (
+          <div className="tool-section">
+            <h4>Output</h4>
+            <pre className="tool-pre tool-output">{stdout}</pre>
+          </div>
+        )}
+        {stderr !== "" && (
+          <div className="tool-section">
+            <h4>Errors (stderr)</h4>
+            <pre className="tool-pre tool-output tool-stderr">{stderr}</pre>
+          </div>
+        )}
+      </>
+    );
+  }
+  return (
+    <div className="tool-section">
+      <h4>{result.isError ? "Error" : "Output"}</h4>
+      {result.output === "" ? <p className="muted">No output.</p> : <pre className="tool-pre tool-output">{result.output}</pre>}
+    </div>
+  );
+}
+
+/** The last lines of a running call's output, under its head. */
+function LiveTail({ text }: { text: string }) {
+  const lines = text.replace(/\n$/, "").split("\n").slice(-6).join("\n");
+  return (
+    <pre className="tool-live" aria-live="off">
+      {lines}
+    </pre>
+  );
+}
+
 export const ToolCard = memo(function ToolCard({
   call,
   result,
   working,
   startedAt,
+  liveOutput,
 }: {
   call: ToolCall;
   result: ToolPayload | undefined;
   /** The bot is still working (a missing result is "running", not "no result"). */
   working: boolean;
   startedAt: string;
+  /** What the running call has printed so far. */
+  liveOutput?: string | undefined;
 }) {
   const [open, setOpen] = useState(false);
   const bodyId = useId();
@@ -137,6 +188,7 @@ export const ToolCard = memo(function ToolCard({
           {result !== undefined ? formatDuration(result.durationMs) : status === "running" ? <Elapsed since={Date.parse(startedAt)} /> : ""}
         </span>
       </button>
+      {!open && status === "running" && liveOutput !== undefined && liveOutput !== "" && <LiveTail text={liveOutput} />}
       {open && (
         <div className="tool-body" id={bodyId}>
           <div className="tool-section">
@@ -144,15 +196,19 @@ export const ToolCard = memo(function ToolCard({
             <Arguments name={call.name} input={call.input} />
           </div>
           {result === undefined ? (
-            <p className="muted tool-section">
-              {status === "running" ? "Running on the computer…" : "This call has no result: the turn ended before it finished."}
-            </p>
+            status === "running" && liveOutput !== undefined && liveOutput !== "" ? (
+              <div className="tool-section">
+                <h4>Output so far</h4>
+                <pre className="tool-pre tool-output">{liveOutput}</pre>
+              </div>
+            ) : (
+              <p className="muted tool-section">
+                {status === "running" ? "Running on the computer…" : "This call has no result: the turn ended before it finished."}
+              </p>
+            )
           ) : (
             <>
-              <div className="tool-section">
-                <h4>{result.isError ? "Error" : "Output"}</h4>
-                {result.output === "" ? <p className="muted">No output.</p> : <pre className="tool-pre tool-output">{result.output}</pre>}
-              </div>
+              <Output result={result} />
               {lines.length > 0 && (
                 <dl className="tool-details">
                   {lines.map((line) => (

@@ -21,7 +21,8 @@ export function formatBytes(bytes: number): string {
 }
 
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
-export function formatRelative(iso: string, now = Date.now()): string {
+export function formatRelative(iso: string | null, now = Date.now()): string {
+  if (iso === null) return "";
   const then = Date.parse(iso);
   if (Number.isNaN(then)) return "";
   const seconds = Math.round((then - now) / 1000);

@@ -25,6 +25,8 @@ import type { ComputerState, Step, StreamEvent, TurnState } from "../api/types.t
 /** Steps loaded when a conversation opens; older ones load on demand. */
 export const initialWindow = 300;
 const pageSize = 1000;
+/** Characters of a running call's live output kept for display (its tail). */
+const liveOutputLimit = 16_000;
 
 export type FeedStatus = "connecting" | "live" | "reconnecting" | "failed";
 
@@ -52,6 +54,8 @@ export interface FeedSnapshot {
   readonly streaming: string;
   readonly pending: readonly PendingMessage[];
   readonly computerState: ComputerState | undefined;
+  /** Live output of running tool calls by call id (the tail, while the call runs). */
+  readonly toolOutput: Readonly<Record<string, string>>;
   readonly lastSeq: number;
 }
 
@@ -98,6 +102,7 @@ export class ConversationFeed {
     streaming: "",
     pending: [],
     computerState: undefined,
+    toolOutput: {},
     lastSeq: 0,
   };
 
@@ -114,6 +119,27 @@ export class ConversationFeed {
   };
 
   readonly getSnapshot = (): FeedSnapshot => this.state;
+
+  /**
+   * Resolves once the events stream is open (its `hello` applied), or after `timeoutMs`. A new
+   * conversation waits for it before its first message, so the reply streams in from the start.
+   */
+  ready(timeoutMs = 3000): Promise<void> {
+    this.start();
+    if (this.state.loaded) return Promise.resolve();
+    return new Promise((resolve) => {
+      const listener = () => {
+        if (this.state.loaded || this.state.status === "failed") finish();
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        this.listeners.delete(listener);
+        resolve();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      this.listeners.add(listener);
+    });
+  }
 
   get closed(): boolean {
     return this.abort.signal.aborted;
@@ -279,6 +305,12 @@ export class ConversationFeed {
       case "computer":
         this.update({ computerState: event.state }, true);
         return;
+      case "tool-output": {
+        const previous = this.state.toolOutput[event.callId] ?? "";
+        const next = (previous + event.data).slice(-liveOutputLimit);
+        this.update({ toolOutput: { ...this.state.toolOutput, [event.callId]: next } });
+        return;
+      }
     }
   }
 
@@ -295,8 +327,13 @@ export class ConversationFeed {
 
   private absorb(fresh: Step[]): void {
     const messageIds = new Set<string>();
+    let toolOutput = this.state.toolOutput;
     for (const step of fresh) {
       if (step.kind === "message") messageIds.add(step.payload.messageId);
+      if (step.kind === "tool" && step.payload.callId in toolOutput) {
+        const { [step.payload.callId]: _done, ...rest } = toolOutput;
+        toolOutput = rest;
+      }
       if ((step.kind === "model" || step.kind === "reply" || step.kind === "error") && step.turnId !== null) {
         const turnId = step.turnId;
         this.segments = this.segments.filter((segment) => !(segment.turnId === turnId && segment.after < step.seq)); // F4
@@ -308,6 +345,7 @@ export class ConversationFeed {
         steps: [...this.state.steps, ...fresh],
         pending: pending.length === this.state.pending.length ? this.state.pending : pending,
         streaming: this.streamingText(),
+        toolOutput,
         lastSeq: this.cursor,
       },
       true,

@@ -71,16 +71,23 @@ export function SessionProvider({ api, me, signOut, children }: { api: ApiClient
     return () => clearInterval(timer);
   }, [refreshBots, refreshConversations]);
 
+  const mounted = useRef(false);
   useEffect(() => {
+    mounted.current = true;
     const map = feeds.current;
     const nudge = () => map.forEach((feed) => feed.nudge());
     window.addEventListener("online", nudge);
     document.addEventListener("visibilitychange", nudge);
     return () => {
+      mounted.current = false;
       window.removeEventListener("online", nudge);
       document.removeEventListener("visibilitychange", nudge);
-      map.forEach((feed) => feed.close());
-      map.clear();
+      // Close the streams only when really unmounted (signed out), not on a StrictMode re-mount.
+      setTimeout(() => {
+        if (mounted.current) return;
+        map.forEach((feed) => feed.close());
+        map.clear();
+      }, 0);
     };
   }, []);
 

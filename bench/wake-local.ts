@@ -1,0 +1,171 @@
+/**
+ * Local provider figures (run as root: `node bench/wake-local.ts [--wakes 20] [--max-awake 30]`):
+ *   1. wake latency, asleep → first result, p50/p95 over N wakes, measured three ways:
+ *      wake() resolved (sandbox up, supervisor running), first command result through the
+ *      provider's exec helper, and first shell tool result through the real worker and a gateway
+ *      on 127.0.0.1 (hello + call);
+ *   2. host memory per awake idle computer: RSS of its processes and its cgroups' memory usage;
+ *   3. how many computers can be awake before the wake latency (to the first tool result)
+ *      doubles, stopping at --max-awake.
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { createLocalProvider, type LocalProvider } from "../src/computers/local/index.ts";
+import {
+  isolationUnavailableReason,
+  makeTempDir,
+  shellStdout,
+  startTestGateway,
+  type TestGateway,
+} from "../src/computers/local/test-support.ts";
+import { percentile, summarize } from "./support.ts";
+
+const { values } = parseArgs({
+  options: {
+    wakes: { type: "string", default: "20" },
+    "max-awake": { type: "string", default: "30" },
+    step: { type: "string", default: "5" },
+  },
+});
+const wakes = Number(values.wakes);
+const maxAwake = Number(values["max-awake"]);
+const step = Number(values.step);
+
+const reason = await isolationUnavailableReason();
+if (reason !== undefined) {
+  console.error(`wake-local: cannot run: ${reason} (run as root with bubblewrap and nftables installed)`);
+  process.exit(2);
+}
+
+const dataDir = await makeTempDir("roost-bench-local-");
+const provider: LocalProvider = await createLocalProvider({ dataDir: dataDir.path });
+const gateways = new Map<string, TestGateway>();
+const created: string[] = [];
+
+async function gatewayFor(id: string): Promise<TestGateway> {
+  let gateway = gateways.get(id);
+  if (gateway === undefined) {
+    gateway = await startTestGateway();
+    gateways.set(id, gateway);
+  }
+  return gateway;
+}
+
+async function createComputer(id: string): Promise<void> {
+  await provider.create(id);
+  created.push(id);
+}
+
+/** Wakes a sleeping computer; returns ms to wake(), to the first exec result, and to the first tool result. */
+async function timedWake(id: string): Promise<{ wakeMs: number; execMs: number; toolMs: number }> {
+  const gateway = await gatewayFor(id);
+  const hellos = gateway.hellos;
+  const start = performance.now();
+  await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "bench" });
+  const wakeMs = performance.now() - start;
+  const exec = await provider.exec(id, ["true"]);
+  if (exec.exitCode !== 0) throw new Error(`exec failed: ${exec.stderr}`);
+  const execMs = performance.now() - start;
+  await gateway.waitForHello(hellos + 1, 30_000);
+  shellStdout(await gateway.call("shell", { command: "true" }));
+  const toolMs = performance.now() - start;
+  return { wakeMs, execMs, toolMs };
+}
+
+/** Wake latency to the first tool result, with exec and tool measured separately (so exec does not delay the worker). */
+async function timedToolWake(id: string): Promise<number> {
+  const gateway = await gatewayFor(id);
+  const hellos = gateway.hellos;
+  const start = performance.now();
+  await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "bench" });
+  await gateway.waitForHello(hellos + 1, 30_000);
+  shellStdout(await gateway.call("shell", { command: "true" }));
+  return performance.now() - start;
+}
+
+async function rssBytes(pids: number[]): Promise<number> {
+  let total = 0;
+  for (const pid of pids) {
+    const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+    const match = /VmRSS:\s+(\d+) kB/.exec(status);
+    if (match !== null) total += Number(match[1]) * 1024;
+  }
+  return total;
+}
+
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+try {
+  // 1. Wake latency, one computer, asleep → first result.
+  await createComputer("bench-wake");
+  await timedWake("bench-wake"); // warm-up (first start of node, page cache)
+  await provider.sleep("bench-wake");
+  const wake: number[] = [];
+  const exec: number[] = [];
+  const tool: number[] = [];
+  const toolOnly: number[] = [];
+  for (let index = 0; index < wakes; index++) {
+    const sample = await timedWake("bench-wake");
+    wake.push(sample.wakeMs);
+    exec.push(sample.execMs);
+    tool.push(sample.toolMs);
+    await provider.sleep("bench-wake");
+    toolOnly.push(await timedToolWake("bench-wake"));
+    await provider.sleep("bench-wake");
+  }
+  console.log(`wake latency, ${wakes} wakes (local copy present, nothing else awake):`);
+  console.log(`  ${summarize("wake() resolved (sandbox up)", wake)}`);
+  console.log(`  ${summarize("first exec result (sandbox)", exec)}`);
+  console.log(`  ${summarize("first tool result (worker hello + shell call, after exec)", tool)}`);
+  console.log(`  ${summarize("first tool result (worker hello + shell call)", toolOnly)}`);
+
+  // 2. Memory per awake idle computer.
+  await timedToolWake("bench-wake");
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const usage = (await provider.usage("bench-wake"))!;
+  const rss = await rssBytes(usage.pids);
+  console.log(
+    `memory per awake idle computer: RSS of its ${usage.pids.length} processes ${mib(rss)}, cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
+  );
+  await provider.sleep("bench-wake");
+
+  // 3. Awake computers until the wake latency doubles.
+  const baseline = percentile([...toolOnly].sort((a, b) => a - b), 0.5);
+  console.log(`awake computers vs wake latency to the first tool result (baseline p50 ${baseline.toFixed(1)} ms):`);
+  let awake = 0;
+  let doubledAt: number | undefined;
+  await createComputer("bench-probe");
+  while (awake <= maxAwake) {
+    const samples: number[] = [];
+    for (let index = 0; index < 3; index++) {
+      samples.push(await timedToolWake("bench-probe"));
+      await provider.sleep("bench-probe");
+    }
+    const median = percentile(samples.sort((a, b) => a - b), 0.5);
+    let memory = 0;
+    for (let index = 0; index < awake; index++) memory += (await provider.usage(`bench-awake-${index}`))?.memoryBytes ?? 0;
+    console.log(`  ${String(awake).padStart(2)} awake: wake p50 ${median.toFixed(1)} ms (cgroup memory of the awake ones ${mib(memory)})`);
+    if (median >= 2 * baseline) {
+      doubledAt = awake;
+      break;
+    }
+    if (awake === maxAwake) break;
+    const next = Math.min(maxAwake, awake + step);
+    for (; awake < next; awake++) {
+      const id = `bench-awake-${awake}`;
+      await createComputer(id);
+      await timedToolWake(id);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // let them settle to idle
+  }
+  console.log(
+    doubledAt === undefined
+      ? `wake latency did not double with up to ${maxAwake} awake computers`
+      : `wake latency doubled with ${doubledAt} awake computers`,
+  );
+} finally {
+  for (const id of created) await provider.destroy(id).catch((error: unknown) => console.error(String(error)));
+  await provider.close();
+  for (const gateway of gateways.values()) await gateway.close();
+  await dataDir.remove();
+}

@@ -1,0 +1,190 @@
+/**
+ * Isolation between computers and from the host, with real namespaces, veths, nftables rules and
+ * cgroups: two computers A and B on one provider, a host service on 0.0.0.0, stand-ins for the
+ * gateway and the egress proxy on 127.0.0.1, and an "outside host" in a namespace of the test's own.
+ */
+import { readdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createLocalProvider, type LocalProvider } from "./local-provider.ts";
+import {
+  connectCommand,
+  makeTempDir,
+  skipReason,
+  startBannerServer,
+  startOutsideHost,
+  uniqueId,
+  type BannerServer,
+  type OutsideHost,
+} from "./test-support.ts";
+
+const skip = await skipReason("isolation.test.ts");
+
+describe.skipIf(skip !== undefined)("local provider isolation", () => {
+  let dataDir: { path: string; remove: () => Promise<void> };
+  let provider: LocalProvider;
+  let gateway: BannerServer;
+  let proxy: BannerServer;
+  let hostService: BannerServer;
+  let outside: OutsideHost | undefined;
+  const a = uniqueId("iso-a");
+  const b = uniqueId("iso-b");
+
+  const sh = async (computerId: string, command: string) => {
+    const result = await provider.exec(computerId, ["bash", "-c", command], { timeoutMs: 15_000 });
+    return { ...result, output: result.stdout + result.stderr };
+  };
+
+  beforeAll(async () => {
+    dataDir = await makeTempDir();
+    gateway = await startBannerServer("gateway", "127.0.0.1");
+    proxy = await startBannerServer("proxy", "127.0.0.1");
+    hostService = await startBannerServer("host-service", "0.0.0.0");
+    provider = await createLocalProvider({
+      dataDir: dataDir.path,
+      egressProxy: { host: "127.0.0.1", port: proxy.port },
+    });
+    for (const id of [a, b]) {
+      await provider.create(id);
+      await provider.wake(id, { gatewayUrl: `ws://127.0.0.1:${gateway.port}/v1/gateway`, workerToken: "t" });
+    }
+  });
+
+  afterAll(async () => {
+    try {
+      await outside?.close();
+      for (const id of await readdir(dataDir.path).catch(() => [])) await provider?.destroy(id);
+      await provider?.close();
+    } finally {
+      await Promise.all([gateway?.close(), proxy?.close(), hostService?.close()]);
+      await dataDir?.remove();
+    }
+  });
+
+  test("each computer runs as its own host uid", async () => {
+    const infoA = provider.info(a)!;
+    const infoB = provider.info(b)!;
+    expect(infoA.uid).not.toBe(infoB.uid);
+    expect((await sh(a, "id -u")).stdout.trim()).toBe(String(infoA.uid));
+    expect((await sh(b, "id -u")).stdout.trim()).toBe(String(infoB.uid));
+  });
+
+  test("the worker and user processes hold no capabilities and cannot gain any", async () => {
+    const own = await sh(a, "grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status");
+    expect(own.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(own.stdout).toMatch(/CapBnd:\s+0+\n/);
+    expect(own.stdout).toMatch(/NoNewPrivs:\s+1\n/);
+    const worker = await sh(a, "grep -E '^(Uid|CapEff|CapBnd):' /proc/$(pgrep -f '^/opt/node/bin/node ' | head -1)/status");
+    expect(worker.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(worker.stdout).toMatch(/CapBnd:\s+0+\n/);
+    expect(worker.stdout).toContain(`Uid:\t${provider.info(a)!.uid}\t`);
+    // The supervisor (pid 2) keeps uid 0 but only CAP_SETGID, CAP_SETUID and CAP_SETPCAP.
+    expect((await sh(a, "grep -E '^CapEff:' /proc/2/status")).stdout).toBe("CapEff:\t00000000000001c0\n");
+    // setuid binaries do not raise it (no_new_privs), and root's processes cannot be signalled.
+    expect((await sh(a, "su -c id root < /dev/null")).exitCode).not.toBe(0);
+    expect((await sh(a, "kill -KILL 1")).exitCode).not.toBe(0);
+  });
+
+  test("A cannot read or write B's files", async () => {
+    const pathsB = provider.paths(b);
+    await writeFile(path.join(pathsB.workspace, "secret-of-b.txt"), "b's secret");
+    // B's disk is not in A's mount namespace at all: not by its host path, not anywhere.
+    const read = await sh(a, `cat ${pathsB.workspace}/secret-of-b.txt`);
+    expect(read.exitCode).not.toBe(0);
+    const write = await sh(a, `echo x > ${pathsB.workspace}/from-a.txt`);
+    expect(write.exitCode).not.toBe(0);
+    const search = await sh(a, "find / -xdev -name 'secret-of-b*' 2>/dev/null; ls / /home");
+    expect(search.stdout).not.toContain("secret-of-b");
+    expect(search.stdout).not.toContain(path.basename(dataDir.path));
+    // The data folder itself is root-only on the host, and B's files belong to B's uid.
+    expect((await sh(b, "cat secret-of-b.txt")).exitCode).toBe(0);
+    expect((await readdir(pathsB.workspace)).includes("from-a.txt")).toBe(false);
+  });
+
+  test("A cannot see B's processes", async () => {
+    await sh(b, "nohup sleep 4242 >/dev/null 2>&1 &");
+    const inB = await sh(b, "ps -e -o args");
+    expect(inB.stdout).toContain("sleep 4242");
+    const inA = await sh(a, "ps -e -o pid,user,args");
+    expect(inA.stdout).not.toContain("sleep 4242");
+    // Only A's own: bubblewrap's pid 1, the supervisor, the worker, and this command.
+    const users = inA.stdout
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/)[1]);
+    expect(new Set(users)).toEqual(new Set(["root", "user"]));
+    expect(users.length).toBeLessThan(10);
+  });
+
+  test("A cannot reach B's addresses", async () => {
+    const infoB = provider.info(b)!;
+    await sh(
+      b,
+      `nohup node -e 'require("node:net").createServer((s) => s.end("b-service\\n")).listen(9090, "0.0.0.0")' >/dev/null 2>&1 &`,
+    );
+    // B's own service answers inside B...
+    let inB = "";
+    for (let attempt = 0; attempt < 50 && !inB.includes("b-service"); attempt++) {
+      inB = (await sh(b, connectCommand("127.0.0.1", 9090))).stdout;
+      if (!inB.includes("b-service")) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(inB).toContain("b-service");
+    // ...but not from A: not at B's address, not at the host side of B's veth (gateway port included).
+    const toB = await sh(a, connectCommand(infoB.computerAddress, 9090));
+    expect(toB.exitCode).not.toBe(0);
+    expect(toB.stdout).toBe("");
+    const toBHostSide = await sh(a, connectCommand(infoB.hostAddress, gateway.port));
+    expect(toBHostSide.exitCode).not.toBe(0);
+    expect(toBHostSide.stdout).toBe("");
+  });
+
+  test("a host service on 0.0.0.0 is unreachable; the gateway and the proxy are reachable", async () => {
+    const infoA = provider.info(a)!;
+    const service = await sh(a, connectCommand(infoA.hostAddress, hostService.port));
+    expect(service.exitCode).not.toBe(0);
+    expect(service.stdout).toBe("");
+    expect(hostService.peers).toEqual([]);
+
+    const viaGateway = await sh(a, connectCommand(infoA.hostAddress, gateway.port));
+    expect(viaGateway.stdout).toBe(`gateway ${infoA.computerAddress}\n`);
+    const viaProxy = await sh(a, connectCommand(infoA.hostAddress, proxy.port));
+    // The proxy sees the computer's own address (it tells computers apart by it).
+    expect(viaProxy.stdout).toBe(`proxy ${infoA.computerAddress}\n`);
+    expect((await sh(a, 'echo "$HTTPS_PROXY"')).stdout.trim()).toBe(`http://${infoA.hostAddress}:${proxy.port}`);
+    // The worker's gateway URL points at the host side of the veth too.
+    expect(gateway.peers).toContain(infoA.computerAddress);
+  });
+
+  test("direct connections that bypass the proxy fail, and there is no DNS", async () => {
+    outside = await startOutsideHost();
+    const infoA = provider.info(a)!;
+    // The outside host answers the host itself (so what fails below is the sandbox)...
+    const fromHost = await startProbe(outside);
+    expect(fromHost).toBe("outside\n");
+    // ...but not the computer: it has no route but its /30.
+    const direct = await sh(a, connectCommand(outside.address, outside.port));
+    expect(direct.exitCode).not.toBe(0);
+    expect(direct.output).toMatch(/unreachable/i);
+    const routes = await sh(a, "cat /proc/net/route");
+    expect(routes.stdout.trim().split("\n").length).toBe(2); // the header and the /30
+    expect(routes.stdout).not.toMatch(/\n\S+\s+00000000\s/); // no default route
+    const dns = await sh(a, "getent hosts example.com");
+    expect(dns.exitCode).not.toBe(0);
+    expect((await sh(a, "cat /etc/resolv.conf")).stdout).not.toContain("nameserver");
+    // The gateway is still there, so the computer's network is up.
+    expect((await sh(a, connectCommand(infoA.hostAddress, gateway.port))).exitCode).toBe(0);
+  });
+});
+
+async function startProbe(outside: OutsideHost): Promise<string> {
+  const { connect } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const socket = connect(outside.port, outside.address);
+    socket.setTimeout(3000, () => socket.destroy(new Error("timeout")));
+    socket.on("data", (chunk) => (text += String(chunk)));
+    socket.on("end", () => resolve(text));
+    socket.on("error", reject);
+  });
+}

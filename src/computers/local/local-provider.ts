@@ -1,0 +1,728 @@
+/**
+ * The `local` provider: each computer is a sandbox on this host (bubblewrap in its own network
+ * namespace) running as its own host uid, with cgroup limits, a veth that reaches only the
+ * gateway and the egress proxy, and a durable disk in `<dataDir>/<computerId>/`.
+ * docs/computers.md describes the design; sandbox.ts, network.ts, cgroups.ts and slots.ts hold
+ * the parts and their invariants.
+ *
+ * Invariants:
+ *   L1 operations on one computer run one at a time, in call order (a per-computer queue).
+ *   L2 wake() resolves only once the sandbox is set up and its supervisor runs as the computer's
+ *      uid; when it rejects, nothing of that wake is left on the host.
+ *   L3 sleep() leaves no process, namespace, veth, nft chain, cgroup or runtime file of the
+ *      computer behind; only the durable disk stays. A sandbox that ends by itself is cleaned up
+ *      the same way (and reported through onExit).
+ *   L4 at start, resources of slots whose owning server is gone are removed (R1, R2).
+ *   L5 a computer's files always belong to its slot's uid: they are handed over (recursively)
+ *      whenever the uid changed or the folders are found owned by another uid.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, rm } from "node:fs/promises";
+import type { Readable, Writable } from "node:stream";
+import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../../errors/index.ts";
+import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "../provider.ts";
+import {
+  computerCgroupsFor,
+  computerMemoryBytes,
+  computerPids,
+  createComputerCgroups,
+  discoverCgroups,
+  killAll,
+  leafPids,
+  listCgroupSlots,
+  removeComputerCgroups,
+  removeEmptyGroups,
+  type CgroupDiscovery,
+  type ComputerCgroup,
+} from "./cgroups.ts";
+import {
+  chownDisk,
+  computerIdPattern,
+  computerPaths,
+  diskOwnedBy,
+  ensureDiskFolders,
+  isDirectory,
+} from "./disk.ts";
+import {
+  ensureFirewall,
+  listNetworkSlots,
+  setUpNetwork,
+  slotNetwork,
+  tearDownNetwork,
+  type PortForward,
+  type SlotNetwork,
+} from "./network.ts";
+import {
+  forwardTarget,
+  resolveLocalProviderOptions,
+  type LocalProviderOptions,
+  type ResolvedLocalProviderOptions,
+} from "./options.ts";
+import { createRuntimeState, currentOwner, isOwnerAlive, type RuntimeState } from "./runtime-state.ts";
+import {
+  bwrapArguments,
+  insidePaths,
+  insideUserName,
+  launcherScript,
+  readHostLayout,
+  readyLine,
+  writeRuntimeFiles,
+  writeToken,
+  type HostLayout,
+} from "./sandbox.ts";
+import { createSlotRegistry, slotAddresses, type SlotRegistry } from "./slots.ts";
+import {
+  delay,
+  findExecutable,
+  hostToolNames,
+  hostToolPackages,
+  processStartTicks,
+  signalProcess,
+  type HostTools,
+} from "./system.ts";
+
+/** What the provider knows about an awake computer (operations and tests). */
+export interface LocalComputerInfo {
+  computerId: string;
+  slot: number;
+  uid: number;
+  gid: number;
+  /** The computer's address: the source address its connections arrive from on the host. */
+  computerAddress: string;
+  /** The host side of its veth, where it reaches the gateway and the proxy. */
+  hostAddress: string;
+  netns: string;
+  hostInterface: string;
+  /** Host pid of the sandbox's pid 1. */
+  sandboxPid: number;
+  /** The computer's cgroup folder in each hierarchy (`worker/` and `user/` below each). */
+  cgroups: ComputerCgroup[];
+}
+
+export interface ExecOptions {
+  /** @default 30 s; the command (and what it started in its process group) is killed after it. */
+  timeoutMs?: number;
+  input?: string;
+  env?: Record<string, string>;
+  /** @default /workspace */
+  cwd?: string;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface LocalProvider extends ComputerProvider {
+  readonly kind: "local";
+  readonly isolated: true;
+  /** Addresses, uid and cgroups of an awake computer; undefined when it is not awake here. */
+  info(computerId: string): LocalComputerInfo | undefined;
+  /**
+   * Test and operations support, not a tool path (tools go through the worker): runs argv inside
+   * the awake computer as its user, in its namespaces and its `user` cgroup, with the sandbox's
+   * environment (without the worker's ROOST_* variables).
+   */
+  exec(computerId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** Host pids of the computer's processes and the memory charged to its cgroups. */
+  usage(computerId: string): Promise<{ pids: number[]; workerPids: number[]; memoryBytes: number | undefined } | undefined>;
+}
+
+interface Awake {
+  computerId: string;
+  paths: ComputerPaths;
+  slot: number;
+  uid: number;
+  gid: number;
+  network: SlotNetwork;
+  cgroups: ComputerCgroup[];
+  userProcs: string[];
+  runtimeDir: string;
+  env: Record<string, string>;
+  child: ChildProcess;
+  exited: Promise<void>;
+  sandboxPid: number;
+  sandboxStart: string | undefined;
+  stopping: boolean;
+  /** The last few KiB of the sandbox's stdout and stderr (the supervisor's and worker's logs). */
+  output: { text: string };
+}
+
+const outputTailBytes = 16 * 1024;
+
+/**
+ * Creates the provider after checking the host (root, tools, cgroup controllers), installing the
+ * firewall table and sweeping up what an earlier run left behind (L4).
+ */
+export async function createLocalProvider(options: LocalProviderOptions): Promise<LocalProvider> {
+  const config = resolveLocalProviderOptions(options);
+  if (process.getuid?.() !== 0) {
+    throw new ConfigError(
+      "the local computer provider needs root (namespaces, veths, nftables, cgroups and per-computer uids); run Roost as root, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup",
+    );
+  }
+  const tools = await resolveTools(config);
+  const cgroups = await discoverCgroups();
+  const missingControllers = (["memory", "pids"] as const).filter((name) => cgroups.controllers[name] === undefined);
+  if (missingControllers.length > 0) {
+    throw new ConfigError(
+      `the local computer provider needs the cgroup controllers ${missingControllers.join(" and ")} (v1 or v2), which this kernel does not offer; set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
+    );
+  }
+  const [layout, owner] = await Promise.all([readHostLayout(), currentOwner()]);
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const state = await createRuntimeState(config.runDir, owner);
+  const slots = createSlotRegistry({
+    dir: config.registryDir,
+    slots: config.slots,
+    uidBase: config.uidBase,
+  });
+  await ensureFirewall(tools);
+  const provider = new LocalComputerProvider(config, tools, cgroups, layout, state, slots);
+  await provider.sweep();
+  return provider;
+}
+
+async function resolveTools(config: ResolvedLocalProviderOptions): Promise<HostTools> {
+  const found: Partial<HostTools> = {};
+  const missing: string[] = [];
+  for (const name of hostToolNames) {
+    const located = config.tools[name] ?? (await findExecutable(name, config.searchPath));
+    if (located === undefined) missing.push(`${name} (Debian package ${hostToolPackages[name]})`);
+    else found[name] = located;
+  }
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `the local computer provider needs ${missing.join(", ")}; install them, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
+    );
+  }
+  return found as HostTools;
+}
+
+class LocalComputerProvider implements LocalProvider {
+  readonly kind = "local" as const;
+  readonly isolated = true as const;
+  readonly #config: ResolvedLocalProviderOptions;
+  readonly #tools: HostTools;
+  readonly #cgroups: CgroupDiscovery;
+  readonly #layout: HostLayout;
+  readonly #state: RuntimeState;
+  readonly #slots: SlotRegistry;
+  readonly #awake = new Map<string, Awake>();
+  readonly #queues = new Map<string, Promise<unknown>>();
+  #closed = false;
+
+  constructor(
+    config: ResolvedLocalProviderOptions,
+    tools: HostTools,
+    cgroups: CgroupDiscovery,
+    layout: HostLayout,
+    state: RuntimeState,
+    slots: SlotRegistry,
+  ) {
+    this.#config = config;
+    this.#tools = tools;
+    this.#cgroups = cgroups;
+    this.#layout = layout;
+    this.#state = state;
+    this.#slots = slots;
+  }
+
+  paths(computerId: string): ComputerPaths {
+    return computerPaths(this.#config.dataDir, checkId(computerId));
+  }
+
+  create(computerId: string): Promise<ComputerPaths> {
+    const paths = this.paths(computerId);
+    return this.#serial(computerId, async () => {
+      this.#assertOpen();
+      await ensureDiskFolders(paths);
+      const slot = await this.#slots.ensure(paths.root, computerId);
+      await this.#handOver(paths, slot, slot.changed);
+      return paths;
+    });
+  }
+
+  wake(computerId: string, request: WakeRequest): Promise<void> {
+    const paths = this.paths(computerId);
+    return this.#serial(computerId, () => this.#wake(computerId, paths, request));
+  }
+
+  sleep(computerId: string): Promise<void> {
+    checkId(computerId);
+    return this.#serial(computerId, async () => {
+      const awake = this.#awake.get(computerId);
+      if (awake !== undefined) await this.#stop(awake);
+    });
+  }
+
+  destroy(computerId: string): Promise<void> {
+    const paths = this.paths(computerId);
+    return this.#serial(computerId, async () => {
+      const awake = this.#awake.get(computerId);
+      if (awake !== undefined) await this.#stop(awake);
+      await this.#slots.release(paths.root);
+      await rm(paths.root, { recursive: true, force: true });
+    });
+  }
+
+  async status(computerId: string): Promise<ComputerRuntimeStatus> {
+    const paths = this.paths(computerId);
+    const awake = this.#awake.get(computerId);
+    if (awake !== undefined && !awake.stopping) return "running";
+    return (await isDirectory(paths.root)) ? "stopped" : "missing";
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const results = await Promise.allSettled(
+      [...this.#awake.keys()].map((computerId) =>
+        this.#serial(computerId, async () => {
+          const awake = this.#awake.get(computerId);
+          if (awake !== undefined) await this.#stop(awake);
+        }),
+      ),
+    );
+    await removeEmptyGroups(this.#cgroups, this.#config.cgroupName);
+    const failures = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
+    if (failures.length > 0) {
+      throw new RoostError("internal", `local provider: ${failures.length} computer(s) did not stop cleanly: ${failures.map(String).join("; ")}`);
+    }
+  }
+
+  info(computerId: string): LocalComputerInfo | undefined {
+    const awake = this.#awake.get(computerId);
+    if (awake === undefined) return undefined;
+    return {
+      computerId,
+      slot: awake.slot,
+      uid: awake.uid,
+      gid: awake.gid,
+      computerAddress: awake.network.computerAddress,
+      hostAddress: awake.network.hostAddress,
+      netns: awake.network.netns,
+      hostInterface: awake.network.hostInterface,
+      sandboxPid: awake.sandboxPid,
+      cgroups: awake.cgroups.map((cgroup) => ({ ...cgroup, controllers: [...cgroup.controllers] })),
+    };
+  }
+
+  async usage(computerId: string) {
+    const awake = this.#awake.get(computerId);
+    if (awake === undefined) return undefined;
+    const [pids, workerPids, memoryBytes] = await Promise.all([
+      computerPids(awake.cgroups),
+      leafPids(awake.cgroups, "worker"),
+      computerMemoryBytes(awake.cgroups),
+    ]);
+    return { pids, workerPids, memoryBytes };
+  }
+
+  exec(computerId: string, argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    checkId(computerId);
+    const awake = this.#awake.get(computerId);
+    if (awake === undefined || awake.stopping) {
+      return Promise.reject(new RoostError("computer_asleep", `computer ${computerId} is not awake on this host`));
+    }
+    if (argv.length === 0) return Promise.reject(new InvalidRequestError("exec: argv must not be empty"));
+    const env = { ...awake.env, ...options.env };
+    for (const name of Object.keys(env)) if (name.startsWith("ROOST_")) delete env[name];
+    const command = [
+      this.#tools.nsenter,
+      `--target=${awake.sandboxPid}`,
+      "--mount",
+      "--uts",
+      "--ipc",
+      "--net",
+      "--pid",
+      "--root",
+      "--",
+      this.#tools.setpriv,
+      `--reuid=${awake.uid}`,
+      `--regid=${awake.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--no-new-privs",
+      "--",
+      "/usr/bin/env",
+      "-i",
+      `--chdir=${options.cwd ?? insidePaths.workspace}`,
+      ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
+      ...argv,
+    ];
+    return runLaunched(["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command], options);
+  }
+
+  /** L4: removes resources of slots whose owning server is gone (and any without an owner). */
+  async sweep(): Promise<void> {
+    // Resources first, records second: a live server writes its record before making resources (R1).
+    const [networkSlots, cgroupSlots, runtimeSlots] = await Promise.all([
+      listNetworkSlots(this.#tools),
+      listCgroupSlots(this.#cgroups, this.#config.cgroupName),
+      this.#state.listRuntimeSlots(),
+    ]);
+    const records = new Map((await this.#state.listRecords()).map((record) => [record.slot, record]));
+    const candidates = new Set([...networkSlots, ...cgroupSlots, ...runtimeSlots, ...records.keys()]);
+    for (const slot of candidates) {
+      await this.#state.withSlotLock(slot, async () => {
+        const record = await this.#state.readRecord(slot);
+        if (record !== undefined && (await isOwnerAlive(record.owner))) return;
+        const cgroups = record?.cgroups ?? computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot);
+        await this.#removeSlotResources(slot, cgroups);
+        await this.#state.removeRecord(slot);
+      });
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new RoostError("unavailable", "local provider: closed (the server is shutting down)");
+  }
+
+  /** L1 */
+  #serial<T>(computerId: string, run: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(computerId) ?? Promise.resolve();
+    const next = previous.then(run, run);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#queues.set(computerId, settled);
+    void settled.then(() => {
+      if (this.#queues.get(computerId) === settled) this.#queues.delete(computerId);
+    });
+    return next;
+  }
+
+  /** L5 */
+  async #handOver(paths: ComputerPaths, owner: { uid: number; gid: number }, uidChanged: boolean): Promise<void> {
+    if (uidChanged || !(await diskOwnedBy(paths, owner.uid))) await chownDisk(paths, owner, true);
+  }
+
+  async #wake(computerId: string, paths: ComputerPaths, request: WakeRequest): Promise<void> {
+    this.#assertOpen();
+    const running = this.#awake.get(computerId);
+    if (running !== undefined) {
+      // Already awake: the new token replaces the old one; the worker reads it on its next connect.
+      await writeToken(running.runtimeDir, request.workerToken, running.uid, running.gid);
+      return;
+    }
+    if (!(await isDirectory(paths.root))) throw new NotFoundError("computer", computerId);
+    await ensureDiskFolders(paths);
+    const slot = await this.#slots.ensure(paths.root, computerId);
+    await this.#handOver(paths, slot, slot.changed);
+
+    const network = slotNetwork(slot.slot, slotAddresses(this.#config.pool, slot.slot));
+    const gateway = gatewayForward(request.gatewayUrl, network.hostAddress);
+    const forwards: PortForward[] = [gateway.forward];
+    const proxy = this.#config.egressProxy;
+    if (proxy !== undefined) forwards.push({ port: proxy.port, targetAddress: proxy.targetAddress });
+    const env = this.#sandboxEnv(network, request, gateway.insideUrl);
+    const cgroups = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot.slot);
+    const runtimeDir = this.#state.runtimeDir(slot.slot);
+
+    const awake = await this.#state.withSlotLock(slot.slot, async () => {
+      const previous = await this.#state.readRecord(slot.slot);
+      if (previous !== undefined) {
+        if (await isOwnerAlive(previous.owner)) {
+          throw new RoostError(
+            "conflict",
+            `computer ${computerId}: its slot ${slot.slot} is in use by computer ${previous.computerId} of server pid ${previous.owner.pid}`,
+          );
+        }
+        await this.#removeSlotResources(slot.slot, previous.cgroups);
+      }
+      await this.#state.writeRecord({
+        computerId,
+        root: paths.root,
+        slot: slot.slot,
+        owner: await currentOwner(),
+        cgroups,
+        startedAt: Date.now(),
+      }); // R1
+      try {
+        const [procs] = await Promise.all([
+          createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, slot),
+          setUpNetwork(this.#tools, network, forwards),
+          rm(runtimeDir, { recursive: true, force: true }),
+        ]);
+        const spec = {
+          uid: slot.uid,
+          gid: slot.gid,
+          home: paths.home,
+          workspace: paths.workspace,
+          workerState: paths.workerState,
+          runtimeDir,
+          userProcs: procs.userProcs,
+          env,
+          tmpBytes: this.#config.limits.tmpBytes,
+          roostRoot: this.#config.roostRoot,
+          nodePath: this.#config.nodePath,
+          setprivPath: this.#tools.setpriv,
+          layout: this.#layout,
+          workerArgv: this.#config.workerArgv,
+        };
+        await writeRuntimeFiles(spec, request.workerToken);
+        const started = await this.#startSandbox(network, procs.workerProcs, bwrapArguments(spec, 3));
+        return {
+          computerId,
+          paths,
+          slot: slot.slot,
+          uid: slot.uid,
+          gid: slot.gid,
+          network,
+          cgroups,
+          userProcs: procs.userProcs,
+          runtimeDir,
+          env,
+          ...started,
+          stopping: false,
+        } satisfies Awake;
+      } catch (error) {
+        // L2: leave nothing behind.
+        await this.#removeSlotResources(slot.slot, cgroups).catch(() => undefined);
+        await this.#state.removeRecord(slot.slot);
+        throw new RoostError("computer_unavailable", `computer ${computerId} did not start: ${(error as Error).message}`, {
+          cause: error,
+          details: { computerId },
+        });
+      }
+    });
+    this.#awake.set(computerId, awake);
+    void awake.exited.then(() => {
+      if (awake.stopping || this.#awake.get(computerId) !== awake) return;
+      // L3: the sandbox ended on its own; clean up as sleep would.
+      const detail = `sandbox exited: ${lastLines(awake.output.text, 5)}`;
+      void this.#serial(computerId, async () => {
+        if (this.#awake.get(computerId) === awake) await this.#stop(awake);
+      })
+        .catch(() => undefined)
+        .then(() => this.#config.onExit(computerId, detail));
+    });
+    this.#config.onNetwork({
+      type: "up",
+      computerId,
+      computerAddress: network.computerAddress,
+      hostAddress: network.hostAddress,
+    });
+  }
+
+  #sandboxEnv(network: SlotNetwork, request: WakeRequest, gatewayUrl: string): Record<string, string> {
+    const env: Record<string, string> = {
+      HOME: insidePaths.home,
+      USER: insideUserName,
+      LOGNAME: insideUserName,
+      SHELL: "/bin/bash",
+      PATH: "/opt/node/bin:/usr/local/bin:/usr/bin:/bin",
+      LANG: "C.UTF-8",
+    };
+    for (const [name, value] of Object.entries(request.env ?? {})) if (!name.startsWith("ROOST_")) env[name] = value;
+    const proxy = this.#config.egressProxy;
+    if (proxy !== undefined) {
+      // The host-side address is the only way out; these win over any given in the request.
+      const url = `http://${network.hostAddress}:${proxy.port}`;
+      Object.assign(env, {
+        HTTP_PROXY: url,
+        HTTPS_PROXY: url,
+        http_proxy: url,
+        https_proxy: url,
+        NO_PROXY: "localhost,127.0.0.1,::1",
+        no_proxy: "localhost,127.0.0.1,::1",
+      });
+    }
+    Object.assign(env, {
+      ROOST_GATEWAY_URL: gatewayUrl,
+      ROOST_WORKER_TOKEN_FILE: insidePaths.tokenFile,
+      ROOST_WORKER_STATE_DIR: insidePaths.workerState,
+      ROOST_WORKSPACE: insidePaths.workspace,
+    });
+    return env;
+  }
+
+  /** Spawns launcher → nsenter (network namespace) → bwrap, and waits for the supervisor's ready line (L2). */
+  async #startSandbox(
+    network: SlotNetwork,
+    workerProcs: readonly string[],
+    args: { options: readonly string[]; command: readonly string[] },
+  ): Promise<Pick<Awake, "child" | "exited" | "sandboxPid" | "sandboxStart" | "output">> {
+    const child = spawn(
+      "/bin/sh",
+      [
+        "-c",
+        launcherScript,
+        "roost-launch",
+        String(workerProcs.length),
+        ...workerProcs,
+        this.#tools.nsenter,
+        `--net=/run/netns/${network.netns}`,
+        "--",
+        this.#tools.bwrap,
+        "--args",
+        "4",
+        "--",
+        ...args.command,
+      ],
+      { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+    );
+    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    const output = { text: "" };
+    const append = (chunk: Buffer) => {
+      output.text = (output.text + chunk.toString("utf8")).slice(-outputTailBytes);
+    };
+    (child.stdio[4] as Writable).on("error", () => undefined).end(`${args.options.join("\0")}\0`);
+    let sandboxPid: number | undefined;
+    const status = child.stdio[3] as Readable;
+    let statusText = "";
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the sandbox did not become ready within 20 s: ${lastLines(output.text, 5)}`)), 20_000);
+        const done = (error?: Error) => {
+          clearTimeout(timer);
+          if (error === undefined) resolve();
+          else reject(error);
+        };
+        status.on("data", (chunk: Buffer) => {
+          statusText += chunk.toString("utf8");
+          const match = /"child-pid"\s*:\s*(\d+)/.exec(statusText);
+          if (match !== null) sandboxPid = Number(match[1]);
+        });
+        child.stdout!.on("data", (chunk: Buffer) => {
+          append(chunk);
+          if (output.text.includes(readyLine)) done();
+        });
+        child.stderr!.on("data", append);
+        child.once("error", (error) => done(error));
+        void exited.then(() => done(new Error(`the sandbox exited at start: ${lastLines(output.text, 8) || "(no output)"}`)));
+      });
+      if (sandboxPid === undefined) throw new Error("bubblewrap did not report the sandbox's pid");
+    } catch (error) {
+      child.kill("SIGKILL");
+      if (sandboxPid !== undefined) signalProcess(sandboxPid, "SIGKILL");
+      await exited;
+      throw error;
+    }
+    output.text = output.text.replace(`${readyLine}\n`, "");
+    return { child, exited, sandboxPid, sandboxStart: await processStartTicks(sandboxPid), output };
+  }
+
+  /** L3 */
+  async #stop(awake: Awake): Promise<void> {
+    awake.stopping = true;
+    // Killing pid 1 of the sandbox's pid namespace kills every process in it; the cgroup sweep
+    // below catches anything that raced (C3).
+    if (awake.sandboxStart !== undefined && (await processStartTicks(awake.sandboxPid)) === awake.sandboxStart) {
+      signalProcess(awake.sandboxPid, "SIGKILL");
+    }
+    awake.child.kill("SIGKILL");
+    try {
+      await this.#state.withSlotLock(awake.slot, async () => {
+        await this.#removeSlotResources(awake.slot, awake.cgroups, awake.exited);
+        await this.#state.removeRecord(awake.slot);
+      });
+    } finally {
+      this.#awake.delete(awake.computerId);
+      this.#config.onNetwork({
+        type: "down",
+        computerId: awake.computerId,
+        computerAddress: awake.network.computerAddress,
+      });
+    }
+  }
+
+  async #removeSlotResources(slot: number, cgroups: readonly ComputerCgroup[], exited?: Promise<void>): Promise<void> {
+    const errors: unknown[] = [];
+    const attempt = async (step: () => Promise<void>) => {
+      try {
+        await step();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    await attempt(() => killAll(cgroups));
+    if (exited !== undefined) await Promise.race([exited, delay(5000)]);
+    await Promise.all([
+      attempt(() => removeComputerCgroups(cgroups)),
+      attempt(() => tearDownNetwork(this.#tools, slot)),
+      attempt(() => rm(this.#state.runtimeDir(slot), { recursive: true, force: true })),
+    ]);
+    if (errors.length > 0) {
+      throw new Error(`cleaning up slot ${slot}: ${errors.map((error) => (error as Error).message ?? String(error)).join("; ")}`);
+    }
+  }
+}
+
+function checkId(computerId: string): string {
+  if (!computerIdPattern.test(computerId)) {
+    throw new InvalidRequestError(
+      `computer id ${JSON.stringify(computerId)} is not valid (1-128 letters, digits, "_", "-" or ".", not starting with ".")`,
+    );
+  }
+  return computerId;
+}
+
+/** The gateway as the computer reaches it: same port and path, at the host side of its veth. */
+function gatewayForward(gatewayUrl: string, hostAddress: string): { forward: PortForward; insideUrl: string } {
+  let url: URL;
+  try {
+    url = new URL(gatewayUrl);
+  } catch {
+    throw new ConfigError(`gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://127.0.0.1:PORT/v1/gateway)`);
+  }
+  if (url.protocol !== "ws:" && url.protocol !== "wss:") {
+    throw new ConfigError(`gateway URL must start with ws:// (got ${url.protocol}//)`);
+  }
+  const port = url.port === "" ? (url.protocol === "wss:" ? 443 : 80) : Number(url.port);
+  const targetAddress = forwardTarget(url.hostname, "gateway");
+  url.hostname = hostAddress;
+  return { forward: { port, targetAddress }, insideUrl: url.toString() };
+}
+
+function lastLines(text: string, count: number): string {
+  return text.trim().split("\n").slice(-count).join(" | ");
+}
+
+/** Runs the launcher with argv = [name, COUNT, FILE..., COMMAND...] and collects its output. */
+function runLaunched(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("/bin/sh", ["-c", launcherScript, ...argv], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+      detached: true, // its own process group, so a timeout kills what it started too
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const limit = 8 * 1024 * 1024;
+    let size = 0;
+    const collect = (into: Buffer[]) => (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) into.push(chunk);
+    };
+    child.stdout.on("data", collect(stdout));
+    child.stderr.on("data", collect(stderr));
+    child.stdin.on("error", () => undefined).end(options.input ?? "");
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }, options.timeoutMs ?? 30_000);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        exitCode: code,
+        signal,
+        stdout: Buffer.concat(stdout).toString("utf8"),
+        stderr: Buffer.concat(stderr).toString("utf8"),
+      });
+    });
+  });
+}

@@ -1,0 +1,320 @@
+/**
+ * The sandbox of a local computer: what bubblewrap mounts, which files the provider generates for
+ * it, and the supervisor that keeps the worker running inside.
+ *
+ * Inside a computer:
+ *   /usr /bin /lib* /sbin   the host's, read-only
+ *   /etc                    the host's, read-only, with passwd, group, hosts, hostname,
+ *                           resolv.conf (no name servers) and profile replaced by generated ones
+ *   /home/user              the durable home ($HOME)           read-write, the computer's uid
+ *   /workspace              the durable working directory      read-write, the computer's uid
+ *   /var/lib/roost/worker   the worker's durable state          read-write, the computer's uid
+ *   /tmp (/var/tmp)         a fresh tmpfs on every wake
+ *   /opt/node/bin/node      the host's Node binary, read-only
+ *   /opt/roost              Roost's src/, node_modules/ and package.json, read-only (never the
+ *                           data folder, so no computer sees another's disk)
+ *   /run/roost              supervisor script and worker token, read-only
+ *   /run/roost-cgroup       the `user` cgroup.procs files the login profile joins
+ *   /proc /dev              the sandbox's own (new pid namespace; minimal devices)
+ *
+ * Invariants:
+ *   X1 the worker and every user process run as the computer's uid and gid with no capabilities,
+ *      no supplementary groups and no_new_privs (setuid binaries cannot raise it). Only two
+ *      processes keep uid 0, so that user processes cannot signal them: bubblewrap's pid-1 reaper
+ *      and the supervisor (a fixed script holding only CAP_SETUID, CAP_SETGID and CAP_SETPCAP,
+ *      to start the worker through setpriv).
+ *   X2 the sandbox dies with the provider: --die-with-parent, and the pid namespace takes every
+ *      process with it when its pid 1 goes.
+ *   X3 the worker never sees the host environment: --clearenv, then only what the provider sets.
+ */
+import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { isErrno } from "./system.ts";
+
+/** Paths as seen from inside a computer. */
+export const insidePaths = {
+  home: "/home/user",
+  workspace: "/workspace",
+  workerState: "/var/lib/roost/worker",
+  tmp: "/tmp",
+  node: "/opt/node/bin/node",
+  roost: "/opt/roost",
+  runtime: "/run/roost",
+  tokenFile: "/run/roost/token",
+  supervisor: "/run/roost/supervise.sh",
+  cgroupProcs: "/run/roost-cgroup",
+} as const;
+
+export const insideUserName = "user";
+/** The supervisor's first line on stdout: the sandbox is set up and runs as the computer's uid. */
+export const readyLine = "roost-supervisor-ready";
+export const insideHostname = "computer";
+
+/** How the host's root-level system folders appear inside: bound read-only, or the same symlink. */
+export type SystemMount = { kind: "bind"; path: string } | { kind: "symlink"; path: string; target: string };
+
+export interface EtcOverride {
+  /** File name under the provider's generated etc folder. */
+  name: string;
+  /** Where it is mounted inside (the host file's path, or where its symlink points below /run). */
+  dest: string;
+}
+
+export interface HostLayout {
+  systemMounts: SystemMount[];
+  etcOverrides: EtcOverride[];
+}
+
+const systemFolders = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+export const generatedEtcFiles = ["passwd", "group", "hosts", "hostname", "resolv.conf", "profile"] as const;
+
+/** Reads which system folders exist (and which are merged-/usr symlinks) and where /etc files live. */
+export async function readHostLayout(): Promise<HostLayout> {
+  const systemMounts: SystemMount[] = [];
+  for (const folder of systemFolders) {
+    try {
+      const info = await lstat(folder);
+      if (info.isSymbolicLink()) systemMounts.push({ kind: "symlink", path: folder, target: await readlink(folder) });
+      else if (info.isDirectory()) systemMounts.push({ kind: "bind", path: folder });
+    } catch (error) {
+      if (!isErrno(error, "ENOENT")) throw error;
+    }
+  }
+  const etcOverrides: EtcOverride[] = [];
+  for (const name of generatedEtcFiles) {
+    const hostPath = path.join("/etc", name);
+    try {
+      const info = await lstat(hostPath);
+      if (info.isFile()) {
+        etcOverrides.push({ name, dest: hostPath });
+      } else if (info.isSymbolicLink()) {
+        // e.g. resolv.conf -> ../run/systemd/resolve/stub-resolv.conf: /run is a fresh tmpfs inside,
+        // so the generated file goes where the link points.
+        const target = path.resolve("/etc", await readlink(hostPath));
+        if (target.startsWith("/run/")) etcOverrides.push({ name, dest: target });
+      }
+    } catch (error) {
+      // A file the host lacks cannot be added to the read-only /etc; programs fall back to defaults.
+      if (!isErrno(error, "ENOENT")) throw error;
+    }
+  }
+  return { systemMounts, etcOverrides };
+}
+
+export interface SandboxSpec {
+  uid: number;
+  gid: number;
+  /** Durable folders on the host. */
+  home: string;
+  workspace: string;
+  workerState: string;
+  /** The provider's runtime folder for this computer (holds `etc/` and `roost/`). */
+  runtimeDir: string;
+  /** The `user` cgroup.procs files (host paths) the login profile writes to. */
+  userProcs: readonly string[];
+  env: Readonly<Record<string, string>>;
+  tmpBytes: number;
+  /** Roost's source checkout (its src/, node_modules/ and package.json are mounted). */
+  roostRoot: string;
+  nodePath: string;
+  setprivPath: string;
+  layout: HostLayout;
+  /** The worker's command line inside the sandbox. */
+  workerArgv: readonly string[];
+}
+
+/** The generated files of a computer's runtime folder. */
+export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promise<void> {
+  const etc = path.join(spec.runtimeDir, "etc");
+  const roost = path.join(spec.runtimeDir, "roost");
+  await Promise.all([mkdir(etc, { recursive: true, mode: 0o755 }), mkdir(roost, { recursive: true, mode: 0o755 })]);
+  const files: Record<(typeof generatedEtcFiles)[number], string> = {
+    passwd: [
+      "root:x:0:0:root:/root:/usr/sbin/nologin",
+      `${insideUserName}:x:${spec.uid}:${spec.gid}:Roost computer:${insidePaths.home}:/bin/bash`,
+      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+      "",
+    ].join("\n"),
+    group: ["root:x:0:", `${insideUserName}:x:${spec.gid}:`, "nogroup:x:65534:", ""].join("\n"),
+    hosts: [
+      "127.0.0.1\tlocalhost",
+      `127.0.1.1\t${insideHostname}`,
+      "::1\tlocalhost ip6-localhost ip6-loopback",
+      "",
+    ].join("\n"),
+    hostname: `${insideHostname}\n`,
+    "resolv.conf":
+      "# A Roost computer has no DNS: the egress proxy (HTTP_PROXY / HTTPS_PROXY) resolves names.\n",
+    profile: loginProfile,
+  };
+  await Promise.all([
+    ...Object.entries(files).map(([name, text]) => writeFile(path.join(etc, name), text, { mode: 0o644 })),
+    writeFile(path.join(roost, "supervise.sh"), supervisorScript, { mode: 0o755 }),
+    writeToken(spec.runtimeDir, token, spec.uid, spec.gid),
+  ]);
+}
+
+/** Writes the worker token atomically (the worker re-reads the file before every connection). */
+export async function writeToken(runtimeDir: string, token: string, uid: number, gid: number): Promise<void> {
+  const file = path.join(runtimeDir, "roost", "token");
+  const temporary = `${file}.tmp`;
+  await writeFile(temporary, token, { mode: 0o400 });
+  await chown(temporary, uid, gid);
+  await rename(temporary, file);
+}
+
+/**
+ * The computer's /etc/profile. Every command the worker runs is `bash -lc`, so this runs first in
+ * each one: it moves the shell into the computer's `user` cgroup (cgroups.ts, C1/C2) before any
+ * user code runs, then does what a Debian profile does, keeping the PATH the sandbox was given.
+ */
+const loginProfile = `# /etc/profile of a Roost computer (generated by the local provider).
+# Move this login shell into the computer's "user" cgroup, where the memory and process limits
+# apply, so that an out-of-memory kill or a fork bomb cannot reach the worker.
+for roost_procs in ${insidePaths.cgroupProcs}/*.procs; do
+  [ -w "$roost_procs" ] && echo $$ > "$roost_procs"
+done 2>/dev/null
+unset roost_procs
+
+if [ "\${PS1-}" ] && [ "\${BASH-}" ] && [ "$BASH" != "/bin/sh" ] && [ -f /etc/bash.bashrc ]; then
+  . /etc/bash.bashrc
+fi
+if [ -d /etc/profile.d ]; then
+  for i in /etc/profile.d/*.sh; do
+    if [ -r "$i" ]; then . "$i"; fi
+  done
+  unset i
+fi
+`;
+
+/**
+ * Runs the worker (its arguments: setpriv … node worker) and starts it again when it exits (a
+ * stray kill from a user process must not take the computer offline; the supervisor itself keeps
+ * uid 0, out of their reach), with a back-off from 0.2 s doubling to 10 s, reset after 30 s of
+ * uptime. Exit status 2 is the worker's "bad configuration": retrying cannot help.
+ */
+const supervisorScript = `#!/bin/sh
+# Supervisor of a Roost computer (generated by the local provider).
+echo ${readyLine}
+delay_ms=200
+while :; do
+  started=$(date +%s)
+  "$@"
+  status=$?
+  if [ "$status" -eq 2 ]; then
+    echo "supervisor: the worker refused its configuration (exit 2); not restarting" >&2
+    exit 2
+  fi
+  if [ $(( $(date +%s) - started )) -ge 30 ]; then delay_ms=200; fi
+  echo "supervisor: worker exited with status $status; restarting in $delay_ms ms" >&2
+  sleep "$((delay_ms / 1000)).$(printf %03d $((delay_ms % 1000)))"
+  delay_ms=$(( delay_ms * 2 > 10000 ? 10000 : delay_ms * 2 ))
+done
+`;
+
+/** `--perms 0755 --dir` for every folder on the way to `target` (bubblewrap makes them 0700 otherwise). */
+function parentDirs(target: string, made: Set<string>): string[] {
+  const args: string[] = [];
+  const parts = path.dirname(target).split("/").filter((part) => part !== "");
+  let current = "";
+  for (const part of parts) {
+    current += `/${part}`;
+    if (made.has(current)) continue;
+    made.add(current);
+    args.push("--perms", "0755", "--dir", current);
+  }
+  return args;
+}
+
+/**
+ * The bubblewrap options (passed through `--args FD`, which keeps host paths out of the sandbox's
+ * view of pid 1's command line) and the command (which bubblewrap wants on its own command line).
+ */
+export function bwrapArguments(spec: SandboxSpec, statusFd: number): { options: string[]; command: string[] } {
+  const made = new Set<string>(["/tmp", "/run", "/dev", "/proc", "/etc"]);
+  const args: string[] = [
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--hostname",
+    insideHostname,
+    "--die-with-parent", // X2
+    "--new-session",
+    // X1: bubblewrap run by root keeps every capability unless told otherwise. The supervisor
+    // keeps the three setpriv needs to become the computer's uid and empty the bounding set.
+    "--cap-drop",
+    "ALL",
+    "--cap-add",
+    "CAP_SETUID",
+    "--cap-add",
+    "CAP_SETGID",
+    "--cap-add",
+    "CAP_SETPCAP",
+    "--clearenv", // X3
+  ];
+  for (const [name, value] of Object.entries(spec.env)) args.push("--setenv", name, value);
+
+  for (const mount of spec.layout.systemMounts) {
+    if (mount.kind === "bind") args.push("--ro-bind", mount.path, mount.path);
+    else args.push("--symlink", mount.target, mount.path);
+    made.add(mount.path);
+  }
+  args.push("--ro-bind", "/etc", "/etc");
+  args.push("--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm");
+  args.push("--perms", "1777", "--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
+  args.push("--perms", "0755", "--tmpfs", "/run");
+  for (const override of spec.layout.etcOverrides) {
+    args.push(...parentDirs(override.dest, made));
+    args.push("--ro-bind", path.join(spec.runtimeDir, "etc", override.name), override.dest);
+  }
+  args.push(...parentDirs(insidePaths.tokenFile, made));
+  args.push("--ro-bind", path.join(spec.runtimeDir, "roost"), insidePaths.runtime);
+  args.push("--perms", "0755", "--dir", insidePaths.cgroupProcs);
+  spec.userProcs.forEach((file, index) => {
+    args.push("--bind", file, `${insidePaths.cgroupProcs}/${index}.procs`);
+  });
+  const binds: Array<[string, string, "--bind" | "--ro-bind"]> = [
+    [spec.home, insidePaths.home, "--bind"],
+    [spec.workspace, insidePaths.workspace, "--bind"],
+    [spec.workerState, insidePaths.workerState, "--bind"],
+    [spec.nodePath, insidePaths.node, "--ro-bind"],
+    [path.join(spec.roostRoot, "src"), `${insidePaths.roost}/src`, "--ro-bind"],
+    [path.join(spec.roostRoot, "node_modules"), `${insidePaths.roost}/node_modules`, "--ro-bind"],
+    [path.join(spec.roostRoot, "package.json"), `${insidePaths.roost}/package.json`, "--ro-bind"],
+  ];
+  for (const [source, dest, kind] of binds) {
+    args.push(...parentDirs(dest, made));
+    args.push(kind, source, dest);
+  }
+  args.push(...parentDirs("/var/tmp", made), "--symlink", "../tmp", "/var/tmp");
+  // "/" because the supervisor, uid 0 without CAP_DAC_OVERRIDE, cannot enter the computer's 0700
+  // folders; the worker starts every command in /workspace itself.
+  args.push("--chdir", "/");
+  args.push("--json-status-fd", String(statusFd));
+  // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
+  // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
+  const command = [
+    "/bin/sh",
+    insidePaths.supervisor,
+    spec.setprivPath,
+    `--reuid=${spec.uid}`,
+    `--regid=${spec.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+    ...spec.workerArgv,
+  ];
+  return { options: args, command };
+}
+
+/**
+ * The first process of a sandbox or an `exec`, run by /bin/sh on the host: it writes its own pid
+ * to the given cgroup.procs files (so everything it becomes starts inside the computer's limits),
+ * then replaces itself with the rest of its arguments.
+ * Arguments: COUNT FILE... COMMAND ARGS...
+ */
+export const launcherScript = `n=$1; shift
+while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done
+exec "$@"`;

@@ -1,0 +1,155 @@
+/**
+ * Small host helpers for the local provider: running the system tools it drives (ip, nft,
+ * nsenter, bwrap), finding them, and telling a live process from a recycled pid.
+ */
+import { execFile } from "node:child_process";
+import { constants } from "node:fs";
+import { access, readFile } from "node:fs/promises";
+import path from "node:path";
+
+/** The system tools the local provider drives, by name. */
+export const hostToolNames = ["bwrap", "ip", "nft", "nsenter", "setpriv"] as const;
+export type HostToolName = (typeof hostToolNames)[number];
+export type HostTools = Record<HostToolName, string>;
+
+/** The Debian package that ships each tool, for messages that say how to fix a missing one. */
+export const hostToolPackages: Record<HostToolName, string> = {
+  bwrap: "bubblewrap",
+  ip: "iproute2",
+  nft: "nftables",
+  nsenter: "util-linux",
+  setpriv: "util-linux",
+};
+
+/** sbin folders are searched too: a server started without them on PATH still finds `ip` and `nft`. */
+const fallbackSearchPath = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/** The absolute path of an executable on `searchPath` (then the sbin and bin folders), or undefined. */
+export async function findExecutable(
+  name: string,
+  searchPath: string | undefined,
+): Promise<string | undefined> {
+  const folders = [...(searchPath ?? "").split(":").filter((folder) => folder !== ""), ...fallbackSearchPath];
+  for (const folder of folders) {
+    if (!path.isAbsolute(folder)) continue;
+    const candidate = path.join(folder, name);
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export interface CommandResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** Written to the command's stdin. */
+  input?: string;
+  /** @default 30 s */
+  timeoutMs?: number;
+}
+
+/** Runs a command to completion without a shell; never throws for a non-zero exit (see {@link runChecked}). */
+export function runCommand(
+  file: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      file,
+      [...args],
+      {
+        timeout: options.timeoutMs ?? 30_000,
+        killSignal: "SIGKILL",
+        maxBuffer: 16 * 1024 * 1024,
+        encoding: "utf8",
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" },
+      },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== "number" && error.signal == null) {
+          reject(new Error(`${path.basename(file)}: ${error.message}`, { cause: error }));
+          return;
+        }
+        resolve({
+          exitCode: error === null ? 0 : typeof error.code === "number" ? error.code : null,
+          signal: error?.signal ?? null,
+          stdout,
+          stderr,
+        });
+      },
+    );
+    if (options.input !== undefined) child.stdin?.end(options.input);
+    else child.stdin?.end();
+  });
+}
+
+/** Thrown when a host tool fails; the message names the command and its stderr. */
+export class HostCommandError extends Error {
+  override readonly name = "HostCommandError";
+  readonly result: CommandResult;
+  constructor(file: string, args: readonly string[], result: CommandResult) {
+    const status = result.signal === null ? `exit ${result.exitCode}` : `signal ${result.signal}`;
+    super(
+      `${path.basename(file)} ${args.join(" ")} failed (${status}): ${result.stderr.trim() || result.stdout.trim()}`,
+    );
+    this.result = result;
+  }
+}
+
+/** Runs a command and throws {@link HostCommandError} unless it exits 0. */
+export async function runChecked(
+  file: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<string> {
+  const result = await runCommand(file, args, options);
+  if (result.exitCode !== 0) throw new HostCommandError(file, args, result);
+  return result.stdout;
+}
+
+export function isErrno(error: unknown, code: string): boolean {
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === code;
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), which together
+ * with the pid names one process: a recycled pid has a different start time. Undefined if gone.
+ */
+export async function processStartTicks(pid: number): Promise<string | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: split after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19];
+  } catch (error) {
+    if (isErrno(error, "ENOENT") || isErrno(error, "ESRCH")) return undefined;
+    throw error;
+  }
+}
+
+/** Whether the process named by pid and start ticks still runs. */
+export async function isSameProcessAlive(pid: number, startTicks: string): Promise<boolean> {
+  return (await processStartTicks(pid)) === startTicks;
+}
+
+/** Sends a signal, ignoring a process that is already gone. */
+export function signalProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (error) {
+    if (!isErrno(error, "ESRCH")) throw error;
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Fault tests for the computer (ARCHITECTURE.md §6, §12), each named after its failure. Roost
+ * runs as a child process with the computer provider under test; the demo model turns `$ cmd`
+ * messages into shell calls.
+ */
+import { readFileSync, readdirSync, mkdtempSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { apiClient } from "../support/api-client.ts";
+import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
+import { waitFor } from "../support/wait.ts";
+
+const provider = process.env.ROOST_TEST_COMPUTER_PROVIDER ?? "process";
+
+/** Pids of the computer's worker processes on this host. */
+function workerPids(computerId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "latin1");
+      const environ = readFileSync(`/proc/${entry}/environ`, "latin1");
+      if (cmdline.includes("worker/main.ts") && environ.includes(`COMPUTER_ID=${computerId}\0`)) pids.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
+describe(`faults: the computer (${provider} provider)`, () => {
+  let dataDir: string;
+  let roost: RoostProcess;
+  let api: ReturnType<typeof apiClient>;
+
+  async function start(env: Record<string, string> = {}) {
+    roost = await createRoostProcess({ dataDir, env: { ROOST_COMPUTER_PROVIDER: provider, ROOST_FOLLOW_UP_WINDOW_MS: "200", ...env } });
+    await roost.start();
+    api = apiClient(roost.url, roost.token);
+    const bot = await api.createBot("faulty");
+    const conversation = await api.createConversation(bot.id);
+    const computer = await api.call<{ id: string }>("GET", "/v1/computers/me");
+    const workspace = join(dataDir, "computers", computer.id, "workspace");
+    return { conversationId: conversation.id, computerId: computer.id, workspace };
+  }
+
+  const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((line) => line !== "") : []);
+
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), "roost-fault-computer-"));
+  });
+  afterEach(async () => {
+    await roost?.stop();
+    if (process.env.ROOST_KEEP_TEST_DATA === undefined) rmSync(dataDir, { recursive: true, force: true });
+    else console.log(`kept ${dataDir}`);
+  });
+
+  it("worker SIGKILLed mid-call: the call completes after the worker restarts and its side effect happened once", async () => {
+    const { conversationId, computerId, workspace } = await start();
+    await api.send(conversationId, "$ echo ran >> runs.txt; sleep 2; echo finished");
+    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, { what: "the command to start" });
+    const [pid] = workerPids(computerId);
+    expect(pid).toBeDefined();
+    process.kill(pid!, "SIGKILL");
+    const steps = await api.waitForSteps(conversationId, "reply", 1, 60_000);
+    const tool = steps.find((step) => step.kind === "tool")!;
+    expect(tool.payload.name).toBe("shell");
+    expect(lines(join(workspace, "runs.txt"))).toEqual(["ran"]);
+    expect(workerPids(computerId)).toHaveLength(1); // restarted, and only once
+  });
+
+  it("server SIGKILLed during a running shell call: after restart the result comes from the done-log and the command did not run twice", async () => {
+    const { conversationId, computerId, workspace } = await start();
+    await api.send(conversationId, "$ echo ran >> runs.txt; sleep 3; echo finished");
+    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, { what: "the command to start" });
+    await roost.kill("SIGKILL");
+    await roost.start();
+    const steps = await api.waitForSteps(conversationId, "reply", 1, 60_000);
+    const tool = steps.find((step) => step.kind === "tool")!;
+    expect(tool.payload.details).toMatchObject({ exitCode: 0, stdout: "finished\n" });
+    expect(lines(join(workspace, "runs.txt"))).toEqual(["ran"]);
+    expect(steps.filter((step) => step.kind === "tool")).toHaveLength(1);
+    await waitFor(() => workerPids(computerId).length === 1, { what: "one worker" });
+  });
+
+  it("idle timer: an idle computer sleeps after the configured time, and never during a turn", async () => {
+    const { conversationId } = await start({ ROOST_IDLE_SLEEP_MS: "1000" });
+    const states: string[] = [];
+    await api.send(conversationId, "$ sleep 4; echo still-awake");
+    // While the 4-second command runs (4 idle periods), the computer stays awake.
+    await waitFor(async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "awake", { what: "awake" });
+    const watching = (async () => {
+      for (;;) {
+        const steps = await api.steps(conversationId);
+        if (steps.some((step) => step.kind === "reply")) return;
+        states.push((await api.call<{ state: string }>("GET", "/v1/computers/me")).state);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    await watching;
+    expect(states.length).toBeGreaterThan(10);
+    expect(new Set(states)).toEqual(new Set(["awake"]));
+    // Then, with nothing to do, it falls asleep by itself.
+    await waitFor(async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "asleep", {
+      timeoutMs: 15_000,
+      what: "the idle computer to sleep",
+    });
+  });
+});
