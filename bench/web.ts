@@ -14,17 +14,60 @@ import { launchBrowser, startWebRoost } from "../test/web/harness.ts";
 import { defaultWebDistDir } from "../src/web/index.ts";
 import { summarize } from "./support.ts";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "5" }, steps: { type: "string", default: "1000" } } });
+const { values } = parseArgs({
+  options: { runs: { type: "string", default: "5" }, steps: { type: "string", default: "1000" } },
+});
 const runs = Number(values.runs);
 const targetSteps = Number(values.steps);
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 
+// Code run in the page, as strings: the root tsconfig has no DOM types.
+/** Interactive: signed in, the bot loaded, the composer takes input. */
+const composerReady = `(() => {
+  const box = document.querySelector(".composer textarea");
+  return box !== null && !box.disabled && document.querySelector(".new-chat-hero h2")?.textContent?.includes("Bench") === true;
+})()`;
+const pageTimings = `(() => {
+  const navigation = performance.getEntriesByType("navigation")[0];
+  const paint = performance.getEntriesByType("paint").find((entry) => entry.name === "first-contentful-paint");
+  return { fcp: paint?.startTime ?? Number.NaN, dcl: navigation.domContentLoadedEventEnd, now: performance.now() };
+})()`;
+/** Client-side navigation, as a click on a link in the app does. */
+const openInApp = (path: string) => `(() => {
+  window.history.pushState(null, "", ${JSON.stringify(path)});
+  window.dispatchEvent(new PopStateEvent("popstate"));
+})()`;
+const conversationShown = `document.querySelectorAll(".timeline .row").length > 50 && document.querySelector(".state-pill[data-state=idle]") !== null`;
+const timelineAtBottom = `(() => {
+  const timeline = document.querySelector(".timeline");
+  return timeline !== null && timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 2;
+})()`;
+/** Scrolls up a screen per frame until the first step is loaded and on screen. */
+const scrollToFirstStep = `(async () => {
+  const timeline = document.querySelector(".timeline");
+  const t0 = performance.now();
+  let last = t0, worst = 0, frames = 0;
+  for (;;) {
+    frames++;
+    timeline.scrollTop = Math.max(0, timeline.scrollTop - timeline.clientHeight);
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+    if (timeline.scrollTop === 0 && document.querySelector(".load-earlier") === null) break;
+    if (now - t0 > 120000) break;
+  }
+  return { ms: performance.now() - t0, worst, frames, rows: document.querySelectorAll(".timeline .row").length };
+})()`;
+
 const roost = await startWebRoost(); // builds web/dist when stale
 try {
   // ── Sizes ──────────────────────────────────────────────────────────────────────────────────
   const index = readFileSync(join(defaultWebDistDir, "index.html"), "utf8");
-  const entry = new Set([...index.matchAll(/(?:src|href)="\/assets\/([^"]+)"/g)].map((match) => match[1]));
+  const entry = new Set(
+    [...index.matchAll(/(?:src|href)="\/assets\/([^"]+)"/g)].map((match) => match[1]),
+  );
   let initial = 0;
   let lazy = 0;
   console.log("built assets (gzip -9):");
@@ -34,9 +77,13 @@ try {
     const loaded = entry.has(name) ? "initial" : "lazy";
     if (entry.has(name)) initial += gz;
     else lazy += gz;
-    console.log(`  ${name.padEnd(32)} ${kib(raw.byteLength).padStart(10)} raw ${kib(gz).padStart(10)} gzip  (${loaded})`);
+    console.log(
+      `  ${name.padEnd(32)} ${kib(raw.byteLength).padStart(10)} raw ${kib(gz).padStart(10)} gzip  (${loaded})`,
+    );
   }
-  console.log(`  total: ${kib(initial)} gzip loaded first, ${kib(lazy)} gzip loaded after the first render`);
+  console.log(
+    `  total: ${kib(initial)} gzip loaded first, ${kib(lazy)} gzip loaded after the first render`,
+  );
 
   // ── First render and interactive ───────────────────────────────────────────────────────────
   const token = await roost.token();
@@ -47,16 +94,8 @@ try {
   const domContentLoaded: number[] = [];
   const repeatInteractive: number[] = [];
   const measure = async (page: import("playwright-core").Page) => {
-    // Interactive: signed in, bot loaded, the composer takes input.
-    await page.waitForFunction(() => {
-      const box = document.querySelector<HTMLTextAreaElement>(".composer textarea");
-      return box !== null && !box.disabled && document.querySelector(".new-chat-hero h2")?.textContent?.includes("Bench") === true;
-    });
-    return page.evaluate(() => {
-      const navigation = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
-      const paint = performance.getEntriesByType("paint").find((entry) => entry.name === "first-contentful-paint");
-      return { fcp: paint?.startTime ?? Number.NaN, dcl: navigation.domContentLoadedEventEnd, now: performance.now() };
-    });
+    await page.waitForFunction(composerReady);
+    return page.evaluate<{ fcp: number; dcl: number; now: number }>(pageTimings);
   };
   for (let run = 0; run < runs; run++) {
     const browser = await launchBrowser(); // a fresh profile: nothing cached
@@ -78,7 +117,9 @@ try {
   console.log(`  ${summarize("DOMContentLoaded", domContentLoaded)}`);
   console.log(`  ${summarize("first contentful paint", firstPaint)}`);
   console.log(`  ${summarize("interactive (signed in, composer ready)", interactive)}`);
-  console.log(`  ${summarize("interactive on a repeat visit (assets cached, token stored)", repeatInteractive)}`);
+  console.log(
+    `  ${summarize("interactive on a repeat visit (assets cached, token stored)", repeatInteractive)}`,
+  );
 
   // ── A conversation of 1,000 steps ──────────────────────────────────────────────────────────
   // Each `$ …` turn stores 4 steps (message, model with a tool call, tool result, reply).
@@ -103,7 +144,9 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-  console.log(`\nseeded ${lastSeq} steps through the API in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
+  console.log(
+    `\nseeded ${lastSeq} steps through the API in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`,
+  );
 
   const open: number[] = [];
   const scrollUp: number[] = [];
@@ -117,50 +160,31 @@ try {
       await page.goto(`${roost.url}/bots/${bot.id}`);
       await page.waitForSelector(".composer textarea");
       const started = Date.now();
-      await page.evaluate((path) => {
-        window.history.pushState(null, "", path);
-        window.dispatchEvent(new PopStateEvent("popstate"));
-      }, `/c/${conversation.id}`);
-      await page.waitForFunction((seq) => {
-        const rows = document.querySelectorAll(".timeline .row");
-        return rows.length > 50 && document.querySelector(".state-pill[data-state=idle]") !== null && seq > 0;
-      }, lastSeq);
-      // The newest reply is on screen.
-      await page.waitForFunction(() => {
-        const timeline = document.querySelector(".timeline");
-        return timeline !== null && timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 2;
-      });
+      await page.evaluate(openInApp(`/c/${conversation.id}`));
+      await page.waitForFunction(conversationShown);
+      await page.waitForFunction(timelineAtBottom);
       open.push(Date.now() - started);
 
-      const scrolled = await page.evaluate(async () => {
-        const timeline = document.querySelector(".timeline") as HTMLElement;
-        const t0 = performance.now();
-        let last = t0;
-        let worst = 0;
-        let frames = 0;
-        for (;;) {
-          frames++;
-          timeline.scrollTop = Math.max(0, timeline.scrollTop - timeline.clientHeight);
-          await new Promise((resolve) => requestAnimationFrame(resolve));
-          const now = performance.now();
-          worst = Math.max(worst, now - last);
-          last = now;
-          if (timeline.scrollTop === 0 && document.querySelector(".load-earlier") === null) break;
-          if (now - t0 > 120_000) break;
-        }
-        return { ms: performance.now() - t0, worst, frames, rows: document.querySelectorAll(".timeline .row").length };
-      });
+      const scrolled = await page.evaluate<{
+        ms: number;
+        worst: number;
+        frames: number;
+        rows: number;
+      }>(scrollToFirstStep);
       scrollUp.push(scrolled.ms);
       worstFrame.push(scrolled.worst);
       meanFrame.push(scrolled.ms / scrolled.frames);
-      if (run === 0) console.log(`  ${scrolled.rows} rows on the page after scrolling to the first message`);
+      if (run === 0)
+        console.log(`  ${scrolled.rows} rows on the page after scrolling to the first message`);
     } finally {
       await browser.close();
     }
   }
   console.log(`conversation of ${lastSeq} steps:`);
   console.log(`  ${summarize("open (newest steps shown, bottom reached)", open)}`);
-  console.log(`  ${summarize("scroll from the newest to the first step, a screen per frame (older pages load on the way)", scrollUp)}`);
+  console.log(
+    `  ${summarize("scroll from the newest to the first step, a screen per frame (older pages load on the way)", scrollUp)}`,
+  );
   console.log(`  ${summarize("mean frame while scrolling", meanFrame)}`);
   console.log(`  ${summarize("worst frame while scrolling", worstFrame)}`);
 } finally {

@@ -39,10 +39,16 @@ if (!force && builtAt > 0 && builtAt >= sourcesAt) process.exit(0);
 
 const vite = join(root, "node_modules", "vite", "bin", "vite.js");
 if (!existsSync(vite)) {
-  console.error("roost: the web app is not built and Vite is not installed (run `npm install`, then `npm run build:web`); starting without it");
+  console.error(
+    "roost: the web app is not built and Vite is not installed (run `npm install`, then `npm run build:web`); starting without it",
+  );
   process.exit(0);
 }
-console.error(builtAt === 0 ? "roost: building the web app (once)…" : "roost: the web app changed; rebuilding it…");
+console.error(
+  builtAt === 0
+    ? "roost: building the web app (once)…"
+    : "roost: the web app changed; rebuilding it…",
+);
 const started = Date.now();
 // NODE_ENV decides which React build is bundled; test runners set it to "test".
 const result = spawnSync(process.execPath, [vite, "build", web, "--logLevel", "warn"], {
@@ -51,7 +57,9 @@ const result = spawnSync(process.execPath, [vite, "build", web, "--logLevel", "w
   env: { ...process.env, NODE_ENV: "production" },
 });
 if (result.status !== 0) {
-  console.error("roost: building the web app failed (see above); fix it, or run `npm run build:web` to see the full output");
+  console.error(
+    "roost: building the web app failed (see above); fix it, or run `npm run build:web` to see the full output",
+  );
   process.exit(result.status ?? 1);
 }
 console.error(`roost: web app built in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -62,7 +62,25 @@ export interface ComputersConfig {
   workerTokenTtlMs: number;
   /** URL workers dial, when it is not this server's own address (e.g. behind a proxy). */
   gatewayUrl: string | undefined;
+  blobs: BlobStoreConfig;
+  /** Snapshot generations kept restorable. @default 5 */
+  snapshotKeep: number;
+  /** zstd level of snapshots. @default 1 */
+  snapshotCompressionLevel: number;
 }
+
+export type BlobStoreConfig =
+  | { kind: "local"; dir: string }
+  | {
+      kind: "s3";
+      endpoint: string | undefined;
+      bucket: string;
+      region: string;
+      accessKeyId: string | undefined;
+      secretAccessKey: string | undefined;
+      forcePathStyle: boolean | undefined;
+      prefix: string;
+    };
 
 export type Flags = Record<string, string | boolean | undefined>;
 export type Environment = Record<string, string | undefined>;
@@ -131,6 +149,39 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       max: 30 * 86_400_000,
     }),
     gatewayUrl,
+    blobs: resolveBlobs(source, dataDir),
+    snapshotKeep: integer(source, "snapshot-keep", "ROOST_SNAPSHOT_KEEP", 5, { min: 1, max: 1000 }),
+    snapshotCompressionLevel: integer(source, "snapshot-compression-level", "ROOST_SNAPSHOT_COMPRESSION_LEVEL", 1, {
+      min: 1,
+      max: 19,
+    }),
+  };
+}
+
+function resolveBlobs(source: Source, dataDir: string): BlobStoreConfig {
+  const kind = pick(source, "blob-store", "ROOST_BLOB_STORE") ?? "local";
+  if (kind === "local") return { kind, dir: resolvePath(pick(source, "blob-dir", "ROOST_BLOB_DIR") ?? `${dataDir}/blobs`) };
+  if (kind !== "s3") throw new ConfigError(`ROOST_BLOB_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
+  const bucket = pick(source, "s3-bucket", "ROOST_S3_BUCKET");
+  if (bucket === undefined) throw new ConfigError("ROOST_BLOB_STORE=s3 needs a bucket: set ROOST_S3_BUCKET (the bucket must exist)");
+  const accessKeyId = pick(source, "", "ROOST_S3_ACCESS_KEY_ID");
+  const secretAccessKey = pick(source, "", "ROOST_S3_SECRET_ACCESS_KEY");
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError("set both ROOST_S3_ACCESS_KEY_ID and ROOST_S3_SECRET_ACCESS_KEY, or neither (to use the AWS default credentials)");
+  }
+  const pathStyle = pick(source, "s3-force-path-style", "ROOST_S3_FORCE_PATH_STYLE");
+  if (pathStyle !== undefined && pathStyle !== "true" && pathStyle !== "false") {
+    throw new ConfigError(`ROOST_S3_FORCE_PATH_STYLE must be "true" or "false", got ${JSON.stringify(pathStyle)}`);
+  }
+  return {
+    kind,
+    endpoint: url(source, "s3-endpoint", "ROOST_S3_ENDPOINT"),
+    bucket,
+    region: pick(source, "s3-region", "ROOST_S3_REGION") ?? "us-east-1",
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: pathStyle === undefined ? undefined : pathStyle === "true",
+    prefix: pick(source, "s3-prefix", "ROOST_S3_PREFIX") ?? "",
   };
 }
 

@@ -216,8 +216,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // ── upgrade and authentication ────────────────────────────────────────────────────────────────
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(request.url ?? "/", "http://gateway.invalid");
-    if (url.pathname !== gatewayPath) return; // another handler's path
+    let pathname: string;
+    try {
+      pathname = new URL(request.url ?? "/", "http://gateway.invalid").pathname;
+    } catch {
+      return; // not a path we could own; an exception here would take the HTTP server down
+    }
+    if (pathname !== gatewayPath) return; // another handler's path
     socket.on("error", () => undefined);
     void authenticate(request, socket, head);
   };
@@ -306,12 +311,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     ws.on("message", (data, isBinary) => onMessage(connection, data, isBinary));
     ws.on("close", (code, reason) => onClose(connection, code, reason.toString()));
-    ws.on("error", (error) => {
-      // ws closes the socket itself after an error (for example 1009 above the hard cap).
+    ws.on("error", (error: Error & { code?: string }) => {
+      // ws closes the connection itself after a protocol-level error (G2), e.g. 1009 above the
+      // hard cap or 1007 for text that is not UTF-8.
       emit({
         type: "frame_rejected",
         computerId,
-        code: closeCodes.messageTooBig,
+        code:
+          error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH"
+            ? closeCodes.messageTooBig
+            : closeCodes.protocolError,
         reason: error.message,
       });
     });

@@ -23,7 +23,9 @@ import {
   startEmbeddedRestate,
   type RestateEngine,
 } from "../engine/index.ts";
+import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
 import { createEventHub, type EventHub } from "../events/index.ts";
+import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
 import { createConversationObject } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
@@ -73,6 +75,15 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     cleanups.push(() => provider.close());
     const store = await openStore(config.store);
     cleanups.push(() => store.close());
+    const blobs = openBlobStore(config);
+    cleanups.push(() => blobs.close());
+    const snapshotter = createSnapshotter({
+      blobs,
+      keep: config.computers.snapshotKeep,
+      compressionLevel: config.computers.snapshotCompressionLevel,
+      exclude: ["tmp"],
+      log,
+    });
     const events = createEventHub();
 
     const models = createModelResolver(config.models, { retry: { maxAttempts: config.modelAttempts } });
@@ -123,6 +134,17 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
       events,
       gateway,
       gatewayUrl,
+      snapshots: {
+        restoreIfNeeded: async (computerId, paths) => {
+          if (await snapshotter.needsRestore(computerId, paths.root)) {
+            const restored = await snapshotter.restore(computerId, paths.root);
+            log(`roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`);
+          }
+        },
+        save: async (computerId, paths) => {
+          await snapshotter.snapshot(computerId, paths.root);
+        },
+      },
       idleSleepMs: config.computers.idleSleepMs,
       wakeTimeoutMs: config.computers.wakeTimeoutMs,
       workerTokenTtlMs: config.computers.workerTokenTtlMs,
@@ -219,6 +241,20 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     await closeAll();
     throw error;
   }
+}
+
+function openBlobStore(config: RoostConfig): BlobStore {
+  const blobs = config.computers.blobs;
+  if (blobs.kind === "local") return createLocalBlobStore(blobs.dir);
+  return createS3BlobStore({
+    bucket: blobs.bucket,
+    region: blobs.region,
+    prefix: blobs.prefix,
+    ...(blobs.endpoint === undefined ? {} : { endpoint: blobs.endpoint }),
+    ...(blobs.accessKeyId === undefined ? {} : { accessKeyId: blobs.accessKeyId }),
+    ...(blobs.secretAccessKey === undefined ? {} : { secretAccessKey: blobs.secretAccessKey }),
+    ...(blobs.forcePathStyle === undefined ? {} : { forcePathStyle: blobs.forcePathStyle }),
+  });
 }
 
 function closeHttp(server: ServerType): Promise<void> {

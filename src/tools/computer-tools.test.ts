@@ -26,7 +26,7 @@ function router(state: string, calls: unknown[] = []) {
 
 describe("computer tools", () => {
   it("describes every tool in at most 4,000 characters (description + schema)", async () => {
-    const specs = await router("awake").specs();
+    const specs = await router("awake").specs({ accountId: "acct_1", botId: "bot_1" });
     expect(specs.map((spec) => spec.name).sort()).toEqual(["edit", "glob", "list", "read", "shell", "shell_status", "write"]);
     for (const spec of specs) expect(spec.description.length + JSON.stringify(spec.inputSchema).length).toBeLessThanOrEqual(4000);
   });

@@ -60,13 +60,16 @@ export function createWebHandler(options: WebHandlerOptions = {}): Hono {
       ifNoneMatch: context.req.header("if-none-match"),
     });
     if (file === undefined) {
-      if (!(await files.isBuilt())) return context.html(notBuiltPage, 503, { "cache-control": "no-store" });
+      if (!(await files.isBuilt()))
+        return context.html(notBuiltPage, 503, { "cache-control": "no-store" });
       return context.text(`no file ${path} in the web app`, 404, { "cache-control": "no-store" });
     }
-    if (file.headers["content-type"]?.startsWith("text/html") === true) Object.assign(file.headers, htmlSecurityHeaders);
+    if (file.headers["content-type"]?.startsWith("text/html") === true)
+      Object.assign(file.headers, htmlSecurityHeaders);
     if (file.status === 304) return context.body(null, 304, file.headers);
-    const body = context.req.method === "HEAD" ? null : (file.body as Uint8Array<ArrayBuffer>);
-    return context.body(body, 200, { ...file.headers, "content-length": String(file.body.byteLength) });
+    const headers = { ...file.headers, "content-length": String(file.body.byteLength) };
+    if (context.req.method === "HEAD") return context.body(null, 200, headers);
+    return context.body(file.body as Uint8Array<ArrayBuffer>, 200, headers);
   });
 
   return app;

@@ -34,7 +34,12 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export function isLoopbackHost(host: string | undefined): boolean {
   if (host === undefined) return false;
   const name = host.toLowerCase().replace(/:\d+$/, "");
-  return name === "localhost" || name.endsWith(".localhost") || name === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+  return (
+    name === "localhost" ||
+    name.endsWith(".localhost") ||
+    name === "[::1]" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
+  );
 }
 
 const forwardingHeaders = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via"];
@@ -49,13 +54,17 @@ function remoteAddress(context: Context): string | undefined {
 
 /** Why the request may not sign in locally, or undefined when it may. */
 export function localSignInRefusal(context: Context): string | undefined {
-  if (!isLoopbackAddress(remoteAddress(context))) return "local sign-in only answers requests from this computer"; // L2
-  if (forwardingHeaders.some((name) => context.req.header(name) !== undefined)) return "local sign-in does not answer proxied requests"; // L3
+  if (!isLoopbackAddress(remoteAddress(context)))
+    return "local sign-in only answers requests from this computer"; // L2
+  if (forwardingHeaders.some((name) => context.req.header(name) !== undefined))
+    return "local sign-in does not answer proxied requests"; // L3
   const host = context.req.header("host");
-  if (!isLoopbackHost(host)) return "local sign-in needs the page opened as http://localhost or http://127.0.0.1"; // L4
+  if (!isLoopbackHost(host))
+    return "local sign-in needs the page opened as http://localhost or http://127.0.0.1"; // L4
   // L5
   const site = context.req.header("sec-fetch-site");
-  if (site !== undefined && site !== "same-origin" && site !== "none") return "local sign-in refuses cross-site requests";
+  if (site !== undefined && site !== "same-origin" && site !== "none")
+    return "local sign-in refuses cross-site requests";
   const origin = context.req.header("origin");
   if (origin !== undefined) {
     let originHost: string;
@@ -64,7 +73,8 @@ export function localSignInRefusal(context: Context): string | undefined {
     } catch {
       return "local sign-in refuses cross-site requests";
     }
-    if (originHost.toLowerCase() !== host?.toLowerCase()) return "local sign-in refuses cross-site requests";
+    if (originHost.toLowerCase() !== host?.toLowerCase())
+      return "local sign-in refuses cross-site requests";
   }
   return undefined;
 }
@@ -76,18 +86,32 @@ export function createLocalSignInHandler(options: LocalSignInOptions | undefined
     if (options === undefined) {
       // L1
       return context.json(
-        { error: { code: "not_found", message: "local sign-in is off on this server; sign in with an API token (roost token create)" } },
+        {
+          error: {
+            code: "not_found",
+            message:
+              "local sign-in is off on this server; sign in with an API token (roost token create)",
+          },
+        },
         404,
       );
     }
     const refusal = localSignInRefusal(context);
     if (refusal !== undefined) {
-      return context.json({ error: { code: "forbidden", message: `${refusal}; sign in with an API token instead` } }, 403);
+      return context.json(
+        { error: { code: "forbidden", message: `${refusal}; sign in with an API token instead` } },
+        403,
+      );
     }
     const token = (await readFile(options.tokenFile, "utf8").catch(() => "")).trim();
     if (token === "") {
       return context.json(
-        { error: { code: "unavailable", message: `no admin token in ${options.tokenFile}; restart roost to write a new one` } },
+        {
+          error: {
+            code: "unavailable",
+            message: `no admin token in ${options.tokenFile}; restart roost to write a new one`,
+          },
+        },
         503,
       );
     }

@@ -36,7 +36,17 @@ const contentTypes: Record<string, string> = {
 };
 
 /** Types worth compressing; images and fonts already are. */
-const compressible = new Set([".html", ".js", ".mjs", ".css", ".json", ".map", ".svg", ".txt", ".webmanifest"]);
+const compressible = new Set([
+  ".html",
+  ".js",
+  ".mjs",
+  ".css",
+  ".json",
+  ".map",
+  ".svg",
+  ".txt",
+  ".webmanifest",
+]);
 
 export interface StaticFile {
   body: Uint8Array;
@@ -54,7 +64,10 @@ interface CachedFile {
 
 export interface StaticFiles {
   /** The file for a URL path, `index.html` for client routes (W3), or undefined for a 404. */
-  get(urlPath: string, request: { acceptEncoding: string | undefined; ifNoneMatch: string | undefined }): Promise<StaticFile | undefined>;
+  get(
+    urlPath: string,
+    request: { acceptEncoding: string | undefined; ifNoneMatch: string | undefined },
+  ): Promise<StaticFile | undefined>;
   /** Whether `index.html` exists (the app has been built). */
   isBuilt(): Promise<boolean>;
 }
@@ -81,7 +94,8 @@ export function createStaticFiles(distDir: string): StaticFiles {
     const info = await stat(file).catch(() => undefined);
     if (info === undefined || !info.isFile()) return undefined;
     const cached = cache.get(file);
-    if (cached !== undefined && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached;
+    if (cached !== undefined && cached.mtimeMs === info.mtimeMs && cached.size === info.size)
+      return cached;
     const raw = new Uint8Array(await readFile(file));
     const etag = `"${createHash("sha1").update(raw).digest("base64url").slice(0, 20)}"`;
     const entry: CachedFile = {
@@ -89,7 +103,10 @@ export function createStaticFiles(distDir: string): StaticFiles {
       size: info.size,
       etag,
       raw,
-      gzip: compressible.has(extname(file)) && raw.byteLength > 1024 ? new Uint8Array(gzipSync(raw, { level: 9 })) : undefined,
+      gzip:
+        compressible.has(extname(file)) && raw.byteLength > 1024
+          ? new Uint8Array(gzipSync(raw, { level: 9 }))
+          : undefined,
     };
     cache.set(file, entry);
     return entry;
@@ -108,7 +125,10 @@ export function createStaticFiles(distDir: string): StaticFiles {
       "x-content-type-options": "nosniff",
     };
     if (entry.gzip !== undefined) headers.vary = "Accept-Encoding";
-    if (request.ifNoneMatch !== undefined && request.ifNoneMatch.split(/\s*,\s*/).includes(entry.etag)) {
+    if (
+      request.ifNoneMatch !== undefined &&
+      request.ifNoneMatch.split(/\s*,\s*/).includes(entry.etag)
+    ) {
       return { status: 304, body: new Uint8Array(), headers };
     }
     const gzipOk = entry.gzip !== undefined && /\bgzip\b/i.test(request.acceptEncoding ?? "");
@@ -133,7 +153,11 @@ export function createStaticFiles(distDir: string): StaticFiles {
           const hashed = urlPath.startsWith("/assets/");
           const isIndex = file === indexFile;
           // W2
-          const cacheControl = hashed ? "public, max-age=31536000, immutable" : isIndex ? "no-cache" : "public, max-age=3600";
+          const cacheControl = hashed
+            ? "public, max-age=31536000, immutable"
+            : isIndex
+              ? "no-cache"
+              : "public, max-age=3600";
           return respond(file, entry, cacheControl, request);
         }
       }

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebHandler, isLoopbackAddress, isLoopbackHost } from "./index.ts";
 
 /** What @hono/node-server hands a handler as `env`: enough for getConnInfo. */
-const peer = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress, remotePort: 50000, remoteFamily: "IPv4" } } });
+const peer = (remoteAddress: string) => ({
+  incoming: { socket: { remoteAddress, remotePort: 50000, remoteFamily: "IPv4" } },
+});
 
 describe("web handler", () => {
   let dir: string;
@@ -17,8 +19,14 @@ describe("web handler", () => {
     dir = mkdtempSync(join(tmpdir(), "roost-web-"));
     distDir = join(dir, "dist");
     mkdirSync(join(distDir, "assets"), { recursive: true });
-    writeFileSync(join(distDir, "index.html"), `<!doctype html><title>Roost</title>${"<!-- padding -->".repeat(100)}`);
-    writeFileSync(join(distDir, "assets", "index-abc123.js"), `console.log("app");${" ".repeat(2000)}`);
+    writeFileSync(
+      join(distDir, "index.html"),
+      `<!doctype html><title>Roost</title>${"<!-- padding -->".repeat(100)}`,
+    );
+    writeFileSync(
+      join(distDir, "assets", "index-abc123.js"),
+      `console.log("app");${" ".repeat(2000)}`,
+    );
     writeFileSync(join(distDir, "favicon.svg"), "<svg/>");
     writeFileSync(join(dir, "secret.txt"), "outside");
     tokenFile = join(dir, "admin-token");
@@ -26,8 +34,18 @@ describe("web handler", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const get = (app: ReturnType<typeof createWebHandler>, path: string, headers: Record<string, string> = {}, from = "127.0.0.1") =>
-    app.fetch(new Request(`http://127.0.0.1:7700${path}`, { headers: { host: "127.0.0.1:7700", ...headers } }), peer(from));
+  const get = (
+    app: ReturnType<typeof createWebHandler>,
+    path: string,
+    headers: Record<string, string> = {},
+    from = "127.0.0.1",
+  ) =>
+    app.fetch(
+      new Request(`http://127.0.0.1:7700${path}`, {
+        headers: { host: "127.0.0.1:7700", ...headers },
+      }),
+      peer(from),
+    );
 
   it("serves index.html at / and for client routes, revalidated on every load", async () => {
     const app = createWebHandler({ distDir });
@@ -48,7 +66,9 @@ describe("web handler", () => {
     expect(response.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
     expect(response.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     expect(response.headers.get("content-encoding")).toBe("gzip");
-    expect(gunzipSync(new Uint8Array(await response.arrayBuffer())).toString()).toContain('console.log("app")');
+    expect(gunzipSync(new Uint8Array(await response.arrayBuffer())).toString()).toContain(
+      'console.log("app")',
+    );
     const etag = response.headers.get("etag")!;
     const again = await get(app, "/assets/index-abc123.js", { "if-none-match": etag });
     expect(again.status).toBe(304);
@@ -86,7 +106,11 @@ describe("web handler", () => {
     });
 
     it("hands a page on this computer the admin token, never cached", async () => {
-      const response = await get(createWebHandler({ distDir, localSignIn: { tokenFile } }), "/auth/local", { "sec-fetch-site": "same-origin" });
+      const response = await get(
+        createWebHandler({ distDir, localSignIn: { tokenFile } }),
+        "/auth/local",
+        { "sec-fetch-site": "same-origin" },
+      );
       expect(response.status).toBe(200);
       expect(response.headers.get("cache-control")).toBe("no-store");
       expect(response.headers.get("access-control-allow-origin")).toBeNull();
@@ -113,15 +137,24 @@ describe("web handler", () => {
     });
 
     it("says what to do when the token file is gone", async () => {
-      const response = await get(createWebHandler({ distDir, localSignIn: { tokenFile: join(dir, "no-token") } }), "/auth/local");
+      const response = await get(
+        createWebHandler({ distDir, localSignIn: { tokenFile: join(dir, "no-token") } }),
+        "/auth/local",
+      );
       expect(response.status).toBe(503);
     });
   });
 
   it("recognises loopback addresses and host names", () => {
-    expect(["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"].every(isLoopbackAddress)).toBe(true);
+    expect(["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"].every(isLoopbackAddress)).toBe(
+      true,
+    );
     expect(["10.0.0.1", "::ffff:192.168.0.1", "", "0.0.0.0"].some(isLoopbackAddress)).toBe(false);
-    expect(["localhost:7700", "127.0.0.1", "[::1]:7700", "app.localhost"].every(isLoopbackHost)).toBe(true);
-    expect(["evil.example", "127.0.0.1.evil.example", "localhost.evil.example"].some(isLoopbackHost)).toBe(false);
+    expect(
+      ["localhost:7700", "127.0.0.1", "[::1]:7700", "app.localhost"].every(isLoopbackHost),
+    ).toBe(true);
+    expect(
+      ["evil.example", "127.0.0.1.evil.example", "localhost.evil.example"].some(isLoopbackHost),
+    ).toBe(false);
   });
 });

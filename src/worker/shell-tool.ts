@@ -200,14 +200,14 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
 
   let pid = child?.pid ?? (await readJob(dir))?.pid;
   let killedFor: JobEnd["killedFor"];
-  let killTimer: NodeJS.Timeout | undefined;
   const kill = (reason: "timeout" | "cancelled") => {
     if (killedFor !== undefined || pid === undefined) return;
     killedFor = reason;
     const group = pid;
     signalJob(group, "SIGTERM");
-    killTimer = setTimeout(() => signalJob(group, "SIGKILL"), killGraceMs);
-    killTimer.unref();
+    // Not cleared when the wrapper exits: children that ignore SIGTERM keep the group (and so
+    // its id, which the kernel does not reuse while a member lives) until this SIGKILL.
+    setTimeout(() => signalJob(group, "SIGKILL"), killGraceMs).unref();
   };
   const onAbort = () => kill("cancelled");
   context.signal.addEventListener("abort", onAbort);
@@ -269,8 +269,6 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   } finally {
     context.signal.removeEventListener("abort", onAbort);
     clearTimeout(deadlineTimer);
-    if (killTimer !== undefined && pid !== undefined && !(await isJobAlive(pid, dir)))
-      clearTimeout(killTimer);
     await pump.pump();
     await pump.close();
   }

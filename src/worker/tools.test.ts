@@ -129,6 +129,27 @@ describe("shell", () => {
     expect(output.note).toMatch(/timed out/);
   });
 
+  it("SIGKILLs a timed-out command that ignores SIGTERM after the grace period", async () => {
+    const output = completed(
+      await shellTool(
+        { command: "trap '' TERM; echo $$ > shell.pid; sleep 30" },
+        context({ deadline: Date.now() + 300 }),
+        { killGraceMs: 200 },
+      ),
+    );
+    expect(output.timedOut).toBe(true);
+    const pid = Number.parseInt(readFileSync(path.join(workspace, "shell.pid"), "utf8"), 10);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await expect.poll(alive, { timeout: 5000 }).toBe(false);
+  });
+
   it("stops on cancel with a cancelled error", async () => {
     const controller = new AbortController();
     const ctx = context({ signal: controller.signal });

@@ -98,4 +98,18 @@ describe(`the computer end to end (${provider} provider, demo model)`, () => {
     const files = await api.call<{ entries: { name: string }[] }>("GET", "/v1/computers/me/files?path=/workspace");
     expect(files.entries.map((entry) => entry.name)).toContain("keep.txt");
   });
+
+  it("restores the disk from the blob store when the local copy is gone (a move to another host)", async () => {
+    const bot = await api.createBot("mover");
+    const conversation = await api.createConversation(bot.id);
+    await turn(conversation.id, "$ mkdir -p project && echo moved-with-me > project/notes.txt && echo saved > ~/home-file");
+    const computer = await api.call<{ id: string; state: string }>("POST", "/v1/computers/me/sleep");
+    expect(computer.state).toBe("asleep");
+    // The sleep archived the disk to the blob store; now lose the local copy entirely.
+    rmSync(join(dataDir, "computers", computer.id), { recursive: true, force: true });
+    const steps = await turn(conversation.id, "$ cat project/notes.txt ~/home-file");
+    const tool = steps.filter((step) => step.kind === "tool").at(-1)!;
+    expect(tool.payload.details).toMatchObject({ exitCode: 0, stdout: "moved-with-me\nsaved\n" });
+    expect(roost.output()).toMatch(/restored snapshot generation \d+/);
+  });
 });

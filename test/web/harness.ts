@@ -39,7 +39,8 @@ export const chromiumArgs = [
 export function ensureWebBuilt(): void {
   const script = join(import.meta.dirname, "..", "..", "scripts", "build-web-if-stale.mjs");
   const result = spawnSync(process.execPath, [script], { stdio: "inherit" });
-  if (result.status !== 0) throw new Error("building the web app failed (npm run build:web shows why)");
+  if (result.status !== 0)
+    throw new Error("building the web app failed (npm run build:web shows why)");
 }
 
 export interface WebRoost {
@@ -50,7 +51,9 @@ export interface WebRoost {
   close(): Promise<void>;
 }
 
-export async function startWebRoost(options: { env?: Record<string, string>; flags?: Record<string, string> } = {}): Promise<WebRoost> {
+export async function startWebRoost(
+  options: { env?: Record<string, string>; flags?: Record<string, string> } = {},
+): Promise<WebRoost> {
   ensureWebBuilt();
   const dataDir = mkdtempSync(join(tmpdir(), "roost-web-e2e-"));
   const ingress = await findFreePort();
@@ -70,7 +73,10 @@ export async function startWebRoost(options: { env?: Record<string, string>; fla
     },
     { ROOST_COMPUTER_PROVIDER: "process", ...options.env },
   );
-  const platform = await startPlatform(config, { log: (message) => log.push(message), sweepIntervalMs: 1000 });
+  const platform = await startPlatform(config, {
+    log: (message) => log.push(message),
+    sweepIntervalMs: 1000,
+  });
 
   let front: ServerType | undefined;
   let url = platform.url;
@@ -88,13 +94,21 @@ export async function startWebRoost(options: { env?: Record<string, string>; fla
         headers,
         body: hasBody ? context.req.raw.body : undefined,
         signal: context.req.raw.signal,
-        // @ts-expect-error Node's fetch needs duplex for a streamed request body
+        // Node's fetch needs duplex for a streamed request body.
         duplex: hasBody ? "half" : undefined,
       }).catch(() => new Response(null, { status: 502 })); // the browser went away mid-request
     });
-    app.route("/", createWebHandler({ distDir: defaultWebDistDir, localSignIn: { tokenFile: platform.adminTokenFile } }));
+    app.route(
+      "/",
+      createWebHandler({
+        distDir: defaultWebDistDir,
+        localSignIn: { tokenFile: platform.adminTokenFile },
+      }),
+    );
     front = await new Promise<ServerType>((resolve) => {
-      const server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(server));
+      const server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () =>
+        resolve(server),
+      );
     });
     url = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
   } else {
@@ -105,10 +119,16 @@ export async function startWebRoost(options: { env?: Record<string, string>; fla
     url,
     platform,
     dataDir,
-    token: async () => (await import("node:fs/promises")).readFile(platform.adminTokenFile, "utf8").then((text) => text.trim()),
+    token: async () =>
+      (await import("node:fs/promises"))
+        .readFile(platform.adminTokenFile, "utf8")
+        .then((text) => text.trim()),
     async close() {
       try {
-        await sleepComputers(platform.url, (await import("node:fs/promises")).readFile(platform.adminTokenFile, "utf8"));
+        await sleepComputers(
+          platform.url,
+          (await import("node:fs/promises")).readFile(platform.adminTokenFile, "utf8"),
+        );
         if (front !== undefined) {
           const server = front;
           await new Promise<void>((resolve) => {
@@ -133,7 +153,10 @@ async function sleepComputers(url: string, tokenText: Promise<string>): Promise<
   const token = (await tokenText).trim();
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    const response = await fetch(`${url}/v1/computers/me/sleep`, { method: "POST", headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+    const response = await fetch(`${url}/v1/computers/me/sleep`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => undefined);
     if (response === undefined || response.status === 404) return;
     const body = (await response.json().catch(() => ({}))) as { state?: string };
     if (response.ok && body.state === "asleep") return;
@@ -148,7 +171,9 @@ export interface Browser {
 }
 
 /** Debian's Chromium, headless, with a fresh profile directory. */
-export async function launchBrowser(options: { colorScheme?: "light" | "dark" } = {}): Promise<Browser> {
+export async function launchBrowser(
+  options: { colorScheme?: "light" | "dark" } = {},
+): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), "roost-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,
@@ -177,5 +202,9 @@ export async function launchBrowser(options: { colorScheme?: "light" | "dark" } 
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(screenshotDir, { recursive: true });
-  await page.screenshot({ path: join(screenshotDir, `${name}.png`), animations: "disabled", caret: "hide" });
+  await page.screenshot({
+    path: join(screenshotDir, `${name}.png`),
+    animations: "disabled",
+    caret: "hide",
+  });
 }

@@ -7,7 +7,14 @@ import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { apiClient } from "../support/api-client.ts";
-import { chromiumPath, launchBrowser, screenshot, startWebRoost, type Browser, type WebRoost } from "./harness.ts";
+import {
+  chromiumPath,
+  launchBrowser,
+  screenshot,
+  startWebRoost,
+  type Browser,
+  type WebRoost,
+} from "./harness.ts";
 
 const desktop = { width: 1280, height: 800 };
 const phone = { width: 390, height: 844 };
@@ -51,35 +58,41 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
 
   it("signs in by itself, creates a bot, sends a message and shows the reply as it streams", async () => {
     const page = await open("/");
-    await expect.poll(() => page.getByRole("heading", { name: "Create your first bot" }).isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByRole("heading", { name: "Create your first bot" }).isVisible())
+      .toBe(true);
     await screenshot(page, "desktop-welcome");
     await page.getByLabel("Name").fill("Echo");
     await page.getByLabel("Instructions").fill("Answer briefly.");
     await expect.poll(() => page.getByText("The demo model runs offline").isVisible()).toBe(true);
     await page.getByRole("button", { name: "Create bot" }).click();
     await page.waitForURL(/\/bots\/bot_/);
-    await expect.poll(() => page.getByRole("heading", { name: "New chat with Echo" }).isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByRole("heading", { name: "New chat with Echo" }).isVisible())
+      .toBe(true);
     expect(await page.locator(".view-header .badge-demo").textContent()).toBe("Demo model");
 
     // Record whether a streaming preview ever appears before the final reply.
-    await page.evaluate(() => {
-      const seen = { streaming: false };
-      (window as unknown as { seen: typeof seen }).seen = seen;
+    // (Browser-side code is a string: the root tsconfig has no DOM types.)
+    await page.evaluate(`
+      window.seenStreaming = false;
       new MutationObserver(() => {
-        if (document.querySelector("[data-streaming]") !== null) seen.streaming = true;
+        if (document.querySelector("[data-streaming]") !== null) window.seenStreaming = true;
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
+    `);
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("hello **bold** world");
     await box.press("Enter");
     await page.waitForURL(/\/c\/conv_/);
     const reply = page.locator(".row-bot:not([data-streaming])", { hasText: "You said" });
     await reply.waitFor({ timeout: 30_000 });
-    expect(await page.evaluate(() => (window as unknown as { seen: { streaming: boolean } }).seen.streaming)).toBe(true);
+    expect(await page.evaluate<boolean>("window.seenStreaming")).toBe(true);
     // The user's text is shown as typed; the reply is rendered as markdown.
     expect(await page.locator(".bubble-user").first().textContent()).toBe("hello **bold** world");
     expect(await reply.locator(".markdown").count()).toBe(1);
-    await expect.poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 }).toBe("idle");
+    await expect
+      .poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 })
+      .toBe("idle");
     // The sidebar lists the conversation under its first message.
     expect(await page.locator(".nav-chat").first().textContent()).toContain("hello **bold** world");
     await screenshot(page, "desktop-chat");
@@ -93,15 +106,23 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     const card = page.locator(".tool-card[data-tool=shell]");
     await card.waitFor({ timeout: 60_000 });
     await expect.poll(() => card.getAttribute("data-status"), { timeout: 60_000 }).toBe("failed");
-    expect(await card.locator(".tool-summary").textContent()).toContain("echo hello-from-the-computer");
+    expect(await card.locator(".tool-summary").textContent()).toContain(
+      "echo hello-from-the-computer",
+    );
     expect(await card.locator(".tool-status").textContent()).toContain("Exit 3");
     await card.locator(".tool-head").click();
-    await expect.poll(() => card.locator(".tool-output").first().textContent()).toContain("hello-from-the-computer");
+    await expect
+      .poll(() => card.locator(".tool-output").first().textContent())
+      .toContain("hello-from-the-computer");
     expect(await card.locator(".tool-stderr").textContent()).toContain("oops");
     expect(await card.locator(".tool-details").textContent()).toContain("Exit code3");
-    await page.locator(".row-bot:not([data-streaming])", { hasText: "hello-from-the-computer" }).waitFor({ timeout: 30_000 });
+    await page
+      .locator(".row-bot:not([data-streaming])", { hasText: "hello-from-the-computer" })
+      .waitFor({ timeout: 30_000 });
     // The computer woke for the command.
-    await expect.poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 20_000 }).toBe("awake");
+    await expect
+      .poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 20_000 })
+      .toBe("awake");
     await screenshot(page, "desktop-tool-card");
     await page.close();
   });
@@ -120,8 +141,12 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     await expect.poll(() => page.locator(".state-pill").getAttribute("data-state")).toBe("working");
     await page.locator(".tool-live", { hasText: /tick-[3-6]/ }).waitFor({ timeout: 20_000 });
     await expect.poll(() => card.getAttribute("data-status"), { timeout: 30_000 }).toBe("done");
-    await page.locator(".row-bot:not([data-streaming])", { hasText: "tick-6" }).waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 }).toBe("idle");
+    await page
+      .locator(".row-bot:not([data-streaming])", { hasText: "tick-6" })
+      .waitFor({ timeout: 30_000 });
+    await expect
+      .poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 })
+      .toBe("idle");
     await page.close();
   });
 
@@ -139,7 +164,9 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     // Shown at once, then stored (it leaves the pending state) while the command still runs.
     await page.locator(".bubble-user", { hasText: "and also this" }).waitFor();
     await expect.poll(() => page.locator("[data-pending]").count(), { timeout: 10_000 }).toBe(0);
-    await page.locator(".row-bot:not([data-streaming])", { hasText: 'You said: "and also this"' }).waitFor({ timeout: 45_000 });
+    await page
+      .locator(".row-bot:not([data-streaming])", { hasText: 'You said: "and also this"' })
+      .waitFor({ timeout: 45_000 });
     await expect.poll(() => card.getAttribute("data-status")).toBe("done");
     // Nothing is shown twice.
     expect(await page.locator(".bubble-user", { hasText: "and also this" }).count()).toBe(1);
@@ -153,7 +180,9 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     await page.getByLabel("Model, as provider:model").fill("gpt-4");
     await page.getByRole("button", { name: "Create bot" }).click();
     const alert = page.getByRole("alert");
-    await expect.poll(() => alert.textContent()).toContain('model must be "demo" or "provider:model"');
+    await expect
+      .poll(() => alert.textContent())
+      .toContain('model must be "demo" or "provider:model"');
     await screenshot(page, "desktop-bot-form-error");
 
     // A name that is taken: the server's conflict message, not a status code.
@@ -164,17 +193,26 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     expect(await alert.textContent()).not.toMatch(/^\d{3}/);
 
     await page.goto(`${roost.url}/c/conv_does-not-exist`);
-    await expect.poll(() => page.getByRole("heading", { name: "This conversation does not exist" }).isVisible(), { timeout: 15_000 }).toBe(true);
+    await expect
+      .poll(
+        () => page.getByRole("heading", { name: "This conversation does not exist" }).isVisible(),
+        { timeout: 15_000 },
+      )
+      .toBe(true);
     await page.close();
   });
 
   it("asks for a token when local sign-in is not possible, and accepts a valid one", async () => {
     const page = await browser.newPage(desktop);
     // localhost is a loopback name; the Host check passes but a forwarding header refuses it.
-    await page.route("**/auth/local", (route) => route.continue({ headers: { ...route.request().headers(), "x-forwarded-for": "203.0.113.7" } }));
-    await page.evaluate(() => localStorage.clear()).catch(() => undefined);
+    await page.route("**/auth/local", (route) =>
+      route.continue({
+        headers: { ...route.request().headers(), "x-forwarded-for": "203.0.113.7" },
+      }),
+    );
+    await page.evaluate("localStorage.clear()").catch(() => undefined);
     await page.goto(`${roost.url}/`);
-    await page.evaluate(() => localStorage.clear());
+    await page.evaluate("localStorage.clear()");
     await page.reload();
     const field = page.getByLabel("API token");
     await field.waitFor();
@@ -196,15 +234,23 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     const state = await page.locator(".computer-chip").getAttribute("data-state");
     if (state === "awake") {
       await dialog.getByRole("button", { name: "Sleep" }).click();
-      await expect.poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 30_000 }).toBe("asleep");
+      await expect
+        .poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 30_000 })
+        .toBe("asleep");
     }
     await dialog.getByRole("button", { name: "Wake" }).click();
-    await expect.poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 30_000 }).toBe("awake");
+    await expect
+      .poll(() => page.locator(".computer-chip").getAttribute("data-state"), { timeout: 30_000 })
+      .toBe("awake");
     await dialog.getByRole("button", { name: "Files" }).click();
 
     const files = page.getByRole("dialog", { name: "Files on your computer" });
     await files.waitFor();
-    await files.locator("input[type=file]").setInputFiles({ name: "notes.md", mimeType: "text/markdown", buffer: Buffer.from("# Notes\nfrom the browser\n") });
+    await files.locator("input[type=file]").setInputFiles({
+      name: "notes.md",
+      mimeType: "text/markdown",
+      buffer: Buffer.from("# Notes\nfrom the browser\n"),
+    });
     await files.getByText("Uploaded notes.md.").waitFor();
     const row = files.locator(".file-row", { hasText: "notes.md" });
     await row.waitFor();
@@ -234,8 +280,13 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     // Tool cards at phone size.
     const shellChat = page.locator(".nav-chat").first();
     void shellChat;
-    const conversations = await api().call<{ conversations: { id: string; title: string }[] }>("GET", "/v1/conversations");
-    const withTool = conversations.conversations.find((conversation) => conversation.title.startsWith("$ echo hello"));
+    const conversations = await api().call<{ conversations: { id: string; title: string }[] }>(
+      "GET",
+      "/v1/conversations",
+    );
+    const withTool = conversations.conversations.find((conversation) =>
+      conversation.title.startsWith("$ echo hello"),
+    );
     if (withTool !== undefined) {
       await page.goto(`${roost.url}/c/${withTool.id}`);
       await page.locator(".tool-card").first().waitFor();
@@ -247,7 +298,9 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     await page.getByRole("button", { name: "Open the list of bots and chats" }).click();
     await page.getByRole("button", { name: /Theme:/ }).click();
     await page.getByRole("button", { name: /Theme:/ }).click();
-    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe("dark");
+    expect(await page.evaluate<string | undefined>("document.documentElement.dataset.theme")).toBe(
+      "dark",
+    );
     await page.keyboard.press("Escape");
     await screenshot(page, "phone-dark");
     await page.setViewportSize(desktop);

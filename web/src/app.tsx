@@ -32,7 +32,8 @@ export function App() {
     async (token: string, remember: boolean): Promise<string | undefined> => {
       const api = createApiClient({
         token,
-        onUnauthenticated: () => signOut("Your session ended: the token is no longer valid. Sign in again."),
+        onUnauthenticated: () =>
+          signOut("Your session ended: the token is no longer valid. Sign in again."),
       });
       try {
         const me = await createApiClient({ token }).me();
@@ -41,7 +42,8 @@ export function App() {
         setAuth({ status: "signed-in", api, me });
         return undefined;
       } catch (error) {
-        if (error instanceof ApiError && error.status === 401) return "That token is not valid. Check it, or create one with `roost token create`.";
+        if (error instanceof ApiError && error.status === 401)
+          return "That token is not valid. Check it, or create one with `roost token create`.";
         throw error;
       }
     },
@@ -64,7 +66,11 @@ export function App() {
       } catch (error) {
         if (cancelled) return;
         const offline = error instanceof ApiError && error.code === "network";
-        setAuth({ status: "signed-out", message: error instanceof Error ? error.message : String(error), offline });
+        setAuth({
+          status: "signed-out",
+          message: error instanceof Error ? error.message : String(error),
+          offline,
+        });
         if (offline) setTimeout(() => setAttempt((value) => value + 1), 3000);
       }
     })();
@@ -84,7 +90,13 @@ export function App() {
         </div>
       );
     case "signed-out":
-      return <SignIn message={auth.message} offline={auth.offline} onSubmit={(token) => tryToken(token, true)} />;
+      return (
+        <SignIn
+          message={auth.message}
+          offline={auth.offline}
+          onSubmit={(token) => tryToken(token, true)}
+        />
+      );
     case "signed-in":
       return (
         <SessionProvider api={auth.api} me={auth.me} signOut={onSignOut}>

@@ -17,7 +17,9 @@
  *      whenever the uid changed or the folders are found owned by another uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../../errors/index.ts";
 import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "../provider.ts";
@@ -61,6 +63,7 @@ import {
 import { createRuntimeState, currentOwner, isOwnerAlive, type RuntimeState } from "./runtime-state.ts";
 import {
   bwrapArguments,
+  compileCacheWarmUp,
   insidePaths,
   insideUserName,
   launcherScript,
@@ -77,6 +80,7 @@ import {
   hostToolNames,
   hostToolPackages,
   processStartTicks,
+  runCommand,
   signalProcess,
   type HostTools,
 } from "./system.ts";
@@ -180,9 +184,56 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
     uidBase: config.uidBase,
   });
   await ensureFirewall(tools);
-  const provider = new LocalComputerProvider(config, tools, cgroups, layout, state, slots);
+  const compileCacheDir = path.join(config.runDir, "node-compile-cache");
+  const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
+  const provider = new LocalComputerProvider(config, tools, cgroups, layout, state, slots, compileCacheDir, warmUp);
   await provider.sweep();
   return provider;
+}
+
+/**
+ * Fills the shared Node compile cache for the worker (sandbox.ts, compileCacheWarmUp) in the
+ * background, unless it was filled for the same Node binary and worker sources already. Wakes do
+ * not wait for it; a failure only costs speed.
+ */
+async function warmCompileCache(
+  tools: HostTools,
+  layout: HostLayout,
+  config: ResolvedLocalProviderOptions,
+  compileCacheDir: string,
+): Promise<void> {
+  await mkdir(compileCacheDir, { recursive: true, mode: 0o755 });
+  const stampFile = path.join(compileCacheDir, "warmed");
+  const sources: string[] = [];
+  for (const folder of ["src/worker", "src/protocol"]) {
+    const dir = path.join(config.roostRoot, folder);
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const info = await stat(path.join(dir, name)).catch(() => undefined);
+      sources.push(`${folder}/${name}:${info?.mtimeMs ?? 0}`);
+    }
+  }
+  const stamp = createHash("sha256")
+    .update([process.version, config.nodePath, config.roostRoot, ...config.workerArgv, ...sources].join("\n"))
+    .digest("hex");
+  if ((await readFile(stampFile, "utf8").catch(() => "")) === stamp) return;
+  const args = compileCacheWarmUp({
+    layout,
+    nodePath: config.nodePath,
+    roostRoot: config.roostRoot,
+    compileCacheDir,
+    workerArgv: config.workerArgv,
+  });
+  // The worker exits 2 ("no configuration") after loading every module: that is the point.
+  const result = await runCommand(tools.bwrap, args, { timeoutMs: 60_000 });
+  if (result.exitCode !== 2) return;
+  // Node writes its cache files 0600; computers (other uids) read them.
+  for (const folder of await readdir(compileCacheDir)) {
+    const dir = path.join(compileCacheDir, folder);
+    if (!(await stat(dir)).isDirectory()) continue;
+    await chmod(dir, 0o755);
+    for (const name of await readdir(dir)) await chmod(path.join(dir, name), 0o644);
+  }
+  await writeFile(stampFile, stamp);
 }
 
 async function resolveTools(config: ResolvedLocalProviderOptions): Promise<HostTools> {
@@ -212,6 +263,8 @@ class LocalComputerProvider implements LocalProvider {
   readonly #slots: SlotRegistry;
   readonly #awake = new Map<string, Awake>();
   readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #compileCacheDir: string;
+  readonly #warmUp: Promise<void>;
   #closed = false;
 
   constructor(
@@ -221,6 +274,8 @@ class LocalComputerProvider implements LocalProvider {
     layout: HostLayout,
     state: RuntimeState,
     slots: SlotRegistry,
+    compileCacheDir: string,
+    warmUp: Promise<void>,
   ) {
     this.#config = config;
     this.#tools = tools;
@@ -228,6 +283,8 @@ class LocalComputerProvider implements LocalProvider {
     this.#layout = layout;
     this.#state = state;
     this.#slots = slots;
+    this.#compileCacheDir = compileCacheDir;
+    this.#warmUp = warmUp.catch(() => undefined);
   }
 
   paths(computerId: string): ComputerPaths {
@@ -286,6 +343,7 @@ class LocalComputerProvider implements LocalProvider {
       ),
     );
     await removeEmptyGroups(this.#cgroups, this.#config.cgroupName);
+    await this.#warmUp;
     const failures = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
     if (failures.length > 0) {
       throw new RoostError("internal", `local provider: ${failures.length} computer(s) did not stop cleanly: ${failures.map(String).join("; ")}`);
@@ -460,6 +518,8 @@ class LocalComputerProvider implements LocalProvider {
           tmpBytes: this.#config.limits.tmpBytes,
           roostRoot: this.#config.roostRoot,
           nodePath: this.#config.nodePath,
+          compileCacheDir: this.#compileCacheDir,
+          compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
           setprivPath: this.#tools.setpriv,
           layout: this.#layout,
           workerArgv: this.#config.workerArgv,
@@ -517,6 +577,8 @@ class LocalComputerProvider implements LocalProvider {
       SHELL: "/bin/bash",
       PATH: "/opt/node/bin:/usr/local/bin:/usr/bin:/bin",
       LANG: "C.UTF-8",
+      // Read-only, filled for the worker at start (sandbox.ts): other Node programs only read it.
+      NODE_COMPILE_CACHE: insidePaths.compileCache,
     };
     for (const [name, value] of Object.entries(request.env ?? {})) if (!name.startsWith("ROOST_")) env[name] = value;
     const proxy = this.#config.egressProxy;

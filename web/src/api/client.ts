@@ -16,11 +16,18 @@ export class ApiError extends Error {
   }
   /** Whether repeating the same request later may succeed. */
   get retryable(): boolean {
-    return this.code === "network" || this.status === 429 || this.status === 502 || this.status === 503 || this.status === 504;
+    return (
+      this.code === "network" ||
+      this.status === 429 ||
+      this.status === 502 ||
+      this.status === 503 ||
+      this.status === 504
+    );
   }
 }
 
-export const networkErrorMessage = "Can't reach the Roost server. Check that it is still running (npm start); this page keeps trying.";
+export const networkErrorMessage =
+  "Can't reach the Roost server. Check that it is still running (npm start); this page keeps trying.";
 
 /** Reads an error body `{error: {code, message}}`, falling back to the status line. */
 export async function toApiError(response: Response): Promise<ApiError> {
@@ -46,7 +53,11 @@ export function createApiClient(options: ApiClientOptions) {
   const { token } = options;
   const authorization = `Bearer ${token}`;
 
-  async function send(method: string, path: string, init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {}): Promise<Response> {
+  async function send(
+    method: string,
+    path: string,
+    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { authorization };
     let body: BodyInit | undefined = init.body;
     if (init.json !== undefined) {
@@ -68,7 +79,11 @@ export function createApiClient(options: ApiClientOptions) {
     return response;
   }
 
-  async function json<T>(method: string, path: string, init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {}): Promise<T> {
+  async function json<T>(
+    method: string,
+    path: string,
+    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+  ): Promise<T> {
     const response = await send(method, path, init);
     return (await response.json()) as T;
   }
@@ -82,29 +97,49 @@ export function createApiClient(options: ApiClientOptions) {
     me: (signal?: AbortSignal) => json<Me>("GET", "/v1/me", { signal }),
     listBots: async () => (await json<{ bots: Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id: string) => json<Bot>("GET", `/v1/bots/${enc(id)}`),
-    createBot: (input: { name: string; instructions: string; model: string | null }) => json<Bot>("POST", "/v1/bots", { json: input }),
-    updateBot: (id: string, patch: { name?: string; instructions?: string; model?: string | null }) =>
-      json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
+    createBot: (input: { name: string; instructions: string; model: string | null }) =>
+      json<Bot>("POST", "/v1/bots", { json: input }),
+    updateBot: (
+      id: string,
+      patch: { name?: string; instructions?: string; model?: string | null },
+    ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
-      (await json<{ conversations: Conversation[] }>("GET", `/v1/conversations?limit=200${botId === undefined ? "" : `&botId=${enc(botId)}`}`))
-        .conversations,
-    getConversation: (id: string, signal?: AbortSignal) => json<Conversation>("GET", `/v1/conversations/${enc(id)}`, { signal }),
+      (
+        await json<{ conversations: Conversation[] }>(
+          "GET",
+          `/v1/conversations?limit=200${botId === undefined ? "" : `&botId=${enc(botId)}`}`,
+        )
+      ).conversations,
+    getConversation: (id: string, signal?: AbortSignal) =>
+      json<Conversation>("GET", `/v1/conversations/${enc(id)}`, { signal }),
     createConversation: (botId: string, title?: string) =>
-      json<Conversation>("POST", "/v1/conversations", { json: title === undefined ? { botId } : { botId, title } }),
+      json<Conversation>("POST", "/v1/conversations", {
+        json: title === undefined ? { botId } : { botId, title },
+      }),
     sendMessage: (conversationId: string, text: string, clientMessageId: string) =>
-      json<{ messageId: string; seq: number; duplicate: boolean }>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
-        json: { text, clientMessageId },
-      }),
+      json<{ messageId: string; seq: number; duplicate: boolean }>(
+        "POST",
+        `/v1/conversations/${enc(conversationId)}/messages`,
+        {
+          json: { text, clientMessageId },
+        },
+      ),
     listSteps: (conversationId: string, after: number, limit: number, signal?: AbortSignal) =>
-      json<{ steps: Step[]; lastSeq: number }>("GET", `/v1/conversations/${enc(conversationId)}/steps?after=${after}&limit=${limit}`, {
-        signal,
-      }),
+      json<{ steps: Step[]; lastSeq: number }>(
+        "GET",
+        `/v1/conversations/${enc(conversationId)}/steps?after=${after}&limit=${limit}`,
+        {
+          signal,
+        },
+      ),
     eventsUrl: (conversationId: string) => `/v1/conversations/${enc(conversationId)}/events`,
     computer: (signal?: AbortSignal) => json<Computer>("GET", "/v1/computers/me", { signal }),
     wakeComputer: () => json<Computer>("POST", "/v1/computers/me/wake"),
     sleepComputer: () => json<Computer>("POST", "/v1/computers/me/sleep"),
-    listFiles: (path: string, signal?: AbortSignal) => json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
-    downloadFile: async (path: string) => (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
+    listFiles: (path: string, signal?: AbortSignal) =>
+      json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
+    downloadFile: async (path: string) =>
+      (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },

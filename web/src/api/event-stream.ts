@@ -75,7 +75,11 @@ export async function readEventStream(
   const combined = AbortSignal.any([signal, silence.signal]);
   let response: Response;
   try {
-    response = await fetch(url, { headers: { authorization, accept: "text/event-stream" }, signal: combined, cache: "no-store" });
+    response = await fetch(url, {
+      headers: { authorization, accept: "text/event-stream" },
+      signal: combined,
+      cache: "no-store",
+    });
   } catch (error) {
     if (signal.aborted) throw error;
     throw new ApiError(0, "network", networkErrorMessage);
@@ -108,7 +112,13 @@ export async function readEventStream(
   } catch (error) {
     if (signal.aborted) throw error;
     if (error instanceof ApiError) throw error;
-    throw new ApiError(0, "network", silence.signal.aborted ? "The live connection went quiet; reconnecting." : networkErrorMessage);
+    throw new ApiError(
+      0,
+      "network",
+      silence.signal.aborted
+        ? "The live connection went quiet; reconnecting."
+        : networkErrorMessage,
+    );
   } finally {
     clearTimeout(timer);
     reader.cancel().catch(() => undefined);

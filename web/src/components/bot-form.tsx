@@ -13,7 +13,9 @@ function choiceOf(model: string | null): ModelChoice {
   return model === null ? "default" : model === "demo" ? "demo" : "custom";
 }
 
-export function BotForm(props: { mode: "create" } | { mode: "edit"; botId: string; onMenu(): void }) {
+export function BotForm(
+  props: { mode: "create" } | { mode: "edit"; botId: string; onMenu(): void },
+) {
   const { api, me, bots, upsertBot } = useSession();
   const editing = props.mode === "edit" ? bots?.find((bot) => bot.id === props.botId) : undefined;
   const [loaded, setLoaded] = useState<Bot | undefined>(editing);
@@ -25,7 +27,9 @@ export function BotForm(props: { mode: "create" } | { mode: "edit"; botId: strin
     api
       .getBot(botId)
       .then(setLoaded)
-      .catch((error: unknown) => setLoadError(error instanceof Error ? error.message : String(error)));
+      .catch((error: unknown) =>
+        setLoadError(error instanceof Error ? error.message : String(error)),
+      );
   }, [api, botId, loaded]);
 
   if (props.mode === "edit") {
@@ -35,9 +39,18 @@ export function BotForm(props: { mode: "create" } | { mode: "edit"; botId: strin
         <Header title={title} onMenu={props.onMenu} />
         <div className="page">
           {loaded === undefined ? (
-            <EmptyState title={loadError === undefined ? "Loading…" : "Could not load this bot"} detail={loadError} />
+            <EmptyState
+              title={loadError === undefined ? "Loading…" : "Could not load this bot"}
+              detail={loadError}
+            />
           ) : (
-            <BotFields key={loaded.id} bot={loaded} defaultModel={me.defaultModel} onSaved={upsertBot} api={api} />
+            <BotFields
+              key={loaded.id}
+              bot={loaded}
+              defaultModel={me.defaultModel}
+              onSaved={upsertBot}
+              api={api}
+            />
           )}
         </div>
       </>
@@ -61,7 +74,9 @@ function BotFields({
   const [name, setName] = useState(bot?.name ?? "");
   const [instructions, setInstructions] = useState(bot?.instructions ?? "");
   const [choice, setChoice] = useState<ModelChoice>(choiceOf(bot?.model ?? null));
-  const [custom, setCustom] = useState(bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "");
+  const [custom, setCustom] = useState(
+    bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "",
+  );
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
 
@@ -93,10 +108,16 @@ function BotFields({
   };
 
   const errorFor = (field: string) =>
-    error instanceof ApiError && error.message.toLowerCase().includes(field) ? `${id}-error` : undefined;
+    error instanceof ApiError && error.message.toLowerCase().includes(field)
+      ? `${id}-error`
+      : undefined;
 
   return (
-    <form className="form" onSubmit={(event) => void submit(event)} aria-label={bot === undefined ? "Create a bot" : `Edit ${bot.name}`}>
+    <form
+      className="form"
+      onSubmit={(event) => void submit(event)}
+      aria-label={bot === undefined ? "Create a bot" : `Edit ${bot.name}`}
+    >
       <label className="field">
         <span>Name</span>
         <input
@@ -125,20 +146,38 @@ function BotFields({
         <legend>Model</legend>
         <div className="choices" role="radiogroup">
           <label className="choice">
-            <input type="radio" name="model" value="default" checked={choice === "default"} onChange={() => setChoice("default")} />
+            <input
+              type="radio"
+              name="model"
+              value="default"
+              checked={choice === "default"}
+              onChange={() => setChoice("default")}
+            />
             <span>
               Platform default <code>{defaultModel.id}</code>
               {defaultModel.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
             </span>
           </label>
           <label className="choice">
-            <input type="radio" name="model" value="demo" checked={choice === "demo"} onChange={() => setChoice("demo")} />
+            <input
+              type="radio"
+              name="model"
+              value="demo"
+              checked={choice === "demo"}
+              onChange={() => setChoice("demo")}
+            />
             <span>
               Demo model <span className="badge badge-demo badge-small">Offline</span>
             </span>
           </label>
           <label className="choice">
-            <input type="radio" name="model" value="custom" checked={choice === "custom"} onChange={() => setChoice("custom")} />
+            <input
+              type="radio"
+              name="model"
+              value="custom"
+              checked={choice === "custom"}
+              onChange={() => setChoice("custom")}
+            />
             <span>Another model</span>
           </label>
         </div>
@@ -155,8 +194,9 @@ function BotFields({
         )}
         {willBeDemo && (
           <p className="notice notice-info">
-            The demo model runs offline and needs no provider: it repeats what you say, and a message starting with <code>$ </code> runs
-            that command on your computer. For a real model, set <code>ROOST_MODEL</code> and a provider key (docs/configuration.md).
+            The demo model runs offline and needs no provider: it repeats what you say, and a
+            message starting with <code>$ </code> runs that command on your computer. For a real
+            model, set <code>ROOST_MODEL</code> and a provider key (docs/configuration.md).
           </p>
         )}
       </fieldset>
@@ -166,11 +206,20 @@ function BotFields({
         </p>
       )}
       <div className="form-actions">
-        <button className="button button-primary" type="submit" disabled={busy || name.trim() === ""}>
-          <Save size={16} aria-hidden="true" /> {busy ? "Saving…" : bot === undefined ? "Create bot" : "Save changes"}
+        <button
+          className="button button-primary"
+          type="submit"
+          disabled={busy || name.trim() === ""}
+        >
+          <Save size={16} aria-hidden="true" />{" "}
+          {busy ? "Saving…" : bot === undefined ? "Create bot" : "Save changes"}
         </button>
         {bot !== undefined && (
-          <a className="button" href={paths.bot(bot.id)} onClick={(event) => onLinkClick(event, paths.bot(bot.id))}>
+          <a
+            className="button"
+            href={paths.bot(bot.id)}
+            onClick={(event) => onLinkClick(event, paths.bot(bot.id))}
+          >
             <ArrowLeft size={16} aria-hidden="true" /> Back to chat
           </a>
         )}

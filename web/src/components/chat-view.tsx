@@ -31,7 +31,12 @@ const activityLabel: Record<Activity, string> = {
 
 export function StatePill({ activity }: { activity: Activity }) {
   return (
-    <span className={`state-pill state-${activity}`} data-state={activity} role="status" aria-live="polite">
+    <span
+      className={`state-pill state-${activity}`}
+      data-state={activity}
+      role="status"
+      aria-live="polite"
+    >
       <span className="state-dot" aria-hidden="true" />
       {activityLabel[activity]}
     </span>
@@ -73,7 +78,11 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
       <>
         <Header title="Conversation" onMenu={onMenu} />
         <EmptyState
-          title={snapshot.problemCode === "not_found" ? "This conversation does not exist" : "Could not open this conversation"}
+          title={
+            snapshot.problemCode === "not_found"
+              ? "This conversation does not exist"
+              : "Could not open this conversation"
+          }
           detail={snapshot.problem}
         >
           <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
@@ -111,7 +120,10 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
         )}
       </Header>
       {(snapshot.status === "reconnecting" || snapshot.status === "failed") && (
-        <div className={`banner ${snapshot.status === "failed" ? "banner-error" : "banner-warn"}`} role="status">
+        <div
+          className={`banner ${snapshot.status === "failed" ? "banner-error" : "banner-warn"}`}
+          role="status"
+        >
           <WifiOff size={16} aria-hidden="true" />
           <span>
             {snapshot.status === "failed" ? "Live updates stopped: " : "Reconnecting… "}
@@ -127,8 +139,16 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
       <Timeline feed={feed} snapshot={snapshot} bot={bot} />
       <Composer
         draftKey={conversationId}
-        placeholder={activity === "working" ? "Add to what the bot is doing…" : `Message ${bot?.name ?? "the bot"}…`}
-        hint={activity === "working" ? "The bot is working: a message now joins the running turn · Shift+Enter for a new line" : undefined}
+        placeholder={
+          activity === "working"
+            ? "Add to what the bot is doing…"
+            : `Message ${bot?.name ?? "the bot"}…`
+        }
+        hint={
+          activity === "working"
+            ? "The bot is working: a message now joins the running turn · Shift+Enter for a new line"
+            : undefined
+        }
         onSend={async (text) => {
           await feed.send(text);
           void refreshConversations();
@@ -137,4 +157,3 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
     </>
   );
 }
-

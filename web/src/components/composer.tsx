@@ -3,7 +3,14 @@
  * works: a message sent then joins the running turn.
  */
 import { ArrowUp } from "lucide-react";
-import { useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import {
+  useEffect,
+  useLayoutEffect,
+  useRef,
+  useState,
+  type FormEvent,
+  type KeyboardEvent,
+} from "react";
 
 export function Composer({
   onSend,
@@ -80,7 +87,12 @@ export function Composer({
           maxLength={100_000}
           enterKeyHint="send"
         />
-        <button type="submit" className="send-button" disabled={text.trim() === "" || sending} aria-label="Send">
+        <button
+          type="submit"
+          className="send-button"
+          disabled={text.trim() === "" || sending}
+          aria-label="Send"
+        >
           <ArrowUp size={18} aria-hidden="true" />
         </button>
       </div>

@@ -3,7 +3,19 @@
  * and a files panel for /workspace (browse, download, upload). Hidden when the server has no
  * computer endpoints.
  */
-import { ArrowUp, Download, File, Folder, FolderOpen, Link2, Moon, Power, RefreshCw, Upload, X } from "lucide-react";
+import {
+  ArrowUp,
+  Download,
+  File,
+  Folder,
+  FolderOpen,
+  Link2,
+  Moon,
+  Power,
+  RefreshCw,
+  Upload,
+  X,
+} from "lucide-react";
 import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import { ApiError } from "../api/client.ts";
 import type { ComputerState, FileEntry, Listing } from "../api/types.ts";
@@ -21,9 +33,11 @@ const stateLabel: Record<ComputerState, string> = {
 const stateHelp: Record<ComputerState, string> = {
   asleep: "Your computer is asleep. It wakes by itself when a bot needs it, or wake it now.",
   waking: "Your computer is starting. This usually takes a few seconds.",
-  awake: "Your computer is running. It goes to sleep by itself a few minutes after the last activity.",
+  awake:
+    "Your computer is running. It goes to sleep by itself a few minutes after the last activity.",
   sleeping: "Your computer is saving its files and going to sleep.",
-  failed: "Your computer could not start or stop. Try waking it again; if it keeps failing, the server log says why.",
+  failed:
+    "Your computer could not start or stop. Try waking it again; if it keeps failing, the server log says why.",
 };
 
 export function ComputerControls() {
@@ -38,7 +52,8 @@ export function ComputerControls() {
       if (event.key === "Escape") setMenuOpen(false);
     };
     const onClick = (event: MouseEvent) => {
-      if (wrapper.current !== null && !wrapper.current.contains(event.target as Node)) setMenuOpen(false);
+      if (wrapper.current !== null && !wrapper.current.contains(event.target as Node))
+        setMenuOpen(false);
     };
     window.addEventListener("keydown", onKey);
     window.addEventListener("mousedown", onClick);
@@ -70,7 +85,13 @@ export function ComputerControls() {
           {stateLabel[state]}
         </span>
       </button>
-      <button type="button" className="icon-button" onClick={() => setFilesOpen(true)} aria-label="Files on the computer" title="Files">
+      <button
+        type="button"
+        className="icon-button"
+        onClick={() => setFilesOpen(true)}
+        aria-label="Files on the computer"
+        title="Files"
+      >
         <FolderOpen size={18} aria-hidden="true" />
       </button>
       {menuOpen && (
@@ -90,7 +111,12 @@ export function ComputerControls() {
             {computer.computer.heldByTurns !== undefined && computer.computer.heldByTurns > 0 && (
               <div>
                 <dt>In use</dt>
-                <dd>by {computer.computer.heldByTurns === 1 ? "a running turn" : `${computer.computer.heldByTurns} running turns`}</dd>
+                <dd>
+                  by{" "}
+                  {computer.computer.heldByTurns === 1
+                    ? "a running turn"
+                    : `${computer.computer.heldByTurns} running turns`}
+                </dd>
               </div>
             )}
             {computer.computer.lastActiveAt !== null && (
@@ -109,10 +135,20 @@ export function ComputerControls() {
             </p>
           )}
           <div className="popover-actions">
-            <button type="button" className="button button-primary button-small" disabled={!canWake || computer.busy} onClick={computer.wake}>
+            <button
+              type="button"
+              className="button button-primary button-small"
+              disabled={!canWake || computer.busy}
+              onClick={computer.wake}
+            >
               <Power size={14} aria-hidden="true" /> Wake
             </button>
-            <button type="button" className="button button-small" disabled={!canSleep || computer.busy} onClick={computer.sleep}>
+            <button
+              type="button"
+              className="button button-small"
+              disabled={!canSleep || computer.busy}
+              onClick={computer.sleep}
+            >
               <Moon size={14} aria-hidden="true" /> Sleep
             </button>
             <button
@@ -162,7 +198,13 @@ function FilesPanel({ onClose }: { onClose(): void }) {
       setError(undefined);
       try {
         const result = await api.listFiles(target, signal);
-        result.entries.sort((a, b) => (a.type === "dir") !== (b.type === "dir") ? (a.type === "dir" ? -1 : 1) : a.name.localeCompare(b.name));
+        result.entries.sort((a, b) =>
+          (a.type === "dir") !== (b.type === "dir")
+            ? a.type === "dir"
+              ? -1
+              : 1
+            : a.name.localeCompare(b.name),
+        );
         setListing(result);
       } catch (caught) {
         if (signal?.aborted === true) return;
@@ -204,23 +246,31 @@ function FilesPanel({ onClose }: { onClose(): void }) {
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
       setStatus(undefined);
     } catch (caught) {
-      setStatus(`Could not download ${entry.name}: ${caught instanceof Error ? caught.message : String(caught)}`);
+      setStatus(
+        `Could not download ${entry.name}: ${caught instanceof Error ? caught.message : String(caught)}`,
+      );
     }
   };
 
   const upload = async (files: FileList | File[]) => {
     const list = [...files];
     for (const [index, file] of list.entries()) {
-      setStatus(`Uploading ${file.name}${list.length > 1 ? ` (${index + 1} of ${list.length})` : ""}…`);
+      setStatus(
+        `Uploading ${file.name}${list.length > 1 ? ` (${index + 1} of ${list.length})` : ""}…`,
+      );
       try {
         await api.uploadFile(join(path, file.name), file);
       } catch (caught) {
-        setStatus(`Could not upload ${file.name}: ${caught instanceof Error ? caught.message : String(caught)}`);
+        setStatus(
+          `Could not upload ${file.name}: ${caught instanceof Error ? caught.message : String(caught)}`,
+        );
         await load(path);
         return;
       }
     }
-    setStatus(list.length === 1 ? `Uploaded ${list[0]?.name ?? ""}.` : `Uploaded ${list.length} files.`);
+    setStatus(
+      list.length === 1 ? `Uploaded ${list[0]?.name ?? ""}.` : `Uploaded ${list.length} files.`,
+    );
     await load(path);
   };
 
@@ -231,7 +281,8 @@ function FilesPanel({ onClose }: { onClose(): void }) {
   };
 
   const crumbs = path.split("/").filter((part) => part !== "");
-  const asleep = error instanceof ApiError && (error.code === "computer_asleep" || error.status === 409);
+  const asleep =
+    error instanceof ApiError && (error.code === "computer_asleep" || error.status === 409);
   const parent = parentOf(path);
 
   return (
@@ -277,13 +328,29 @@ function FilesPanel({ onClose }: { onClose(): void }) {
           })}
         </nav>
         <div className="files-toolbar">
-          <button type="button" className="button button-small" disabled={parent === undefined} onClick={() => parent !== undefined && setPath(parent)}>
+          <button
+            type="button"
+            className="button button-small"
+            disabled={parent === undefined}
+            onClick={() => parent !== undefined && setPath(parent)}
+          >
             <ArrowUp size={14} aria-hidden="true" /> Up
           </button>
-          <button type="button" className="button button-small" onClick={() => void load(path)} disabled={loading}>
-            <RefreshCw size={14} className={loading ? "spin" : undefined} aria-hidden="true" /> Refresh
+          <button
+            type="button"
+            className="button button-small"
+            onClick={() => void load(path)}
+            disabled={loading}
+          >
+            <RefreshCw size={14} className={loading ? "spin" : undefined} aria-hidden="true" />{" "}
+            Refresh
           </button>
-          <button type="button" className="button button-small button-primary" onClick={() => fileInput.current?.click()} disabled={asleep}>
+          <button
+            type="button"
+            className="button button-small button-primary"
+            onClick={() => fileInput.current?.click()}
+            disabled={asleep}
+          >
             <Upload size={14} aria-hidden="true" /> Upload
           </button>
           <input
@@ -308,7 +375,12 @@ function FilesPanel({ onClose }: { onClose(): void }) {
               {asleep ? "Your computer is asleep. Wake it to see its files." : error.message}
               {asleep && computer.status === "ok" && (
                 <div>
-                  <button type="button" className="button button-small button-primary" onClick={computer.wake} disabled={computer.busy}>
+                  <button
+                    type="button"
+                    className="button button-small button-primary"
+                    onClick={computer.wake}
+                    disabled={computer.busy}
+                  >
                     <Power size={14} aria-hidden="true" /> Wake the computer
                   </button>
                 </div>
@@ -323,17 +395,32 @@ function FilesPanel({ onClose }: { onClose(): void }) {
               {listing.entries.map((entry) => (
                 <li key={entry.name}>
                   {entry.type === "dir" ? (
-                    <button type="button" className="file-row" onClick={() => setPath(join(path, entry.name))}>
+                    <button
+                      type="button"
+                      className="file-row"
+                      onClick={() => setPath(join(path, entry.name))}
+                    >
                       <Folder size={16} aria-hidden="true" className="file-icon dir" />
                       <span className="file-name">{entry.name}</span>
                       <span className="file-meta">{formatRelative(entry.modifiedAt)}</span>
                     </button>
                   ) : (
-                    <button type="button" className="file-row" onClick={() => void download(entry)} title={`Download ${entry.name}`}>
-                      {entry.type === "symlink" ? <Link2 size={16} aria-hidden="true" className="file-icon" /> : <File size={16} aria-hidden="true" className="file-icon" />}
+                    <button
+                      type="button"
+                      className="file-row"
+                      onClick={() => void download(entry)}
+                      title={`Download ${entry.name}`}
+                    >
+                      {entry.type === "symlink" ? (
+                        <Link2 size={16} aria-hidden="true" className="file-icon" />
+                      ) : (
+                        <File size={16} aria-hidden="true" className="file-icon" />
+                      )}
                       <span className="file-name">{entry.name}</span>
                       <span className="file-meta">
-                        {[formatBytes(entry.size), formatRelative(entry.modifiedAt)].filter((part) => part !== "").join(" · ")}
+                        {[formatBytes(entry.size), formatRelative(entry.modifiedAt)]
+                          .filter((part) => part !== "")
+                          .join(" · ")}
                       </span>
                       <Download size={14} aria-hidden="true" className="file-action" />
                     </button>
@@ -343,7 +430,9 @@ function FilesPanel({ onClose }: { onClose(): void }) {
             </ul>
           )}
         </div>
-        <p className="files-foot muted">Files in /workspace survive sleep and restarts. Drop files anywhere here to upload.</p>
+        <p className="files-foot muted">
+          Files in /workspace survive sleep and restarts. Drop files anywhere here to upload.
+        </p>
       </div>
     </div>
   );

@@ -24,7 +24,24 @@ import { memo, useMemo, useState, type ReactNode } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import remarkGfm from "remark-gfm";
 
-const languages = { bash, css, diff, dockerfile, go, ini, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml };
+const languages = {
+  bash,
+  css,
+  diff,
+  dockerfile,
+  go,
+  ini,
+  javascript,
+  json,
+  markdown,
+  python,
+  rust,
+  shell,
+  sql,
+  typescript,
+  xml,
+  yaml,
+};
 for (const [name, language] of Object.entries(languages)) hljs.registerLanguage(name, language);
 hljs.registerAliases(["sh", "zsh", "console"], { languageName: "bash" });
 hljs.registerAliases(["js", "jsx", "mjs"], { languageName: "javascript" });
@@ -41,9 +58,20 @@ const highlightLimit = 40_000;
 export function highlight(code: string, language: string | undefined): string | undefined {
   if (code.length > highlightLimit) return undefined;
   try {
-    if (language !== undefined && hljs.getLanguage(language) !== undefined) return hljs.highlight(code, { language, ignoreIllegals: true }).value;
+    if (language !== undefined && hljs.getLanguage(language) !== undefined)
+      return hljs.highlight(code, { language, ignoreIllegals: true }).value;
     if (language === undefined && code.length < 5000) {
-      const result = hljs.highlightAuto(code, ["bash", "json", "javascript", "typescript", "python", "yaml", "xml", "sql", "diff"]);
+      const result = hljs.highlightAuto(code, [
+        "bash",
+        "json",
+        "javascript",
+        "typescript",
+        "python",
+        "yaml",
+        "xml",
+        "sql",
+        "diff",
+      ]);
       return result.relevance >= 5 ? result.value : undefined;
     }
   } catch {
@@ -55,7 +83,8 @@ export function highlight(code: string, language: string | undefined): string | 
 function textOf(node: ReactNode): string {
   if (typeof node === "string" || typeof node === "number") return String(node);
   if (Array.isArray(node)) return node.map(textOf).join("");
-  if (node !== null && typeof node === "object" && "props" in node) return textOf((node.props as { children?: ReactNode }).children);
+  if (node !== null && typeof node === "object" && "props" in node)
+    return textOf((node.props as { children?: ReactNode }).children);
   return "";
 }
 
@@ -72,13 +101,22 @@ export function CodeBlock({ code, language }: { code: string; language: string |
     <div className="code-block">
       <div className="code-bar">
         <span>{language ?? "text"}</span>
-        <button type="button" className="code-copy" onClick={copy} aria-label={copied ? "Copied" : "Copy code"}>
+        <button
+          type="button"
+          className="code-copy"
+          onClick={copy}
+          aria-label={copied ? "Copied" : "Copy code"}
+        >
           {copied ? <Check size={14} aria-hidden="true" /> : <Copy size={14} aria-hidden="true" />}
           <span>{copied ? "Copied" : "Copy"}</span>
         </button>
       </div>
       <pre>
-        {html === undefined ? <code>{code}</code> : <code className="hljs" dangerouslySetInnerHTML={{ __html: html }} />}
+        {html === undefined ? (
+          <code>{code}</code>
+        ) : (
+          <code className="hljs" dangerouslySetInnerHTML={{ __html: html }} />
+        )}
       </pre>
     </div>
   );
@@ -87,7 +125,8 @@ export function CodeBlock({ code, language }: { code: string; language: string |
 const components: Components = {
   pre({ children }) {
     const child = Array.isArray(children) ? children[0] : children;
-    const className = (child as { props?: { className?: string } } | undefined)?.props?.className ?? "";
+    const className =
+      (child as { props?: { className?: string } } | undefined)?.props?.className ?? "";
     const language = /language-([\w+#-]+)/.exec(className)?.[1]?.toLowerCase();
     return <CodeBlock code={textOf(children).replace(/\n$/, "")} language={language} />;
   },

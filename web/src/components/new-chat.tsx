@@ -18,7 +18,10 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
     return (
       <>
         <Header title="Bot not found" onMenu={onMenu} />
-        <EmptyState title="This bot does not exist" detail="It may belong to another account, or the address is wrong.">
+        <EmptyState
+          title="This bot does not exist"
+          detail="It may belong to another account, or the address is wrong."
+        >
           <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
             Go to your bots
           </a>
@@ -37,16 +40,25 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
       void opened.send(text);
       navigate(paths.conversation(conversation.id));
     } catch (caught) {
-      setError(caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught));
+      setError(
+        caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught),
+      );
       throw caught;
     }
   };
 
-  const suggestions = bot?.isDemo === true ? ["Hello! What can you do?", "$ uname -a", "$ ls -la /workspace"] : ["What can you do?", "Summarise what's in /workspace"];
+  const suggestions =
+    bot?.isDemo === true
+      ? ["Hello! What can you do?", "$ uname -a", "$ ls -la /workspace"]
+      : ["What can you do?", "Summarise what's in /workspace"];
 
   return (
     <>
-      <Header title={bot?.name ?? "…"} subtitle={bot !== undefined ? <ModelBadge bot={bot} /> : undefined} onMenu={onMenu}>
+      <Header
+        title={bot?.name ?? "…"}
+        subtitle={bot !== undefined ? <ModelBadge bot={bot} /> : undefined}
+        onMenu={onMenu}
+      >
         <ComputerControls />
         {bot !== undefined && (
           <a
@@ -65,16 +77,23 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
           <div className="timeline-inner new-chat-hero">
             {bot !== undefined && <Avatar name={bot.name} size="lg" />}
             <h2>New chat{bot !== undefined ? ` with ${bot.name}` : ""}</h2>
-            {bot !== undefined && bot.instructions.trim() !== "" && <p className="muted hero-instructions">{bot.instructions}</p>}
+            {bot !== undefined && bot.instructions.trim() !== "" && (
+              <p className="muted hero-instructions">{bot.instructions}</p>
+            )}
             {bot?.isDemo === true && (
               <p className="notice notice-info">
-                This bot uses the offline <strong>demo model</strong>: it repeats what you say, and a message starting with <code>$ </code>{" "}
-                runs that command on your computer.
+                This bot uses the offline <strong>demo model</strong>: it repeats what you say, and
+                a message starting with <code>$ </code> runs that command on your computer.
               </p>
             )}
             <div className="suggestions">
               {suggestions.map((suggestion) => (
-                <button key={suggestion} type="button" className="suggestion" onClick={() => void send(suggestion).catch(() => undefined)}>
+                <button
+                  key={suggestion}
+                  type="button"
+                  className="suggestion"
+                  onClick={() => void send(suggestion).catch(() => undefined)}
+                >
                   {suggestion}
                 </button>
               ))}
@@ -87,7 +106,11 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
           </div>
         </div>
       </div>
-      <Composer draftKey={`new-${botId}`} placeholder={`Message ${bot?.name ?? "the bot"}…`} onSend={send} />
+      <Composer
+        draftKey={`new-${botId}`}
+        placeholder={`Message ${bot?.name ?? "the bot"}…`}
+        onSend={send}
+      />
     </>
   );
 }

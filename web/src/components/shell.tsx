@@ -27,7 +27,9 @@ export function Shell() {
   // Home: the newest conversation, else the first bot, else "create your first bot".
   useEffect(() => {
     if (route.name !== "home" || bots === undefined || conversations === undefined) return;
-    const newest = conversations.find((conversation) => bots.some((bot) => bot.id === conversation.botId));
+    const newest = conversations.find((conversation) =>
+      bots.some((bot) => bot.id === conversation.botId),
+    );
     if (newest !== undefined) navigate(paths.conversation(newest.id), { replace: true });
     else if (bots[0] !== undefined) navigate(paths.bot(bots[0].id), { replace: true });
   }, [route.name, bots, conversations]);
@@ -50,7 +52,8 @@ export function Shell() {
               <div className="welcome">
                 <h2>Create your first bot</h2>
                 <p className="muted">
-                  A bot has a name, instructions and a model. It works on your own computer, and you can talk to it here.
+                  A bot has a name, instructions and a model. It works on your own computer, and you
+                  can talk to it here.
                 </p>
                 <BotForm mode="create" />
               </div>
@@ -59,7 +62,10 @@ export function Shell() {
         ) : (
           <>
             <Header title="Roost" onMenu={openNav} />
-            <EmptyState title={botsError === undefined ? "Loading…" : "Could not load your bots"} detail={botsError} />
+            <EmptyState
+              title={botsError === undefined ? "Loading…" : "Could not load your bots"}
+              detail={botsError}
+            />
           </>
         );
       break;
@@ -80,14 +86,27 @@ export function Shell() {
       view = <NewChat key={route.botId} botId={route.botId} onMenu={openNav} />;
       break;
     case "conversation":
-      view = <ChatView key={route.conversationId} conversationId={route.conversationId} onMenu={openNav} />;
+      view = (
+        <ChatView
+          key={route.conversationId}
+          conversationId={route.conversationId}
+          onMenu={openNav}
+        />
+      );
       break;
     case "not-found":
       view = (
         <>
           <Header title="Not found" onMenu={openNav} />
-          <EmptyState title="There is nothing at this address" detail={`${route.path} is not a page of Roost.`}>
-            <a className="button" href="/" onClick={(event) => (event.preventDefault(), navigate(paths.home))}>
+          <EmptyState
+            title="There is nothing at this address"
+            detail={`${route.path} is not a page of Roost.`}
+          >
+            <a
+              className="button"
+              href="/"
+              onClick={(event) => (event.preventDefault(), navigate(paths.home))}
+            >
               Go to your bots
             </a>
           </EmptyState>

@@ -6,10 +6,26 @@ import { setThemeChoice, useThemeChoice, type ThemeChoice } from "../lib/theme.t
 import { useSession } from "../state/session.tsx";
 import { Avatar } from "./ui.tsx";
 
-const nextTheme: Record<ThemeChoice, ThemeChoice> = { system: "light", light: "dark", dark: "system" };
-const themeLabel: Record<ThemeChoice, string> = { system: "Theme: system", light: "Theme: light", dark: "Theme: dark" };
+const nextTheme: Record<ThemeChoice, ThemeChoice> = {
+  system: "light",
+  light: "dark",
+  dark: "system",
+};
+const themeLabel: Record<ThemeChoice, string> = {
+  system: "Theme: system",
+  light: "Theme: light",
+  dark: "Theme: dark",
+};
 
-export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId: string | undefined; onNavigate(): void; onClose(): void }) {
+export function Sidebar({
+  selectedBotId,
+  onNavigate,
+  onClose,
+}: {
+  selectedBotId: string | undefined;
+  onNavigate(): void;
+  onClose(): void;
+}) {
   const { bots, conversations, me, signOut } = useSession();
   const route = useRoute();
   const theme = useThemeChoice();
@@ -27,7 +43,11 @@ export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId:
   return (
     <nav className="sidebar-inner">
       <div className="sidebar-top">
-        <a className="brand" href="/" onClick={(event) => onLinkClick(event, paths.home, onNavigate)}>
+        <a
+          className="brand"
+          href="/"
+          onClick={(event) => onLinkClick(event, paths.home, onNavigate)}
+        >
           <span className="brand-mark" aria-hidden="true" />
           <span>Roost</span>
         </a>
@@ -40,7 +60,12 @@ export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId:
         >
           <ThemeIcon size={18} aria-hidden="true" />
         </button>
-        <button type="button" className="icon-button close-nav" onClick={onClose} aria-label="Close the list">
+        <button
+          type="button"
+          className="icon-button close-nav"
+          onClick={onClose}
+          aria-label="Close the list"
+        >
           <X size={18} aria-hidden="true" />
         </button>
       </div>
@@ -48,7 +73,13 @@ export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId:
       <div className="sidebar-section">
         <div className="sidebar-heading">
           <h2 id="bots-heading">Bots</h2>
-          <a className="icon-button" href={paths.newBot} onClick={(event) => onLinkClick(event, paths.newBot, onNavigate)} aria-label="New bot" title="New bot">
+          <a
+            className="icon-button"
+            href={paths.newBot}
+            onClick={(event) => onLinkClick(event, paths.newBot, onNavigate)}
+            aria-label="New bot"
+            title="New bot"
+          >
             <Plus size={18} aria-hidden="true" />
           </a>
         </div>
@@ -88,14 +119,17 @@ export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId:
           <ul className="nav-list" aria-labelledby="chats-heading">
             {chats.length === 0 && <li className="muted nav-note">No chats yet.</li>}
             {chats.map((conversation) => {
-              const active = route.name === "conversation" && route.conversationId === conversation.id;
+              const active =
+                route.name === "conversation" && route.conversationId === conversation.id;
               return (
                 <li key={conversation.id}>
                   <a
                     className="nav-item nav-chat"
                     href={paths.conversation(conversation.id)}
                     aria-current={active ? "page" : undefined}
-                    onClick={(event) => onLinkClick(event, paths.conversation(conversation.id), onNavigate)}
+                    onClick={(event) =>
+                      onLinkClick(event, paths.conversation(conversation.id), onNavigate)
+                    }
                   >
                     <span className="nav-label">{conversation.title}</span>
                     {conversation.state === "working" ? (
@@ -116,7 +150,13 @@ export function Sidebar({ selectedBotId, onNavigate, onClose }: { selectedBotId:
         <span className="nav-label" title={me.isAdmin ? "Admin account" : undefined}>
           {me.name}
         </span>
-        <button type="button" className="icon-button" onClick={signOut} aria-label="Sign out" title="Sign out">
+        <button
+          type="button"
+          className="icon-button"
+          onClick={signOut}
+          aria-label="Sign out"
+          title="Sign out"
+        >
           <LogOut size={18} aria-hidden="true" />
         </button>
       </div>

@@ -22,7 +22,9 @@ export function SignIn({
     try {
       setError(await onSubmit(token.trim()));
     } catch (caught) {
-      setError(caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught));
+      setError(
+        caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught),
+      );
     } finally {
       setBusy(false);
     }
@@ -55,14 +57,19 @@ export function SignIn({
             {shown}
           </p>
         )}
-        <button className="button button-primary" type="submit" disabled={busy || token.trim() === ""}>
+        <button
+          className="button button-primary"
+          type="submit"
+          disabled={busy || token.trim() === ""}
+        >
           <KeyRound size={16} aria-hidden="true" /> {busy ? "Signing in…" : "Sign in"}
         </button>
         <details className="help">
           <summary>Where do I get a token?</summary>
           <p>
-            On the computer running Roost, the admin token is in <code>$ROOST_DATA_DIR/admin-token</code> (by default{" "}
-            <code>.roost/admin-token</code>). Create more with <code>roost token create</code>. Opening this page on that computer at{" "}
+            On the computer running Roost, the admin token is in{" "}
+            <code>$ROOST_DATA_DIR/admin-token</code> (by default <code>.roost/admin-token</code>).
+            Create more with <code>roost token create</code>. Opening this page on that computer at{" "}
             <code>http://localhost</code> signs you in by itself.
           </p>
         </details>

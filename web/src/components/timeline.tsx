@@ -1,6 +1,15 @@
 /** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
 import { AlertTriangle, ArrowDown, RotateCcw, Trash2 } from "lucide-react";
-import { memo, useCallback, useDeferredValue, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import {
+  memo,
+  useCallback,
+  useDeferredValue,
+  useEffect,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+} from "react";
 import type { Bot, Step, ToolPayload } from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
@@ -14,19 +23,35 @@ function errorAdvice(code: string): { title: string; action: string } {
     case "model_error":
       return {
         title: "The model provider failed",
-        action: "Check the provider key and the bot's model (docs/configuration.md), then send your message again.",
+        action:
+          "Check the provider key and the bot's model (docs/configuration.md), then send your message again.",
       };
     case "computer_asleep":
     case "computer_unavailable":
-      return { title: "The computer could not be reached", action: "Wake it with the computer button at the top, then send your message again." };
+      return {
+        title: "The computer could not be reached",
+        action: "Wake it with the computer button at the top, then send your message again.",
+      };
     case "timeout":
-      return { title: "That took too long", action: "Send your message again to retry, or ask for something smaller." };
+      return {
+        title: "That took too long",
+        action: "Send your message again to retry, or ask for something smaller.",
+      };
     case "turn_too_long":
-      return { title: "The bot stopped without answering", action: "Send a message to let it continue." };
+      return {
+        title: "The bot stopped without answering",
+        action: "Send a message to let it continue.",
+      };
     case "rate_limited":
-      return { title: "The model provider is rate limiting", action: "Wait a minute, then send your message again." };
+      return {
+        title: "The model provider is rate limiting",
+        action: "Wait a minute, then send your message again.",
+      };
     default:
-      return { title: "Something went wrong", action: "Send your message again to retry. If it keeps failing, the server log says more." };
+      return {
+        title: "Something went wrong",
+        action: "Send your message again to retry. If it keeps failing, the server log says more.",
+      };
   }
 }
 
@@ -41,7 +66,15 @@ const UserMessage = memo(function UserMessage({ text, time }: { text: string; ti
   );
 });
 
-function PendingRow({ message, onRetry, onDiscard }: { message: PendingMessage; onRetry(): void; onDiscard(): void }) {
+function PendingRow({
+  message,
+  onRetry,
+  onDiscard,
+}: {
+  message: PendingMessage;
+  onRetry(): void;
+  onDiscard(): void;
+}) {
   return (
     <div className={`row row-user pending pending-${message.status}`} data-pending={message.status}>
       <div className="bubble bubble-user">
@@ -68,9 +101,22 @@ function PendingRow({ message, onRetry, onDiscard }: { message: PendingMessage; 
   );
 }
 
-const AssistantText = memo(function AssistantText({ bot, text, meta, streaming }: { bot: Bot | undefined; text: string; meta?: string; streaming?: boolean }) {
+const AssistantText = memo(function AssistantText({
+  bot,
+  text,
+  meta,
+  streaming,
+}: {
+  bot: Bot | undefined;
+  text: string;
+  meta?: string;
+  streaming?: boolean;
+}) {
   return (
-    <div className={`row row-bot${streaming === true ? " streaming" : ""}`} data-streaming={streaming === true ? "" : undefined}>
+    <div
+      className={`row row-bot${streaming === true ? " streaming" : ""}`}
+      data-streaming={streaming === true ? "" : undefined}
+    >
       <Avatar name={bot?.name ?? "Bot"} size="sm" />
       <div className="bot-body">
         <LazyMarkdown text={text} />
@@ -96,12 +142,26 @@ const ErrorRow = memo(function ErrorRow({ code, message }: { code: string; messa
 type Row =
   | { key: string; kind: "user"; text: string; time: string }
   | { key: string; kind: "bot"; text: string; meta?: string }
-  | { key: string; kind: "tool"; call: { id: string; name: string; input: unknown }; result: ToolPayload | undefined; startedAt: string; turnId: string | null }
+  | {
+      key: string;
+      kind: "tool";
+      call: { id: string; name: string; input: unknown };
+      result: ToolPayload | undefined;
+      startedAt: string;
+      turnId: string | null;
+    }
   | { key: string; kind: "error"; code: string; message: string };
 
-function usageMeta(model: string, time: string, usage: { inputTokens: number; outputTokens: number } | undefined): string {
+function usageMeta(
+  model: string,
+  time: string,
+  usage: { inputTokens: number; outputTokens: number } | undefined,
+): string {
   const parts = [formatTime(time), model === "demo" ? "demo model" : model];
-  if (usage !== undefined) parts.push(`${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`);
+  if (usage !== undefined)
+    parts.push(
+      `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`,
+    );
   return parts.filter((part) => part !== "").join(" · ");
 }
 
@@ -119,9 +179,17 @@ export function buildRows(steps: readonly Step[]): Row[] {
         rows.push({ key: step.id, kind: "user", text: step.payload.text, time: step.createdAt });
         break;
       case "model":
-        if (step.payload.text.trim() !== "") rows.push({ key: step.id, kind: "bot", text: step.payload.text });
+        if (step.payload.text.trim() !== "")
+          rows.push({ key: step.id, kind: "bot", text: step.payload.text });
         for (const call of step.payload.toolCalls) {
-          rows.push({ key: `${step.id}:${call.id}`, kind: "tool", call, result: results.get(call.id), startedAt: step.createdAt, turnId: step.turnId });
+          rows.push({
+            key: `${step.id}:${call.id}`,
+            kind: "tool",
+            call,
+            result: results.get(call.id),
+            startedAt: step.createdAt,
+            turnId: step.turnId,
+          });
         }
         break;
       case "tool":
@@ -138,10 +206,20 @@ export function buildRows(steps: readonly Step[]): Row[] {
         }
         break;
       case "reply":
-        rows.push({ key: step.id, kind: "bot", text: step.payload.text, meta: usageMeta(step.payload.model, step.createdAt, step.payload.usage) });
+        rows.push({
+          key: step.id,
+          kind: "bot",
+          text: step.payload.text,
+          meta: usageMeta(step.payload.model, step.createdAt, step.payload.usage),
+        });
         break;
       case "error":
-        rows.push({ key: step.id, kind: "error", code: step.payload.code, message: step.payload.message });
+        rows.push({
+          key: step.id,
+          kind: "error",
+          code: step.payload.code,
+          message: step.payload.message,
+        });
         break;
     }
   }
@@ -155,7 +233,15 @@ export function owesAnswer(snapshot: FeedSnapshot): boolean {
   return last !== undefined && last.kind !== "reply" && last.kind !== "error";
 }
 
-export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed; snapshot: FeedSnapshot; bot: Bot | undefined }) {
+export function Timeline({
+  feed,
+  snapshot: live,
+  bot,
+}: {
+  feed: ConversationFeed;
+  snapshot: FeedSnapshot;
+  bot: Bot | undefined;
+}) {
   // Many steps at once (opening, older pages) render in the background, so scrolling and typing
   // never wait for them; the whole snapshot is deferred together so it stays consistent.
   const snapshot = useDeferredValue(live);
@@ -166,7 +252,8 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
   const steps = snapshot.steps;
   const rows = useMemo(() => buildRows(steps), [steps]);
   const working = snapshot.turnState === "working";
-  const runningTool = working && rows.some((row) => row.kind === "tool" && row.result === undefined);
+  const runningTool =
+    working && rows.some((row) => row.kind === "tool" && row.result === undefined);
   const firstSeq = steps[0]?.seq ?? 0;
   const beforePrepend = useRef<{ firstSeq: number; fromBottom: number } | undefined>(undefined);
 
@@ -199,7 +286,8 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
     const content = inner.current;
     if (element === null || content === null) return;
     const observer = new ResizeObserver(() => {
-      if (stuck.current && beforePrepend.current === undefined) element.scrollTop = element.scrollHeight;
+      if (stuck.current && beforePrepend.current === undefined)
+        element.scrollTop = element.scrollHeight;
     });
     observer.observe(content);
     return () => observer.disconnect();
@@ -207,7 +295,11 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
 
   const loadEarlier = useCallback(() => {
     const element = scroller.current;
-    if (element !== null) beforePrepend.current = { firstSeq, fromBottom: element.scrollHeight - element.clientHeight - element.scrollTop };
+    if (element !== null)
+      beforePrepend.current = {
+        firstSeq,
+        fromBottom: element.scrollHeight - element.clientHeight - element.scrollTop,
+      };
     void feed.loadEarlier();
   }, [feed, firstSeq]);
 
@@ -234,11 +326,23 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
   const waiting = owesAnswer(snapshot);
   return (
     <div className="timeline-wrap">
-      <div className="timeline" ref={scroller} onScroll={onScroll} role="log" aria-label="Conversation" aria-busy={!snapshot.loaded}>
+      <div
+        className="timeline"
+        ref={scroller}
+        onScroll={onScroll}
+        role="log"
+        aria-label="Conversation"
+        aria-busy={!snapshot.loaded}
+      >
         <div className="timeline-inner" ref={inner}>
           {snapshot.hasEarlier && (
             <div ref={topSentinel} className="load-earlier">
-              <button type="button" className="button button-small" onClick={loadEarlier} disabled={snapshot.loadingEarlier}>
+              <button
+                type="button"
+                className="button button-small"
+                onClick={loadEarlier}
+                disabled={snapshot.loadingEarlier}
+              >
                 {snapshot.loadingEarlier ? "Loading…" : "Show earlier messages"}
               </button>
             </div>
@@ -262,7 +366,9 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
                       result={row.result}
                       working={working || (waiting && row.turnId === snapshot.turnId)}
                       startedAt={row.startedAt}
-                      liveOutput={row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined}
+                      liveOutput={
+                        row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined
+                      }
                     />
                   </div>
                 );
@@ -278,7 +384,9 @@ export function Timeline({ feed, snapshot: live, bot }: { feed: ConversationFeed
               onDiscard={() => feed.discard(message.clientMessageId)}
             />
           ))}
-          {snapshot.streaming !== "" && <AssistantText bot={bot} text={snapshot.streaming} streaming />}
+          {snapshot.streaming !== "" && (
+            <AssistantText bot={bot} text={snapshot.streaming} streaming />
+          )}
           {snapshot.loaded && (working || waiting) && snapshot.streaming === "" && !runningTool && (
             <div className="row row-bot row-thinking" aria-hidden="true">
               <Avatar name={bot?.name ?? "Bot"} size="sm" />

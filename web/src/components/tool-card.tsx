@@ -2,7 +2,18 @@
  * One tool call as a compact card: tool, arguments, status and duration; opens to the full
  * arguments, the output, the exit code and any truncation.
  */
-import { ChevronRight, CircleAlert, CircleCheck, CircleDashed, FileText, FolderTree, LoaderCircle, PenLine, SquareTerminal, Wrench } from "lucide-react";
+import {
+  ChevronRight,
+  CircleAlert,
+  CircleCheck,
+  CircleDashed,
+  FileText,
+  FolderTree,
+  LoaderCircle,
+  PenLine,
+  SquareTerminal,
+  Wrench,
+} from "lucide-react";
 import { memo, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
@@ -26,7 +37,12 @@ export function toolStatus(result: ToolPayload | undefined, working: boolean): T
   return "done";
 }
 
-const statusLabel: Record<ToolStatus, string> = { running: "Running", done: "Done", failed: "Failed", interrupted: "No result" };
+const statusLabel: Record<ToolStatus, string> = {
+  running: "Running",
+  done: "Done",
+  failed: "Failed",
+  interrupted: "No result",
+};
 
 function Elapsed({ since }: { since: number }) {
   const [now, setNow] = useState(Date.now());
@@ -51,7 +67,9 @@ function StatusIcon({ status }: { status: ToolStatus }) {
 }
 
 /** Details worth a line of their own; the rest are listed as they come. */
-function detailLines(details: Record<string, unknown>): { label: string; value: string; warn?: boolean }[] {
+function detailLines(
+  details: Record<string, unknown>,
+): { label: string; value: string; warn?: boolean }[] {
   const lines: { label: string; value: string; warn?: boolean }[] = [];
   const seen = new Set<string>();
   const take = (key: string) => {
@@ -59,7 +77,12 @@ function detailLines(details: Record<string, unknown>): { label: string; value: 
     return details[key];
   };
   const exitCode = take("exitCode");
-  if (exitCode !== undefined) lines.push({ label: "Exit code", value: exitCode === null ? "none (killed)" : String(exitCode), warn: exitCode !== 0 });
+  if (exitCode !== undefined)
+    lines.push({
+      label: "Exit code",
+      value: exitCode === null ? "none (killed)" : String(exitCode),
+      warn: exitCode !== 0,
+    });
   if (take("timedOut") === true) lines.push({ label: "Timed out", value: "yes", warn: true });
   for (const stream of ["stdout", "stderr"] as const) {
     const truncated = take(`${stream}Truncated`);
@@ -68,22 +91,44 @@ function detailLines(details: Record<string, unknown>): { label: string; value: 
     if (truncated === true) {
       const size = typeof bytes === "number" ? ` of ${formatBytes(bytes)}` : "";
       const where = typeof path === "string" ? `; the full text is in ${path}` : "";
-      lines.push({ label: `${stream} truncated`, value: `showing the start and end${size}${where}`, warn: true });
+      lines.push({
+        label: `${stream} truncated`,
+        value: `showing the start and end${size}${where}`,
+        warn: true,
+      });
     }
   }
   const truncated = take("truncated");
-  if (truncated === true) lines.push({ label: "Truncated", value: "the output was shortened", warn: true });
+  if (truncated === true)
+    lines.push({ label: "Truncated", value: "the output was shortened", warn: true });
   const error = take("error");
   if (error !== null && typeof error === "object") {
     const { code, message } = error as { code?: unknown; message?: unknown };
-    lines.push({ label: "Error", value: [code, message].filter((part) => typeof part === "string").join(": "), warn: true });
+    lines.push({
+      label: "Error",
+      value: [code, message].filter((part) => typeof part === "string").join(": "),
+      warn: true,
+    });
   }
   // Shown elsewhere in the card, or too bulky for a line.
-  for (const key of ["kind", "durationMs", "stdout", "stderr", "stdoutTail", "stderrTail", "content", "entries", "matches", "command", "input"]) {
+  for (const key of [
+    "kind",
+    "durationMs",
+    "stdout",
+    "stderr",
+    "stdoutTail",
+    "stderrTail",
+    "content",
+    "entries",
+    "matches",
+    "command",
+    "input",
+  ]) {
     seen.add(key);
   }
   for (const [key, value] of Object.entries(details)) {
-    if (seen.has(key) || value === undefined || value === null || value === false || value === "") continue;
+    if (seen.has(key) || value === undefined || value === null || value === false || value === "")
+      continue;
     lines.push({ label: key, value: typeof value === "string" ? value : JSON.stringify(value) });
   }
   return lines;
@@ -101,7 +146,9 @@ function Arguments({ name, input }: { name: string; input: unknown }) {
           </span>
           {command}
         </pre>
-        {Object.keys(rest).length > 0 && <pre className="tool-pre">{JSON.stringify(rest, null, 2)}</pre>}
+        {Object.keys(rest).length > 0 && (
+          <pre className="tool-pre">{JSON.stringify(rest, null, 2)}</pre>
+        )}
       </>
     );
   }
@@ -110,7 +157,11 @@ function Arguments({ name, input }: { name: string; input: unknown }) {
 
 function Output({ result }: { result: ToolPayload }) {
   const { details } = result;
-  if (details.kind === "completed" && typeof details.stdout === "string" && typeof details.stderr === "string") {
+  if (
+    details.kind === "completed" &&
+    typeof details.stdout === "string" &&
+    typeof details.stderr === "string"
+  ) {
     const { stdout, stderr } = details;
     if (stdout === "" && stderr === "") return <p className="muted tool-section">No output.</p>;
     return (
@@ -133,7 +184,11 @@ function Output({ result }: { result: ToolPayload }) {
   return (
     <div className="tool-section">
       <h4>{result.isError ? "Error" : "Output"}</h4>
-      {result.output === "" ? <p className="muted">No output.</p> : <pre className="tool-pre tool-output">{result.output}</pre>}
+      {result.output === "" ? (
+        <p className="muted">No output.</p>
+      ) : (
+        <pre className="tool-pre tool-output">{result.output}</pre>
+      )}
     </div>
   );
 }
@@ -173,7 +228,13 @@ export const ToolCard = memo(function ToolCard({
 
   return (
     <div className={`tool-card tool-${status}`} data-status={status} data-tool={call.name}>
-      <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((value) => !value)}>
+      <button
+        type="button"
+        className="tool-head"
+        aria-expanded={open}
+        aria-controls={bodyId}
+        onClick={() => setOpen((value) => !value)}
+      >
         <ChevronRight size={16} className="tool-chevron" aria-hidden="true" />
         <Icon size={16} className="tool-icon" aria-hidden="true" />
         <span className="tool-name">{call.name}</span>
@@ -181,14 +242,24 @@ export const ToolCard = memo(function ToolCard({
         <span className="tool-status" title={statusLabel[status]}>
           <StatusIcon status={status} />
           <span className="tool-status-text">
-            {status === "failed" && typeof exitCode === "number" ? `Exit ${exitCode}` : statusLabel[status]}
+            {status === "failed" && typeof exitCode === "number"
+              ? `Exit ${exitCode}`
+              : statusLabel[status]}
           </span>
         </span>
         <span className="tool-duration">
-          {result !== undefined ? formatDuration(result.durationMs) : status === "running" ? <Elapsed since={Date.parse(startedAt)} /> : ""}
+          {result !== undefined ? (
+            formatDuration(result.durationMs)
+          ) : status === "running" ? (
+            <Elapsed since={Date.parse(startedAt)} />
+          ) : (
+            ""
+          )}
         </span>
       </button>
-      {!open && status === "running" && liveOutput !== undefined && liveOutput !== "" && <LiveTail text={liveOutput} />}
+      {!open && status === "running" && liveOutput !== undefined && liveOutput !== "" && (
+        <LiveTail text={liveOutput} />
+      )}
       {open && (
         <div className="tool-body" id={bodyId}>
           <div className="tool-section">
@@ -203,7 +274,9 @@ export const ToolCard = memo(function ToolCard({
               </div>
             ) : (
               <p className="muted tool-section">
-                {status === "running" ? "Running on the computer…" : "This call has no result: the turn ended before it finished."}
+                {status === "running"
+                  ? "Running on the computer…"
+                  : "This call has no result: the turn ended before it finished."}
               </p>
             )
           ) : (

@@ -3,10 +3,25 @@ import { Menu } from "lucide-react";
 import type { ReactNode } from "react";
 import type { Bot } from "../api/types.ts";
 
-export function Header({ title, subtitle, onMenu, children }: { title: ReactNode; subtitle?: ReactNode; onMenu(): void; children?: ReactNode }) {
+export function Header({
+  title,
+  subtitle,
+  onMenu,
+  children,
+}: {
+  title: ReactNode;
+  subtitle?: ReactNode;
+  onMenu(): void;
+  children?: ReactNode;
+}) {
   return (
     <header className="view-header">
-      <button type="button" className="icon-button menu-button" onClick={onMenu} aria-label="Open the list of bots and chats">
+      <button
+        type="button"
+        className="icon-button menu-button"
+        onClick={onMenu}
+        aria-label="Open the list of bots and chats"
+      >
         <Menu size={20} aria-hidden="true" />
       </button>
       <div className="view-title">
@@ -18,7 +33,15 @@ export function Header({ title, subtitle, onMenu, children }: { title: ReactNode
   );
 }
 
-export function EmptyState({ title, detail, children }: { title: string; detail?: ReactNode; children?: ReactNode }) {
+export function EmptyState({
+  title,
+  detail,
+  children,
+}: {
+  title: string;
+  detail?: ReactNode;
+  children?: ReactNode;
+}) {
   return (
     <div className="empty-state">
       <h2>{title}</h2>
@@ -40,7 +63,10 @@ export function ModelBadge({ bot }: { bot: Bot }) {
     );
   }
   return (
-    <span className="badge" title={bot.model === null ? "The platform's default model" : "This bot's model"}>
+    <span
+      className="badge"
+      title={bot.model === null ? "The platform's default model" : "This bot's model"}
+    >
       {bot.effectiveModel}
     </span>
   );
@@ -51,7 +77,11 @@ export function Avatar({ name, size = "md" }: { name: string; size?: "sm" | "md"
   let hash = 0;
   for (const char of name) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
   return (
-    <span className={`avatar avatar-${size}`} style={{ "--hue": String(hash % 360) } as React.CSSProperties} aria-hidden="true">
+    <span
+      className={`avatar avatar-${size}`}
+      style={{ "--hue": String(hash % 360) } as React.CSSProperties}
+      aria-hidden="true"
+    >
       {letter}
     </span>
   );

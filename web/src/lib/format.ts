@@ -36,7 +36,9 @@ export function formatRelative(iso: string | null, now = Date.now()): string {
 
 export function formatTime(iso: string): string {
   const then = new Date(iso);
-  return Number.isNaN(then.getTime()) ? "" : then.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return Number.isNaN(then.getTime())
+    ? ""
+    : then.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
 /** A conversation title from the first message: its first line, shortened. */

@@ -18,12 +18,18 @@ export type Route =
   | { name: "not-found"; path: string };
 
 export function parseRoute(path: string): Route {
-  const parts = path.split("/").filter((part) => part !== "").map(decodeURIComponent);
+  const parts = path
+    .split("/")
+    .filter((part) => part !== "")
+    .map(decodeURIComponent);
   if (parts.length === 0) return { name: "home" };
   if (parts[0] === "bots" && parts[1] === "new" && parts.length === 2) return { name: "new-bot" };
-  if (parts[0] === "bots" && parts[1] !== undefined && parts.length === 2) return { name: "bot", botId: parts[1] };
-  if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "edit" && parts.length === 3) return { name: "edit-bot", botId: parts[1] };
-  if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2) return { name: "conversation", conversationId: parts[1] };
+  if (parts[0] === "bots" && parts[1] !== undefined && parts.length === 2)
+    return { name: "bot", botId: parts[1] };
+  if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "edit" && parts.length === 3)
+    return { name: "edit-bot", botId: parts[1] };
+  if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
+    return { name: "conversation", conversationId: parts[1] };
   return { name: "not-found", path };
 }
 
@@ -59,8 +65,20 @@ export const paths = {
 };
 
 /** Plain left clicks on in-app links navigate without a page load; others behave as links. */
-export function onLinkClick(event: React.MouseEvent<HTMLAnchorElement>, path: string, after?: () => void): void {
-  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+export function onLinkClick(
+  event: React.MouseEvent<HTMLAnchorElement>,
+  path: string,
+  after?: () => void,
+): void {
+  if (
+    event.defaultPrevented ||
+    event.button !== 0 ||
+    event.metaKey ||
+    event.ctrlKey ||
+    event.shiftKey ||
+    event.altKey
+  )
+    return;
   event.preventDefault();
   navigate(path);
   after?.();

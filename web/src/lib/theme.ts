@@ -23,13 +23,10 @@ export function setThemeChoice(choice: ThemeChoice): void {
 }
 
 export function useThemeChoice(): ThemeChoice {
-  return useSyncExternalStore(
-    (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    getThemeChoice,
-  );
+  return useSyncExternalStore((listener) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }, getThemeChoice);
 }
 
 const media = window.matchMedia("(prefers-color-scheme: dark)");

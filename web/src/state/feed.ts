@@ -73,7 +73,8 @@ export interface FeedOptions {
   stableAfterMs?: number;
 }
 
-const defaultDelay = (attempt: number) => Math.min(15_000, 400 * 2 ** (attempt - 1)) * (0.6 + Math.random() * 0.4);
+const defaultDelay = (attempt: number) =>
+  Math.min(15_000, 400 * 2 ** (attempt - 1)) * (0.6 + Math.random() * 0.4);
 
 export class ConversationFeed {
   readonly conversationId: string;
@@ -164,7 +165,11 @@ export class ConversationFeed {
 
   /** F5: shows the message at once and sends it; the bot may be working (it joins the turn). */
   async send(text: string): Promise<void> {
-    const pending: PendingMessage = { clientMessageId: crypto.randomUUID(), text, status: "sending" };
+    const pending: PendingMessage = {
+      clientMessageId: crypto.randomUUID(),
+      text,
+      status: "sending",
+    };
     this.update({ pending: [...this.state.pending, pending] }, true);
     await this.deliver(pending.clientMessageId);
   }
@@ -175,7 +180,14 @@ export class ConversationFeed {
   }
 
   discard(clientMessageId: string): void {
-    this.update({ pending: this.state.pending.filter((message) => message.clientMessageId !== clientMessageId) }, true);
+    this.update(
+      {
+        pending: this.state.pending.filter(
+          (message) => message.clientMessageId !== clientMessageId,
+        ),
+      },
+      true,
+    );
   }
 
   async loadEarlier(): Promise<void> {
@@ -183,22 +195,42 @@ export class ConversationFeed {
     this.update({ loadingEarlier: true }, true);
     try {
       const from = Math.max(0, this.windowStart - initialWindow);
-      const { steps } = await this.api.listSteps(this.conversationId, from, this.windowStart - from, this.abort.signal);
+      const { steps } = await this.api.listSteps(
+        this.conversationId,
+        from,
+        this.windowStart - from,
+        this.abort.signal,
+      );
       const older = steps.filter((step) => step.seq > from && step.seq <= this.windowStart);
       this.windowStart = from;
-      this.update({ steps: [...older, ...this.state.steps], hasEarlier: from > 0, loadingEarlier: false }, true);
+      this.update(
+        { steps: [...older, ...this.state.steps], hasEarlier: from > 0, loadingEarlier: false },
+        true,
+      );
     } catch (error) {
-      this.update({ loadingEarlier: false, problem: describe(error), problemCode: codeOf(error) }, true);
+      this.update(
+        { loadingEarlier: false, problem: describe(error), problemCode: codeOf(error) },
+        true,
+      );
     }
   }
 
   private async deliver(clientMessageId: string): Promise<void> {
-    const message = this.state.pending.find((candidate) => candidate.clientMessageId === clientMessageId);
+    const message = this.state.pending.find(
+      (candidate) => candidate.clientMessageId === clientMessageId,
+    );
     if (message === undefined) return;
     try {
       const ack = await this.api.sendMessage(this.conversationId, message.text, clientMessageId);
       if (ack.seq <= this.cursor) {
-        this.update({ pending: this.state.pending.filter((candidate) => candidate.clientMessageId !== clientMessageId) }, true);
+        this.update(
+          {
+            pending: this.state.pending.filter(
+              (candidate) => candidate.clientMessageId !== clientMessageId,
+            ),
+          },
+          true,
+        );
       } else {
         this.patchPending(clientMessageId, { status: "sent", messageId: ack.messageId });
       }
@@ -210,7 +242,9 @@ export class ConversationFeed {
   private patchPending(clientMessageId: string, patch: Partial<PendingMessage>): void {
     this.update(
       {
-        pending: this.state.pending.map((message) => (message.clientMessageId === clientMessageId ? { ...message, ...patch } : message)),
+        pending: this.state.pending.map((message) =>
+          message.clientMessageId === clientMessageId ? { ...message, ...patch } : message,
+        ),
       },
       true,
     );
@@ -232,16 +266,36 @@ export class ConversationFeed {
           this.abort.signal,
         );
         if (this.closed) return;
-        this.update({ status: "reconnecting", problem: "The live connection closed; reconnecting.", problemCode: "network" }, true);
+        this.update(
+          {
+            status: "reconnecting",
+            problem: "The live connection closed; reconnecting.",
+            problemCode: "network",
+          },
+          true,
+        );
       } catch (error) {
         if (this.closed) return;
-        if (error instanceof ApiError && !error.retryable && error.status >= 400 && error.status < 500 && error.status !== 408) {
+        if (
+          error instanceof ApiError &&
+          !error.retryable &&
+          error.status >= 400 &&
+          error.status < 500 &&
+          error.status !== 408
+        ) {
           this.update({ status: "failed", problem: error.message, problemCode: error.code }, true);
           return;
         }
-        this.update({ status: "reconnecting", problem: describe(error), problemCode: codeOf(error) }, true);
+        this.update(
+          { status: "reconnecting", problem: describe(error), problemCode: codeOf(error) },
+          true,
+        );
       }
-      if (connectedAt !== undefined && Date.now() - connectedAt >= (this.options.stableAfterMs ?? 5000)) attempt = 0;
+      if (
+        connectedAt !== undefined &&
+        Date.now() - connectedAt >= (this.options.stableAfterMs ?? 5000)
+      )
+        attempt = 0;
       attempt++;
       await this.pause((this.options.reconnectDelayMs ?? defaultDelay)(attempt));
     }
@@ -291,14 +345,16 @@ export class ConversationFeed {
       case "delta": {
         // F4
         const last = this.segments.at(-1);
-        if (last !== undefined && last.turnId === event.turnId && last.after === this.announced) last.text += event.text;
+        if (last !== undefined && last.turnId === event.turnId && last.after === this.announced)
+          last.text += event.text;
         else this.segments.push({ turnId: event.turnId, after: this.announced, text: event.text });
         this.state = { ...this.state, turnState: "working", turnId: event.turnId };
         this.update({ streaming: this.streamingText() });
         return;
       }
       case "turn":
-        if (event.state === "idle") this.segments = this.segments.filter((segment) => segment.turnId !== event.turnId);
+        if (event.state === "idle")
+          this.segments = this.segments.filter((segment) => segment.turnId !== event.turnId);
         this.state = { ...this.state, turnState: event.state, turnId: event.turnId };
         this.update({ streaming: this.streamingText() }, true);
         return;
@@ -317,7 +373,12 @@ export class ConversationFeed {
   /** F1: loads every step after the cursor up to `upTo`. */
   private async catchUp(upTo: number): Promise<void> {
     while (this.cursor < upTo) {
-      const { steps } = await this.api.listSteps(this.conversationId, this.cursor, Math.min(pageSize, upTo - this.cursor), this.abort.signal);
+      const { steps } = await this.api.listSteps(
+        this.conversationId,
+        this.cursor,
+        Math.min(pageSize, upTo - this.cursor),
+        this.abort.signal,
+      );
       const fresh = steps.filter((step) => step.seq > this.cursor).sort((a, b) => a.seq - b.seq);
       if (fresh.length === 0) return;
       this.cursor = fresh.at(-1)?.seq ?? this.cursor;
@@ -334,12 +395,19 @@ export class ConversationFeed {
         const { [step.payload.callId]: _done, ...rest } = toolOutput;
         toolOutput = rest;
       }
-      if ((step.kind === "model" || step.kind === "reply" || step.kind === "error") && step.turnId !== null) {
+      if (
+        (step.kind === "model" || step.kind === "reply" || step.kind === "error") &&
+        step.turnId !== null
+      ) {
         const turnId = step.turnId;
-        this.segments = this.segments.filter((segment) => !(segment.turnId === turnId && segment.after < step.seq)); // F4
+        this.segments = this.segments.filter(
+          (segment) => !(segment.turnId === turnId && segment.after < step.seq),
+        ); // F4
       }
     }
-    const pending = this.state.pending.filter((message) => message.messageId === undefined || !messageIds.has(message.messageId)); // F5
+    const pending = this.state.pending.filter(
+      (message) => message.messageId === undefined || !messageIds.has(message.messageId),
+    ); // F5
     this.update(
       {
         steps: [...this.state.steps, ...fresh],

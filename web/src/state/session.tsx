@@ -3,7 +3,16 @@
  * computer and the open conversations' feeds. Lists are refreshed after every change the page
  * makes and, quietly, every few seconds while the page is visible.
  */
-import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import {
+  createContext,
+  useCallback,
+  useContext,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  type ReactNode,
+} from "react";
 import { ApiError, type ApiClient } from "../api/client.ts";
 import type { Bot, Computer, Conversation, Me } from "../api/types.ts";
 import { ConversationFeed } from "./feed.ts";
@@ -28,7 +37,15 @@ export type ComputerInfo =
   | { status: "loading" }
   | { status: "unsupported" }
   | { status: "error"; message: string }
-  | { status: "ok"; computer: Computer; busy: boolean; actionError: string | undefined; wake(): void; sleep(): void; refresh(): void };
+  | {
+      status: "ok";
+      computer: Computer;
+      busy: boolean;
+      actionError: string | undefined;
+      wake(): void;
+      sleep(): void;
+      refresh(): void;
+    };
 
 const SessionContext = createContext<Session | undefined>(undefined);
 
@@ -40,7 +57,17 @@ export function useSession(): Session {
 
 const feedCacheSize = 4;
 
-export function SessionProvider({ api, me, signOut, children }: { api: ApiClient; me: Me; signOut(): void; children: ReactNode }) {
+export function SessionProvider({
+  api,
+  me,
+  signOut,
+  children,
+}: {
+  api: ApiClient;
+  me: Me;
+  signOut(): void;
+  children: ReactNode;
+}) {
   const [bots, setBots] = useState<Bot[]>();
   const [botsError, setBotsError] = useState<string>();
   const [conversations, setConversations] = useState<Conversation[]>();
@@ -115,11 +142,16 @@ export function SessionProvider({ api, me, signOut, children }: { api: ApiClient
   const upsertBot = useCallback((bot: Bot) => {
     setBots((current) => {
       const list = current ?? [];
-      return list.some((candidate) => candidate.id === bot.id) ? list.map((candidate) => (candidate.id === bot.id ? bot : candidate)) : [...list, bot];
+      return list.some((candidate) => candidate.id === bot.id)
+        ? list.map((candidate) => (candidate.id === bot.id ? bot : candidate))
+        : [...list, bot];
     });
   }, []);
   const upsertConversation = useCallback((conversation: Conversation) => {
-    setConversations((current) => [conversation, ...(current ?? []).filter((candidate) => candidate.id !== conversation.id)]);
+    setConversations((current) => [
+      conversation,
+      ...(current ?? []).filter((candidate) => candidate.id !== conversation.id),
+    ]);
   }, []);
 
   const computer = useComputer(api);
@@ -139,7 +171,20 @@ export function SessionProvider({ api, me, signOut, children }: { api: ApiClient
       computer,
       signOut,
     }),
-    [api, me, bots, botsError, conversations, refreshBots, refreshConversations, upsertBot, upsertConversation, feed, computer, signOut],
+    [
+      api,
+      me,
+      bots,
+      botsError,
+      conversations,
+      refreshBots,
+      refreshConversations,
+      upsertBot,
+      upsertConversation,
+      feed,
+      computer,
+      signOut,
+    ],
   );
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 }
@@ -185,7 +230,9 @@ function useComputer(api: ApiClient): ComputerInfo {
       setActionError(undefined);
       (action === "wake" ? api.wakeComputer() : api.sleepComputer())
         .then((value) => setComputer(value))
-        .catch((error: unknown) => setActionError(error instanceof Error ? error.message : String(error)))
+        .catch((error: unknown) =>
+          setActionError(error instanceof Error ? error.message : String(error)),
+        )
         .finally(() => {
           setBusy(false);
           setTick((value) => value + 1);
