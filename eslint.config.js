@@ -17,7 +17,7 @@ const layerRules = [
 ];
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "web/**", ".roost/**", "artifacts/**", "bin/**"] },
+  { ignores: ["node_modules/**", "web/**", ".roost/**", "artifacts/**", "bin/**", "scripts/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

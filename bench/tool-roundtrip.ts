@@ -2,7 +2,7 @@
  * Tool round trip on an awake computer: from `gateway.call` to its result, over a real
  * WebSocket to a real worker process. Prints p50/p95/p99 over N calls of `shell true` (the
  * issue's figure; target p50 ≤ 5 ms), the same for `read` (no process spawned), the floor set by
- * spawning `bash -lc true` directly, and the idle worker's RSS.
+ * spawning `bash -lc true` directly, one fsync'd done-log record write, and the worker's RSS.
  *
  *   node bench/tool-roundtrip.ts [--calls 500]
  */
@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { makeComputerDirs, spawnWorker, startTestGateway } from "../src/gateway/testing.ts";
+import { writeFileAtomic } from "../src/worker/fs-atomic.ts";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "500" } } });
 const calls = Number.parseInt(values.calls, 10);
@@ -76,8 +77,22 @@ try {
     spawnFloor.push(performance.now() - started);
   }
 
+  const recordWrite: number[] = [];
+  for (let i = 0; i < 100; i += 1) {
+    const started = performance.now();
+    await writeFileAtomic(
+      path.join(dirs.root, `record-${i}.json`),
+      JSON.stringify({ state: "done", i }),
+      true,
+    );
+    recordWrite.push(performance.now() - started);
+  }
+
   console.log(`shell "true" round trip   ${summary(shell)}`);
   console.log(`read (6 bytes) round trip ${summary(read)}`);
+  console.log(
+    `fsync'd done-log record   ${summary(recordWrite)}   (shell writes two per call, read one)`,
+  );
   console.log(
     `bash -lc true, spawned    ${summary(spawnFloor)}   (floor for shell: a login shell per call)`,
   );

@@ -33,7 +33,9 @@ const step = Number(values.step);
 
 const reason = await isolationUnavailableReason();
 if (reason !== undefined) {
-  console.error(`wake-local: cannot run: ${reason} (run as root with bubblewrap and nftables installed)`);
+  console.error(
+    `wake-local: cannot run: ${reason} (run as root with bubblewrap and nftables installed)`,
+  );
   process.exit(2);
 }
 
@@ -72,22 +74,26 @@ async function timedWake(id: string): Promise<{ wakeMs: number; execMs: number; 
   return { wakeMs, execMs, toolMs };
 }
 
-/** Wake latency to the first tool result, with exec and tool measured separately (so exec does not delay the worker). */
+const helloSamples: number[] = [];
+
+/** Wake latency to the first tool result, without an exec first (the path a tool call takes). */
 async function timedToolWake(id: string): Promise<number> {
   const gateway = await gatewayFor(id);
   const hellos = gateway.hellos;
   const start = performance.now();
   await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "bench" });
   await gateway.waitForHello(hellos + 1, 30_000);
+  helloSamples.push(performance.now() - start);
   shellStdout(await gateway.call("shell", { command: "true" }));
   return performance.now() - start;
 }
 
-async function rssBytes(pids: number[]): Promise<number> {
+/** Sum of a field of /proc/PID/smaps_rollup (Rss: every page mapped; Pss: shared pages split among their users). */
+async function memoryBytes(pids: number[], field: "Rss" | "Pss"): Promise<number> {
   let total = 0;
   for (const pid of pids) {
-    const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
-    const match = /VmRSS:\s+(\d+) kB/.exec(status);
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(rollup);
     if (match !== null) total += Number(match[1]) * 1024;
   }
   return total;
@@ -117,21 +123,28 @@ try {
   console.log(`  ${summarize("wake() resolved (sandbox up)", wake)}`);
   console.log(`  ${summarize("first exec result (sandbox)", exec)}`);
   console.log(`  ${summarize("first tool result (worker hello + shell call, after exec)", tool)}`);
+  console.log(`  ${summarize("worker hello at the gateway", helloSamples.slice(-wakes))}`);
   console.log(`  ${summarize("first tool result (worker hello + shell call)", toolOnly)}`);
 
   // 2. Memory per awake idle computer.
   await timedToolWake("bench-wake");
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const usage = (await provider.usage("bench-wake"))!;
-  const rss = await rssBytes(usage.pids);
+  const rss = await memoryBytes(usage.pids, "Rss");
+  const pss = await memoryBytes(usage.pids, "Pss");
   console.log(
-    `memory per awake idle computer: RSS of its ${usage.pids.length} processes ${mib(rss)}, cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
+    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
   );
   await provider.sleep("bench-wake");
 
   // 3. Awake computers until the wake latency doubles.
-  const baseline = percentile([...toolOnly].sort((a, b) => a - b), 0.5);
-  console.log(`awake computers vs wake latency to the first tool result (baseline p50 ${baseline.toFixed(1)} ms):`);
+  const baseline = percentile(
+    [...toolOnly].sort((a, b) => a - b),
+    0.5,
+  );
+  console.log(
+    `awake computers vs wake latency to the first tool result (baseline p50 ${baseline.toFixed(1)} ms):`,
+  );
   let awake = 0;
   let doubledAt: number | undefined;
   await createComputer("bench-probe");
@@ -141,10 +154,16 @@ try {
       samples.push(await timedToolWake("bench-probe"));
       await provider.sleep("bench-probe");
     }
-    const median = percentile(samples.sort((a, b) => a - b), 0.5);
+    const median = percentile(
+      samples.sort((a, b) => a - b),
+      0.5,
+    );
     let memory = 0;
-    for (let index = 0; index < awake; index++) memory += (await provider.usage(`bench-awake-${index}`))?.memoryBytes ?? 0;
-    console.log(`  ${String(awake).padStart(2)} awake: wake p50 ${median.toFixed(1)} ms (cgroup memory of the awake ones ${mib(memory)})`);
+    for (let index = 0; index < awake; index++)
+      memory += (await provider.usage(`bench-awake-${index}`))?.memoryBytes ?? 0;
+    console.log(
+      `  ${String(awake).padStart(2)} awake: wake p50 ${median.toFixed(1)} ms (cgroup memory of the awake ones ${mib(memory)})`,
+    );
     if (median >= 2 * baseline) {
       doubledAt = awake;
       break;
@@ -164,7 +183,8 @@ try {
       : `wake latency doubled with ${doubledAt} awake computers`,
   );
 } finally {
-  for (const id of created) await provider.destroy(id).catch((error: unknown) => console.error(String(error)));
+  for (const id of created)
+    await provider.destroy(id).catch((error: unknown) => console.error(String(error)));
   await provider.close();
   for (const gateway of gateways.values()) await gateway.close();
   await dataDir.remove();

@@ -57,7 +57,11 @@ export interface DetectOptions {
   /** Folders to search first for tools (PATH-style). */
   searchPath?: string;
   /** Runs a probe command. */
-  run?: (file: string, args: readonly string[], options?: { input?: string; timeoutMs?: number }) => Promise<CommandResult>;
+  run?: (
+    file: string,
+    args: readonly string[],
+    options?: { input?: string; timeoutMs?: number },
+  ) => Promise<CommandResult>;
   discoverCgroups?: () => Promise<CgroupDiscovery>;
 }
 
@@ -72,7 +76,11 @@ const nftProbe = `table inet roost_probe {
 `;
 
 function failed(result: CommandResult): string {
-  return (result.stderr.trim() || result.stdout.trim() || `exit ${result.exitCode ?? result.signal}`).split("\n")[0]!;
+  return (
+    result.stderr.trim() ||
+    result.stdout.trim() ||
+    `exit ${result.exitCode ?? result.signal}`
+  ).split("\n")[0]!;
 }
 
 /** Probes the host. Never throws for a missing capability: it is reported instead. */
@@ -83,28 +91,51 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   const run = options.run ?? runCommand;
 
   const tools = {} as Record<HostToolName, string | undefined>;
-  for (const name of hostToolNames) tools[name] = platform === "linux" ? await findTool(name) : undefined;
+  for (const name of hostToolNames)
+    tools[name] = platform === "linux" ? await findTool(name) : undefined;
   const unshare = platform === "linux" ? await findTool("unshare") : undefined;
 
   const skipped = (why: string): HostCheck => ({ ok: false, detail: `not tried: ${why}` });
-  const probe = async (file: string | undefined, what: string, args: string[], input?: string): Promise<HostCheck> => {
+  const probe = async (
+    file: string | undefined,
+    what: string,
+    args: string[],
+    input?: string,
+  ): Promise<HostCheck> => {
     if (platform !== "linux") return skipped("not Linux");
     if (!root) return skipped("not root");
     if (file === undefined) return skipped(`${what} is not installed`);
     try {
       const result = await run(file, args, { input, timeoutMs: 10_000 });
-      return result.exitCode === 0 ? { ok: true, detail: `${what} works` } : { ok: false, detail: `${what}: ${failed(result)}` };
+      return result.exitCode === 0
+        ? { ok: true, detail: `${what} works` }
+        : { ok: false, detail: `${what}: ${failed(result)}` };
     } catch (error) {
       return { ok: false, detail: `${what}: ${(error as Error).message}` };
     }
   };
   const [namespaces, sandbox, nftables] = await Promise.all([
-    probe(unshare, "unshare", ["--mount", "--pid", "--net", "--uts", "--ipc", "--fork", "/bin/true"]),
+    probe(unshare, "unshare", [
+      "--mount",
+      "--pid",
+      "--net",
+      "--uts",
+      "--ipc",
+      "--fork",
+      "/bin/true",
+    ]),
     probe(tools.bwrap, "bubblewrap", [
-      "--ro-bind", "/", "/",
-      "--proc", "/proc",
-      "--dev", "/dev",
-      "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+      "--ro-bind",
+      "/",
+      "/",
+      "--proc",
+      "/proc",
+      "--dev",
+      "/dev",
+      "--unshare-pid",
+      "--unshare-net",
+      "--unshare-ipc",
+      "--unshare-uts",
       "--die-with-parent",
       "/bin/true",
     ]),
@@ -125,7 +156,9 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   const missing: string[] = [];
   if (platform !== "linux") missing.push(`Linux (this is ${platform})`);
   if (platform === "linux" && !root) {
-    missing.push("root (Roost creates namespaces, network interfaces, firewall rules, cgroups and one uid per computer)");
+    missing.push(
+      "root (Roost creates namespaces, network interfaces, firewall rules, cgroups and one uid per computer)",
+    );
   }
   const absent = hostToolNames.filter((name) => platform === "linux" && tools[name] === undefined);
   if (absent.length > 0) {
@@ -135,15 +168,30 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   for (const check of [namespaces, sandbox, nftables]) {
     if (!check.ok && !check.detail.startsWith("not tried")) missing.push(`working ${check.detail}`);
   }
-  const controllers = (["memory", "pids"] as const).filter((name) => platform === "linux" && cgroups[name] === undefined);
+  const controllers = (["memory", "pids"] as const).filter(
+    (name) => platform === "linux" && cgroups[name] === undefined,
+  );
   if (controllers.length > 0) {
-    missing.push(`the cgroup controller${controllers.length > 1 ? "s" : ""} ${controllers.join(" and ")} (enable them in the kernel or the cgroup mounts)`);
+    missing.push(
+      `the cgroup controller${controllers.length > 1 ? "s" : ""} ${controllers.join(" and ")} (enable them in the kernel or the cgroup mounts)`,
+    );
   }
   const localAvailable = missing.length === 0;
   const message = localAvailable
     ? `This host can isolate computers (local provider: bubblewrap, network namespaces, nftables, cgroup v${cgroups.memory} memory, v${cgroups.pids} pids${cgroups.cpu === undefined ? ", no cpu controller: CPU is not limited" : `, v${cgroups.cpu} cpu`}).`
     : `This host cannot isolate computers (the local provider), because it lacks: ${missing.join("; ")}. ${processProviderHint}`;
-  return { platform, root, tools, namespaces, sandbox, nftables, cgroups, missing, localAvailable, message };
+  return {
+    platform,
+    root,
+    tools,
+    namespaces,
+    sandbox,
+    nftables,
+    cgroups,
+    missing,
+    localAvailable,
+    message,
+  };
 }
 
 export type ComputerProviderKind = "local" | "process";
@@ -159,7 +207,10 @@ export interface ProviderChoice {
  * server's configuration) and the host report: `local` by default when the host allows it;
  * `process` only when asked for by name. Throws ConfigError with the report's message otherwise.
  */
-export function chooseComputerProvider(requested: string | undefined, report: HostReport): ProviderChoice {
+export function chooseComputerProvider(
+  requested: string | undefined,
+  report: HostReport,
+): ProviderChoice {
   const value = requested?.trim().toLowerCase() ?? "";
   switch (value) {
     case "":
@@ -174,6 +225,8 @@ export function chooseComputerProvider(requested: string | undefined, report: Ho
           "ROOST_COMPUTER_PROVIDER=process: computers are NOT isolated. Every computer runs as a plain process of this server's user, and every bot can read and change anything that user can, and reach any network. Use it for development on your own machine only.",
       };
     default:
-      throw new ConfigError(`ROOST_COMPUTER_PROVIDER must be "local" or "process" (got ${JSON.stringify(requested)})`);
+      throw new ConfigError(
+        `ROOST_COMPUTER_PROVIDER must be "local" or "process" (got ${JSON.stringify(requested)})`,
+      );
   }
 }

@@ -57,7 +57,9 @@ export function describeProviderContract(
   const quietMs = options.quietMs ?? 400;
   const newId = () => `contract-${randomBytes(4).toString("hex")}`;
 
-  async function withSubject(run: (subject: ProviderContractSubject) => Promise<void>): Promise<void> {
+  async function withSubject(
+    run: (subject: ProviderContractSubject) => Promise<void>,
+  ): Promise<void> {
     const subject = await createSubject();
     try {
       await run(subject);
@@ -66,7 +68,11 @@ export function describeProviderContract(
     }
   }
 
-  async function runOk(subject: ProviderContractSubject, computerId: string, command: string): Promise<string> {
+  async function runOk(
+    subject: ProviderContractSubject,
+    computerId: string,
+    command: string,
+  ): Promise<string> {
     const result = await subject.run(computerId, command);
     if (result.exitCode !== 0) {
       throw new Error(`command failed (${result.exitCode}): ${command}\n${result.stderr}`);
@@ -127,7 +133,8 @@ export function describeProviderContract(
         const id = newId();
         const paths = await provider.create(id);
         await provider.wake(id, subject.wakeRequest(id));
-        const tmpLine = inside.freshTmp === undefined ? "" : `echo tmp > ${inside.freshTmp}/scratch.txt && `;
+        const tmpLine =
+          inside.freshTmp === undefined ? "" : `echo tmp > ${inside.freshTmp}/scratch.txt && `;
         await runOk(
           subject,
           id,
@@ -151,9 +158,13 @@ export function describeProviderContract(
         expect(await readFile(path.join(paths.workspace, "work.txt"), "utf8")).toBe("work\n");
 
         await provider.wake(id, subject.wakeRequest(id));
-        expect(await runOk(subject, id, `cat ${inside.workspace}/work.txt ${inside.home}/.config/home.txt`)).toBe(
-          "work\nhome\n",
-        );
+        expect(
+          await runOk(
+            subject,
+            id,
+            `cat ${inside.workspace}/work.txt ${inside.home}/.config/home.txt`,
+          ),
+        ).toBe("work\nhome\n");
         if (inside.freshTmp !== undefined) {
           expect(await runOk(subject, id, `ls -A ${inside.freshTmp}`)).toBe("");
         }

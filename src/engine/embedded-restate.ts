@@ -427,7 +427,7 @@ class RestateSupervisor {
   }
 
   #onChildExit(child: Child, info: ExitInfo): void {
-    stopWatchdog(child);
+    void stopWatchdog(child);
     const expected =
       this.#state === "closing" ||
       this.#state === "closed" ||
@@ -488,7 +488,7 @@ class RestateSupervisor {
       if (timedOut && child.exit === undefined) child.process.kill("SIGKILL");
       await child.exited;
     }
-    stopWatchdog(child);
+    await stopWatchdog(child);
     // The exit event can precede the kernel's release of the pid's resources only for zombies; make sure.
     await waitForProcessExit(child.pid, 1_000);
   }
@@ -567,12 +567,15 @@ function startWatchdog(pid: number): ChildProcess | undefined {
   }
 }
 
-function stopWatchdog(child: Child): void {
+/** Stops the watchdog and resolves once it has exited, so close() leaves no process behind. */
+async function stopWatchdog(child: Child): Promise<void> {
   const watchdog = child.watchdog;
   if (watchdog === undefined || watchdog.exitCode !== null || watchdog.signalCode !== null) return;
+  const exited = new Promise((resolve) => watchdog.once("exit", resolve));
   // SIGKILL, not closing the pipe: closing it would make the watchdog signal the (maybe reused) pid.
   watchdog.kill("SIGKILL");
   watchdog.stdin?.destroy();
+  await exited;
 }
 
 /** Returns the log size at which this run's output starts, rotating a large log to `.1` first. */

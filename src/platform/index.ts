@@ -31,6 +31,7 @@ import { createConversationObject } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createComputerTools, type ToolRouter } from "../tools/index.ts";
+import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { createKicker } from "./kicker.ts";
 import { selectComputerProvider } from "./provider-selection.ts";
@@ -95,8 +96,10 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
       if (started.engine === undefined) throw new Error("the durable engine is not running yet");
       return started.engine.ingressUrl;
     };
-    let fetchApi: (request: Request) => Response | Promise<Response> = () => new Response("starting", { status: 503 });
-    const server: ServerType = createAdaptorServer({ fetch: (request) => fetchApi(request) });
+    // `env` carries the socket: the web app's local sign-in checks that the caller is on loopback.
+    let fetchApi: (request: Request, env?: unknown) => Response | Promise<Response> = () =>
+      new Response("starting", { status: 503 });
+    const server: ServerType = createAdaptorServer({ fetch: (request, env) => fetchApi(request, env) });
     const gateway = createGateway({
       server: server as unknown as import("node:http").Server,
       verifyToken: async (token) => {
@@ -226,7 +229,12 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         return { ok: Object.values(checks).every((value) => value === "ok"), checks };
       },
     });
-    fetchApi = (request) => api.fetch(request);
+    // The web app at `/`; in embedded mode it signs the local user in from loopback without ceremony.
+    api.route(
+      "/",
+      createWebHandler(config.restate.mode === "embedded" ? { localSignIn: { tokenFile: admin.tokenFile } } : {}),
+    );
+    fetchApi = (request, env) => api.fetch(request, env);
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
     const sweep = () =>

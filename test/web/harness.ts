@@ -16,6 +16,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { resolveConfig } from "../../src/config/index.ts";
+import { createDemoModel, type ModelClient } from "../../src/models/index.ts";
 import { findFreePort } from "../../src/engine/index.ts";
 import { startPlatform, type Platform } from "../../src/platform/index.ts";
 import { createWebHandler, defaultWebDistDir } from "../../src/web/index.ts";
@@ -48,11 +49,38 @@ export interface WebRoost {
   readonly platform: Platform;
   readonly dataDir: string;
   token(): Promise<string>;
+  /** Cuts every open browser connection (the events streams too), or is undefined when the platform serves the app itself. */
+  dropConnections: (() => void) | undefined;
   close(): Promise<void>;
 }
 
+/**
+ * The demo model answers in one burst of text deltas; a person's model streams over seconds.
+ * This one re-emits the demo model's deltas `pieceDelayMs` apart, so tests see a reply stream.
+ */
+export function streamSlowly(model: ModelClient, pieceDelayMs: number): ModelClient {
+  return {
+    id: model.id,
+    isDemo: model.isDemo,
+    async infer(request) {
+      const pieces: string[] = [];
+      const result = await model.infer({ ...request, onTextDelta: (delta) => pieces.push(delta) });
+      for (const piece of pieces) {
+        request.onTextDelta?.(piece);
+        await new Promise((resolve) => setTimeout(resolve, pieceDelayMs));
+      }
+      return result;
+    },
+  };
+}
+
 export async function startWebRoost(
-  options: { env?: Record<string, string>; flags?: Record<string, string> } = {},
+  options: {
+    env?: Record<string, string>;
+    flags?: Record<string, string>;
+    /** Stream the demo model's replies a piece every this many ms. @default 15 */
+    pieceDelayMs?: number;
+  } = {},
 ): Promise<WebRoost> {
   ensureWebBuilt();
   const dataDir = mkdtempSync(join(tmpdir(), "roost-web-e2e-"));
@@ -73,9 +101,12 @@ export async function startWebRoost(
     },
     { ROOST_COMPUTER_PROVIDER: "process", ...options.env },
   );
+  const model = streamSlowly(createDemoModel(), options.pieceDelayMs ?? 15);
   const platform = await startPlatform(config, {
     log: (message) => log.push(message),
     sweepIntervalMs: 1000,
+    // Every bot in these tests uses the demo model (no provider is configured).
+    resolveModel: () => model,
   });
 
   let front: ServerType | undefined;
@@ -119,6 +150,14 @@ export async function startWebRoost(
     url,
     platform,
     dataDir,
+    dropConnections:
+      front === undefined
+        ? undefined
+        : () => {
+            const server = front;
+            if (server !== undefined && "closeAllConnections" in server)
+              server.closeAllConnections();
+          },
     token: async () =>
       (await import("node:fs/promises"))
         .readFile(platform.adminTokenFile, "utf8")
@@ -172,7 +211,11 @@ export interface Browser {
 
 /** Debian's Chromium, headless, with a fresh profile directory. */
 export async function launchBrowser(
-  options: { colorScheme?: "light" | "dark" } = {},
+  options: {
+    colorScheme?: "light" | "dark";
+    /** Lets page.waitForFunction take a string (the app's CSP forbids eval). */
+    bypassCSP?: boolean;
+  } = {},
 ): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), "roost-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
@@ -182,6 +225,7 @@ export async function launchBrowser(
     viewport: { width: 1280, height: 800 },
     colorScheme: options.colorScheme ?? "light",
     acceptDownloads: true,
+    bypassCSP: options.bypassCSP ?? false,
   });
   return {
     context,

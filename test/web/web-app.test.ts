@@ -84,6 +84,8 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     await box.fill("hello **bold** world");
     await box.press("Enter");
     await page.waitForURL(/\/c\/conv_/);
+    await page.locator("[data-streaming]").waitFor({ timeout: 30_000 });
+    await screenshot(page, "desktop-streaming");
     const reply = page.locator(".row-bot:not([data-streaming])", { hasText: "You said" });
     await reply.waitFor({ timeout: 30_000 });
     expect(await page.evaluate<boolean>("window.seenStreaming")).toBe(true);
@@ -170,6 +172,31 @@ describe.skipIf(!existsSync(chromiumPath))("web app in Chromium", () => {
     await expect.poll(() => card.getAttribute("data-status")).toBe("done");
     // Nothing is shown twice.
     expect(await page.locator(".bubble-user", { hasText: "and also this" }).count()).toBe(1);
+    await page.close();
+  });
+
+  it("events stream cut: the page reconnects by itself and loads what it missed", async () => {
+    if (roost.dropConnections === undefined) return; // the platform serves the app: no cut point here
+    const botId = await createBotViaApi("Resilient");
+    const page = await open("/");
+    await startChat(page, botId, "first");
+    await page
+      .locator(".row-bot:not([data-streaming])", { hasText: 'You said: "first"' })
+      .waitFor({ timeout: 30_000 });
+    const conversationId = page.url().split("/c/")[1]!;
+    roost.dropConnections();
+    // While the page has no stream, a message arrives from another client.
+    await api().send(conversationId, "sent from elsewhere");
+    await page
+      .locator(".bubble-user", { hasText: "sent from elsewhere" })
+      .waitFor({ timeout: 30_000 });
+    await page
+      .locator(".row-bot:not([data-streaming])", { hasText: 'You said: "sent from elsewhere"' })
+      .waitFor({ timeout: 30_000 });
+    await expect
+      .poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 })
+      .toBe("idle");
+    expect(await page.locator(".bubble-user", { hasText: "sent from elsewhere" }).count()).toBe(1);
     await page.close();
   });
 

@@ -24,8 +24,14 @@ describe("cgroup parsing", () => {
   });
 
   test("mountinfo: a container's mount root and escaped spaces", () => {
-    const [mount] = parseCgroupMounts("50 40 0:40 /docker/abc /sys/fs/cgroup\\040x rw - cgroup2 cgroup2 rw");
-    expect(mount).toMatchObject({ version: 2, root: "/docker/abc", mountPoint: "/sys/fs/cgroup x" });
+    const [mount] = parseCgroupMounts(
+      "50 40 0:40 /docker/abc /sys/fs/cgroup\\040x rw - cgroup2 cgroup2 rw",
+    );
+    expect(mount).toMatchObject({
+      version: 2,
+      root: "/docker/abc",
+      mountPoint: "/sys/fs/cgroup x",
+    });
   });
 
   test("/proc/self/cgroup: v1 controller lists and the v2 path", () => {

@@ -67,7 +67,9 @@ export function parseCgroupMounts(mountinfo: string): CgroupMount[] {
 }
 
 function unescapeMountField(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_match, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+  return field.replace(/\\([0-7]{3})/g, (_match, octal: string) =>
+    String.fromCharCode(parseInt(octal, 8)),
+  );
 }
 
 /** Parses /proc/self/cgroup: v1 controller lists and "" (the v2 hierarchy) to cgroup paths. */
@@ -147,7 +149,12 @@ export async function discoverCgroups(options: DiscoverOptions = {}): Promise<Cg
     seen.add(mount.mountPoint);
     for (const name of carried) controllers[name] = 1;
     const ownPath = ownPaths.get(carried[0]!) ?? "/";
-    hierarchies.push({ version: 1, mountPoint: mount.mountPoint, controllers: carried, ownDir: dirWithin(mount, ownPath) });
+    hierarchies.push({
+      version: 1,
+      mountPoint: mount.mountPoint,
+      controllers: carried,
+      ownDir: dirWithin(mount, ownPath),
+    });
   }
   return { hierarchies, controllers };
 }
@@ -181,7 +188,11 @@ export function groupDir(hierarchy: CgroupHierarchy, groupName: string): string 
     : path.join(hierarchy.mountPoint, groupName);
 }
 
-export function computerCgroupsFor(discovery: CgroupDiscovery, groupName: string, slot: number): ComputerCgroup[] {
+export function computerCgroupsFor(
+  discovery: CgroupDiscovery,
+  groupName: string,
+  slot: number,
+): ComputerCgroup[] {
   return discovery.hierarchies.map((hierarchy) => ({
     version: hierarchy.version,
     controllers: hierarchy.controllers,
@@ -196,8 +207,13 @@ async function writeControl(dir: string, file: string, value: string): Promise<v
   await writeFile(path.join(dir, file), value);
 }
 
-async function enableSubtreeControllers(dir: string, controllers: CgroupController[]): Promise<void> {
-  const current = (await readFile(path.join(dir, "cgroup.subtree_control"), "utf8")).trim().split(/\s+/);
+async function enableSubtreeControllers(
+  dir: string,
+  controllers: CgroupController[],
+): Promise<void> {
+  const current = (await readFile(path.join(dir, "cgroup.subtree_control"), "utf8"))
+    .trim()
+    .split(/\s+/);
   const missing = controllers.filter((name) => !current.includes(name));
   if (missing.length > 0) {
     await writeControl(dir, "cgroup.subtree_control", missing.map((name) => `+${name}`).join(" "));
@@ -229,7 +245,8 @@ export async function createComputerCgroups(
         // The group sits directly below the mount point (groupDir), whose subtree_control we extend.
         await retryIfGroupVanished(async () => {
           await mkdir(cgroup.dir, { recursive: true });
-          for (const dir of [hierarchy.mountPoint, group, cgroup.dir]) await enableSubtreeControllers(dir, enabled);
+          for (const dir of [hierarchy.mountPoint, group, cgroup.dir])
+            await enableSubtreeControllers(dir, enabled);
           await Promise.all([mkdir(worker, { recursive: true }), mkdir(user, { recursive: true })]);
         });
         const writes: Promise<void>[] = [];
@@ -329,13 +346,17 @@ async function readPids(dir: string): Promise<number[]> {
 export async function computerPids(cgroups: readonly ComputerCgroup[]): Promise<number[]> {
   const all = new Set<number>();
   for (const cgroup of cgroups) {
-    for (const dir of foldersDeepestFirst(cgroup)) for (const pid of await readPids(dir)) all.add(pid);
+    for (const dir of foldersDeepestFirst(cgroup))
+      for (const pid of await readPids(dir)) all.add(pid);
   }
   return [...all];
 }
 
 /** The pids in one leaf (`worker` or `user`) of the first hierarchy that has it. */
-export async function leafPids(cgroups: readonly ComputerCgroup[], leaf: "worker" | "user"): Promise<number[]> {
+export async function leafPids(
+  cgroups: readonly ComputerCgroup[],
+  leaf: "worker" | "user",
+): Promise<number[]> {
   for (const cgroup of cgroups) {
     const pids = await readPids(path.join(cgroup.dir, leaf));
     if (pids.length > 0) return pids;
@@ -344,7 +365,9 @@ export async function leafPids(cgroups: readonly ComputerCgroup[], leaf: "worker
 }
 
 /** Memory charged to the computer (both leaves), in bytes; undefined without a memory controller. */
-export async function computerMemoryBytes(cgroups: readonly ComputerCgroup[]): Promise<number | undefined> {
+export async function computerMemoryBytes(
+  cgroups: readonly ComputerCgroup[],
+): Promise<number | undefined> {
   const memory = cgroups.find((cgroup) => cgroup.controllers.includes("memory"));
   if (memory === undefined) return undefined;
   const file = memory.version === 2 ? "memory.current" : "memory.usage_in_bytes";
@@ -360,7 +383,9 @@ export async function computerMemoryBytes(cgroups: readonly ComputerCgroup[]): P
 export async function killAll(cgroups: readonly ComputerCgroup[], timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const v2 = cgroups.find((cgroup) => cgroup.version === 2);
-  const freezer = cgroups.find((cgroup) => cgroup.version === 1 && cgroup.controllers.includes("freezer"));
+  const freezer = cgroups.find(
+    (cgroup) => cgroup.version === 1 && cgroup.controllers.includes("freezer"),
+  );
   if (v2 !== undefined) {
     await writeControl(v2.dir, "cgroup.kill", "1").catch(ignoreMissing);
   }
@@ -368,7 +393,9 @@ export async function killAll(cgroups: readonly ComputerCgroup[], timeoutMs = 50
     let pids = await computerPids(cgroups);
     if (pids.length === 0) return;
     if (Date.now() > deadline) {
-      throw new Error(`cgroups of ${cgroups[0]?.dir ?? "?"} still hold pids ${pids.join(" ")} after ${timeoutMs} ms`);
+      throw new Error(
+        `cgroups of ${cgroups[0]?.dir ?? "?"} still hold pids ${pids.join(" ")} after ${timeoutMs} ms`,
+      );
     }
     // Frozen processes cannot fork between our read and our kill; SIGKILL is delivered on thaw.
     const frozen = freezer !== undefined && (await freeze(freezer.dir, deadline));
@@ -395,7 +422,10 @@ async function freeze(dir: string, deadline: number): Promise<boolean> {
 }
 
 /** Removes the computer's cgroup folders (they must be empty of processes). Idempotent. */
-export async function removeComputerCgroups(cgroups: readonly ComputerCgroup[], timeoutMs = 5000): Promise<void> {
+export async function removeComputerCgroups(
+  cgroups: readonly ComputerCgroup[],
+  timeoutMs = 5000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (const cgroup of cgroups) {
     for (const dir of foldersDeepestFirst(cgroup)) {
@@ -418,14 +448,20 @@ export async function removeComputerCgroups(cgroups: readonly ComputerCgroup[], 
  * Removes Roost's group folders where no computer is left in them (any server's); a folder that
  * still has computers stays. A server creating a computer at the same moment re-creates it.
  */
-export async function removeEmptyGroups(discovery: CgroupDiscovery, groupName: string): Promise<void> {
+export async function removeEmptyGroups(
+  discovery: CgroupDiscovery,
+  groupName: string,
+): Promise<void> {
   for (const hierarchy of discovery.hierarchies) {
     await rmdir(groupDir(hierarchy, groupName)).catch(() => undefined);
   }
 }
 
 /** Slots that have a cgroup folder under our group in any hierarchy (for the start-up sweep). */
-export async function listCgroupSlots(discovery: CgroupDiscovery, groupName: string): Promise<Set<number>> {
+export async function listCgroupSlots(
+  discovery: CgroupDiscovery,
+  groupName: string,
+): Promise<Set<number>> {
   const slots = new Set<number>();
   for (const hierarchy of discovery.hierarchies) {
     let entries: string[];

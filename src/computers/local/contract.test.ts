@@ -12,12 +12,19 @@ describe.skipIf(skip !== undefined)("local provider", () => {
   describeProviderContract("local", async () => {
     const dataDir = await makeTempDir();
     const gateway = await startTestGateway();
-    const provider = await createLocalProvider({ dataDir: dataDir.path, limits: { memoryBytes: 256 * 1024 * 1024 } });
+    const provider = await createLocalProvider({
+      dataDir: dataDir.path,
+      limits: { memoryBytes: 256 * 1024 * 1024 },
+    });
     return {
       provider,
       run: (computerId, command) => provider.exec(computerId, ["bash", "-c", command]),
       wakeRequest: () => ({ gatewayUrl: gateway.url, workerToken: "contract-token" }),
-      inside: { workspace: insidePaths.workspace, home: insidePaths.home, freshTmp: insidePaths.tmp },
+      inside: {
+        workspace: insidePaths.workspace,
+        home: insidePaths.home,
+        freshTmp: insidePaths.tmp,
+      },
       close: async () => {
         try {
           await provider.close();

@@ -1,6 +1,11 @@
 /** Host detection (../detect.ts): the real host, and hosts that lack things (scripted probes). */
 import { describe, expect, test } from "vitest";
-import { chooseComputerProvider, detectHost, processProviderHint, type HostReport } from "../detect.ts";
+import {
+  chooseComputerProvider,
+  detectHost,
+  processProviderHint,
+  type HostReport,
+} from "../detect.ts";
 import type { CommandResult } from "./system.ts";
 
 const ok: CommandResult = { exitCode: 0, signal: null, stdout: "", stderr: "" };
@@ -46,14 +51,23 @@ describe("detectHost", () => {
       getuid: () => 0,
       findTool: async (name) => `/usr/bin/${name}`,
       run: async (file) =>
-        file.endsWith("/nft") ? { exitCode: 1, signal: null, stdout: "", stderr: "Error: Could not process rule: No such file or directory\n" } : ok,
+        file.endsWith("/nft")
+          ? {
+              exitCode: 1,
+              signal: null,
+              stdout: "",
+              stderr: "Error: Could not process rule: No such file or directory\n",
+            }
+          : ok,
       discoverCgroups: async () => ({
         hierarchies: [],
         controllers: { memory: 1, pids: 1, cpu: undefined, freezer: 1 },
       }),
     });
     expect(report.nftables.ok).toBe(false);
-    expect(report.missing).toEqual(["working nftables: Error: Could not process rule: No such file or directory"]);
+    expect(report.missing).toEqual([
+      "working nftables: Error: Could not process rule: No such file or directory",
+    ]);
     expect(report.localAvailable).toBe(false);
   });
 
@@ -66,7 +80,10 @@ describe("detectHost", () => {
 
 describe("chooseComputerProvider", () => {
   const able = { localAvailable: true, message: "can isolate" } as HostReport;
-  const unable = { localAvailable: false, message: `cannot isolate. ${processProviderHint}` } as HostReport;
+  const unable = {
+    localAvailable: false,
+    message: `cannot isolate. ${processProviderHint}`,
+  } as HostReport;
 
   test("local by default where the host allows it", () => {
     expect(chooseComputerProvider(undefined, able)).toEqual({ kind: "local" });
@@ -75,7 +92,9 @@ describe("chooseComputerProvider", () => {
   });
 
   test("stops with the report's message where it does not", () => {
-    expect(() => chooseComputerProvider(undefined, unable)).toThrow(/ROOST_COMPUTER_PROVIDER=process/);
+    expect(() => chooseComputerProvider(undefined, unable)).toThrow(
+      /ROOST_COMPUTER_PROVIDER=process/,
+    );
     expect(() => chooseComputerProvider("local", unable)).toThrow(/cannot isolate/);
   });
 

@@ -34,7 +34,9 @@ export async function isDirectory(folder: string): Promise<boolean> {
 export async function ensureDiskFolders(paths: ComputerPaths): Promise<void> {
   await mkdir(paths.root, { recursive: true, mode: 0o700 });
   await Promise.all(
-    [paths.home, paths.workspace, paths.workerState].map((folder) => mkdir(folder, { recursive: true, mode: 0o700 })),
+    [paths.home, paths.workspace, paths.workerState].map((folder) =>
+      mkdir(folder, { recursive: true, mode: 0o700 }),
+    ),
   );
 }
 

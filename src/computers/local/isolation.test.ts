@@ -46,7 +46,10 @@ describe.skipIf(skip !== undefined)("local provider isolation", () => {
     });
     for (const id of [a, b]) {
       await provider.create(id);
-      await provider.wake(id, { gatewayUrl: `ws://127.0.0.1:${gateway.port}/v1/gateway`, workerToken: "t" });
+      await provider.wake(id, {
+        gatewayUrl: `ws://127.0.0.1:${gateway.port}/v1/gateway`,
+        workerToken: "t",
+      });
     }
   });
 
@@ -74,12 +77,17 @@ describe.skipIf(skip !== undefined)("local provider isolation", () => {
     expect(own.stdout).toMatch(/CapEff:\s+0+\n/);
     expect(own.stdout).toMatch(/CapBnd:\s+0+\n/);
     expect(own.stdout).toMatch(/NoNewPrivs:\s+1\n/);
-    const worker = await sh(a, "grep -E '^(Uid|CapEff|CapBnd):' /proc/$(pgrep -f '^/opt/node/bin/node ' | head -1)/status");
+    const worker = await sh(
+      a,
+      "grep -E '^(Uid|CapEff|CapBnd):' /proc/$(pgrep -f '^/opt/node/bin/node ' | head -1)/status",
+    );
     expect(worker.stdout).toMatch(/CapEff:\s+0+\n/);
     expect(worker.stdout).toMatch(/CapBnd:\s+0+\n/);
     expect(worker.stdout).toContain(`Uid:\t${provider.info(a)!.uid}\t`);
     // The supervisor (pid 2) keeps uid 0 but only CAP_SETGID, CAP_SETUID and CAP_SETPCAP.
-    expect((await sh(a, "grep -E '^CapEff:' /proc/2/status")).stdout).toBe("CapEff:\t00000000000001c0\n");
+    expect((await sh(a, "grep -E '^CapEff:' /proc/2/status")).stdout).toBe(
+      "CapEff:\t00000000000001c0\n",
+    );
     // setuid binaries do not raise it (no_new_privs), and root's processes cannot be signalled.
     expect((await sh(a, "su -c id root < /dev/null")).exitCode).not.toBe(0);
     expect((await sh(a, "kill -KILL 1")).exitCode).not.toBe(0);
@@ -151,7 +159,9 @@ describe.skipIf(skip !== undefined)("local provider isolation", () => {
     const viaProxy = await sh(a, connectCommand(infoA.hostAddress, proxy.port));
     // The proxy sees the computer's own address (it tells computers apart by it).
     expect(viaProxy.stdout).toBe(`proxy ${infoA.computerAddress}\n`);
-    expect((await sh(a, 'echo "$HTTPS_PROXY"')).stdout.trim()).toBe(`http://${infoA.hostAddress}:${proxy.port}`);
+    expect((await sh(a, 'echo "$HTTPS_PROXY"')).stdout.trim()).toBe(
+      `http://${infoA.hostAddress}:${proxy.port}`,
+    );
     // The worker's gateway URL points at the host side of the veth too.
     expect(gateway.peers).toContain(infoA.computerAddress);
   });

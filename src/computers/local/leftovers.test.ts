@@ -39,17 +39,21 @@ setInterval(() => undefined, 1000);
     );
     const server = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "inherit"] });
     try {
-      type Info = { slot: number; sandboxPid: number; netns: string; hostInterface: string; cgroups: Array<{ dir: string }> };
-      const info = await new Promise<Info>(
-        (resolve, reject) => {
-          let text = "";
-          server.stdout.on("data", (chunk: Buffer) => {
-            text += String(chunk);
-            if (text.includes("\n")) resolve(JSON.parse(text.split("\n")[0]!) as Info);
-          });
-          server.once("exit", (code) => reject(new Error(`the test server exited early (${code})`)));
-        },
-      );
+      type Info = {
+        slot: number;
+        sandboxPid: number;
+        netns: string;
+        hostInterface: string;
+        cgroups: Array<{ dir: string }>;
+      };
+      const info = await new Promise<Info>((resolve, reject) => {
+        let text = "";
+        server.stdout.on("data", (chunk: Buffer) => {
+          text += String(chunk);
+          if (text.includes("\n")) resolve(JSON.parse(text.split("\n")[0]!) as Info);
+        });
+        server.once("exit", (code) => reject(new Error(`the test server exited early (${code})`)));
+      });
       const slot = info.slot;
       expect(await exists(`/run/netns/${info.netns}`)).toBe(true);
 
@@ -76,9 +80,14 @@ setInterval(() => undefined, 1000);
         expect(table.stdout).not.toContain(`nat-c${slot} `);
         // The computer itself is intact and wakes again on the same slot.
         expect(await provider.status(id)).toBe("stopped");
-        await provider.wake(id, { gatewayUrl: `ws://127.0.0.1:${gateway.port}/v1/gateway`, workerToken: "t" });
+        await provider.wake(id, {
+          gatewayUrl: `ws://127.0.0.1:${gateway.port}/v1/gateway`,
+          workerToken: "t",
+        });
         expect(provider.info(id)!.slot).toBe(slot);
-        expect(JSON.parse(await readFile(path.join(provider.paths(id).root, "local.json"), "utf8"))).toMatchObject({ slot });
+        expect(
+          JSON.parse(await readFile(path.join(provider.paths(id).root, "local.json"), "utf8")),
+        ).toMatchObject({ slot });
         await provider.destroy(id);
         expect(await readdir(path.join(dataDir.path, "data"))).toEqual([]);
       } finally {

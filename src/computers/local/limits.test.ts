@@ -12,8 +12,10 @@ import {
   makeTempDir,
   shellStdout,
   skipReason,
+  startBannerServer,
   startTestGateway,
   uniqueId,
+  type BannerServer,
   type TestGateway,
 } from "./test-support.ts";
 
@@ -24,11 +26,14 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   let dataDir: { path: string; remove: () => Promise<void> };
   let gateway: TestGateway;
   let provider: LocalProvider;
+  let proxy: BannerServer;
   const id = uniqueId("limits");
 
   /** The computer's cgroup carrying a controller, and the files named by its version. */
   const cgroupOf = (controller: CgroupController) => {
-    const cgroup = provider.info(id)!.cgroups.find((entry) => entry.controllers.includes(controller));
+    const cgroup = provider
+      .info(id)!
+      .cgroups.find((entry) => entry.controllers.includes(controller));
     if (cgroup === undefined) throw new Error(`no ${controller} cgroup`);
     return { dir: cgroup.dir, user: path.join(cgroup.dir, "user"), v2: cgroup.version === 2 };
   };
@@ -38,9 +43,13 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   beforeAll(async () => {
     dataDir = await makeTempDir();
     gateway = await startTestGateway();
+    // A stand-in egress proxy: the worker runs with HTTP(S)_PROXY and NODE_USE_ENV_PROXY set, and
+    // must still reach the gateway directly.
+    proxy = await startBannerServer("proxy", "127.0.0.1");
     provider = await createLocalProvider({
       dataDir: dataDir.path,
       limits: { memoryBytes: 128 * 1024 * 1024, pids: 64 },
+      egressProxy: { host: "127.0.0.1", port: proxy.port },
     });
     await provider.create(id);
     await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "limits-token" });
@@ -53,25 +62,36 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
       await provider?.close();
     } finally {
       await gateway?.close();
+      await proxy?.close();
       await dataDir?.remove();
     }
   });
 
   test("user commands run in the user cgroup, the worker in its own", async () => {
-    const cgroups = shellStdout(await gateway.call("shell", { command: "grep -E ':(memory|pids):' /proc/self/cgroup" }));
+    const cgroups = shellStdout(
+      await gateway.call("shell", { command: "grep -E ':(memory|pids):' /proc/self/cgroup" }),
+    );
     expect(cgroups).toMatch(/:memory:.*\/c\d+\/user\n/);
     expect(cgroups).toMatch(/:pids:.*\/c\d+\/user\n/);
     const usage = (await provider.usage(id))!;
     expect(usage.workerPids.length).toBeGreaterThan(0);
+    // The worker reached the gateway directly, not through the proxy.
+    expect(proxy.peers).toEqual([]);
   });
 
   test("memory, pids and cpu limits are set on the computer's cgroups", async () => {
     const memory = cgroupOf("memory");
-    expect(await read(path.join(memory.user, memory.v2 ? "memory.max" : "memory.limit_in_bytes"))).toBe(String(128 * 1024 * 1024));
+    expect(
+      await read(path.join(memory.user, memory.v2 ? "memory.max" : "memory.limit_in_bytes")),
+    ).toBe(String(128 * 1024 * 1024));
     expect(await read(path.join(userCgroup("pids"), "pids.max"))).toBe("64");
     const cpu = cgroupOf("cpu");
     if (cpu.v2) expect(await read(path.join(cpu.dir, "cpu.max"))).toBe("100000 100000");
-    else expect([await read(path.join(cpu.dir, "cpu.cfs_quota_us")), await read(path.join(cpu.dir, "cpu.cfs_period_us"))]).toEqual(["100000", "100000"]);
+    else
+      expect([
+        await read(path.join(cpu.dir, "cpu.cfs_quota_us")),
+        await read(path.join(cpu.dir, "cpu.cfs_period_us")),
+      ]).toEqual(["100000", "100000"]);
   });
 
   test("a process allocating past the memory limit is killed; the worker keeps serving", async () => {
@@ -82,9 +102,13 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
     // 137 = killed by SIGKILL (the OOM killer), reported by the shell that ran node.
     expect(shellStdout(result)).toContain("exit 137");
     const memory = cgroupOf("memory");
-    expect(await read(path.join(memory.user, memory.v2 ? "memory.events" : "memory.oom_control"))).toMatch(/oom_kill [1-9]/);
+    expect(
+      await read(path.join(memory.user, memory.v2 ? "memory.events" : "memory.oom_control")),
+    ).toMatch(/oom_kill [1-9]/);
     // Same worker, same connection: no restart, no reconnect.
-    expect(shellStdout(await gateway.call("shell", { command: "echo still serving" }))).toBe("still serving\n");
+    expect(shellStdout(await gateway.call("shell", { command: "echo still serving" }))).toBe(
+      "still serving\n",
+    );
     expect(gateway.hellos).toBe(1);
     const after = (await provider.usage(id))!.workerPids;
     expect(after).toEqual(expect.arrayContaining(before));
@@ -92,15 +116,22 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
 
   test("a fork bomb is contained by the pids limit and the computer still answers", async () => {
     // A background job is its own process group, so one `kill` of the group ends the bomb.
-    const started = await gateway.call("shell", { command: "bomb() { bomb | bomb & }; bomb", background: true });
+    const started = await gateway.call("shell", {
+      command: "bomb() { bomb | bomb & }; bomb",
+      background: true,
+    });
     const job = started.output as { kind: string; pid: number };
     expect(job.kind).toBe("started");
     const pidsDir = userCgroup("pids");
-    const pidsCurrent = async () => Number((await readFile(path.join(pidsDir, "pids.current"), "utf8")).trim());
+    const pidsCurrent = async () =>
+      Number((await readFile(path.join(pidsDir, "pids.current"), "utf8")).trim());
     try {
       const pidsEvents = () => readFile(path.join(pidsDir, "pids.events"), "utf8");
       const deadline = Date.now() + 10_000;
-      while (((await pidsCurrent()) < 60 || /max 0\b/.test(await pidsEvents())) && Date.now() < deadline) {
+      while (
+        ((await pidsCurrent()) < 60 || /max 0\b/.test(await pidsEvents())) &&
+        Date.now() < deadline
+      ) {
         await delay(50);
       }
       const current = await pidsCurrent();
@@ -109,7 +140,9 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
       expect(current).toBeLessThanOrEqual(64 + 4);
       expect(await pidsEvents()).toMatch(/max [1-9]/);
       // While the bomb holds every pid of `user`, the worker still runs commands (builtins need no fork).
-      expect(shellStdout(await gateway.call("shell", { command: "echo during the bomb" }))).toBe("during the bomb\n");
+      expect(shellStdout(await gateway.call("shell", { command: "echo during the bomb" }))).toBe(
+        "during the bomb\n",
+      );
     } finally {
       for (let attempt = 0; attempt < 100 && (await pidsCurrent()) > 0; attempt++) {
         await gateway.call("shell", { command: `kill -KILL -- -${job.pid} 2>/dev/null; true` });
@@ -117,7 +150,9 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
       }
     }
     expect(await pidsCurrent()).toBe(0);
-    expect(shellStdout(await gateway.call("shell", { command: "ls / | wc -l" })).trim()).toMatch(/^\d+$/);
+    expect(shellStdout(await gateway.call("shell", { command: "ls / | wc -l" })).trim()).toMatch(
+      /^\d+$/,
+    );
     expect(gateway.hellos).toBe(1);
   });
 

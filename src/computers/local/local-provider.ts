@@ -22,7 +22,12 @@ import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/pr
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../../errors/index.ts";
-import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "../provider.ts";
+import type {
+  ComputerPaths,
+  ComputerProvider,
+  ComputerRuntimeStatus,
+  WakeRequest,
+} from "../provider.ts";
 import {
   computerCgroupsFor,
   computerMemoryBytes,
@@ -60,7 +65,12 @@ import {
   type LocalProviderOptions,
   type ResolvedLocalProviderOptions,
 } from "./options.ts";
-import { createRuntimeState, currentOwner, isOwnerAlive, type RuntimeState } from "./runtime-state.ts";
+import {
+  createRuntimeState,
+  currentOwner,
+  isOwnerAlive,
+  type RuntimeState,
+} from "./runtime-state.ts";
 import {
   bwrapArguments,
   compileCacheWarmUp,
@@ -131,7 +141,9 @@ export interface LocalProvider extends ComputerProvider {
    */
   exec(computerId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** Host pids of the computer's processes and the memory charged to its cgroups. */
-  usage(computerId: string): Promise<{ pids: number[]; workerPids: number[]; memoryBytes: number | undefined } | undefined>;
+  usage(
+    computerId: string,
+  ): Promise<{ pids: number[]; workerPids: number[]; memoryBytes: number | undefined } | undefined>;
 }
 
 interface Awake {
@@ -169,7 +181,9 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   }
   const tools = await resolveTools(config);
   const cgroups = await discoverCgroups();
-  const missingControllers = (["memory", "pids"] as const).filter((name) => cgroups.controllers[name] === undefined);
+  const missingControllers = (["memory", "pids"] as const).filter(
+    (name) => cgroups.controllers[name] === undefined,
+  );
   if (missingControllers.length > 0) {
     throw new ConfigError(
       `the local computer provider needs the cgroup controllers ${missingControllers.join(" and ")} (v1 or v2), which this kernel does not offer; set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
@@ -186,7 +200,16 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   await ensureFirewall(tools);
   const compileCacheDir = path.join(config.runDir, "node-compile-cache");
   const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
-  const provider = new LocalComputerProvider(config, tools, cgroups, layout, state, slots, compileCacheDir, warmUp);
+  const provider = new LocalComputerProvider(
+    config,
+    tools,
+    cgroups,
+    layout,
+    state,
+    slots,
+    compileCacheDir,
+    warmUp,
+  );
   await provider.sweep();
   return provider;
 }
@@ -213,7 +236,11 @@ async function warmCompileCache(
     }
   }
   const stamp = createHash("sha256")
-    .update([process.version, config.nodePath, config.roostRoot, ...config.workerArgv, ...sources].join("\n"))
+    .update(
+      [process.version, config.nodePath, config.roostRoot, ...config.workerArgv, ...sources].join(
+        "\n",
+      ),
+    )
     .digest("hex");
   if ((await readFile(stampFile, "utf8").catch(() => "")) === stamp) return;
   const args = compileCacheWarmUp({
@@ -344,9 +371,14 @@ class LocalComputerProvider implements LocalProvider {
     );
     await removeEmptyGroups(this.#cgroups, this.#config.cgroupName);
     await this.#warmUp;
-    const failures = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
+    const failures = results.flatMap((result) =>
+      result.status === "rejected" ? [result.reason as unknown] : [],
+    );
     if (failures.length > 0) {
-      throw new RoostError("internal", `local provider: ${failures.length} computer(s) did not stop cleanly: ${failures.map(String).join("; ")}`);
+      throw new RoostError(
+        "internal",
+        `local provider: ${failures.length} computer(s) did not stop cleanly: ${failures.map(String).join("; ")}`,
+      );
     }
   }
 
@@ -378,13 +410,20 @@ class LocalComputerProvider implements LocalProvider {
     return { pids, workerPids, memoryBytes };
   }
 
-  exec(computerId: string, argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  exec(
+    computerId: string,
+    argv: readonly string[],
+    options: ExecOptions = {},
+  ): Promise<ExecResult> {
     checkId(computerId);
     const awake = this.#awake.get(computerId);
     if (awake === undefined || awake.stopping) {
-      return Promise.reject(new RoostError("computer_asleep", `computer ${computerId} is not awake on this host`));
+      return Promise.reject(
+        new RoostError("computer_asleep", `computer ${computerId} is not awake on this host`),
+      );
     }
-    if (argv.length === 0) return Promise.reject(new InvalidRequestError("exec: argv must not be empty"));
+    if (argv.length === 0)
+      return Promise.reject(new InvalidRequestError("exec: argv must not be empty"));
     const env = { ...awake.env, ...options.env };
     for (const name of Object.keys(env)) if (name.startsWith("ROOST_")) delete env[name];
     const command = [
@@ -411,7 +450,10 @@ class LocalComputerProvider implements LocalProvider {
       ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
       ...argv,
     ];
-    return runLaunched(["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command], options);
+    return runLaunched(
+      ["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command],
+      options,
+    );
   }
 
   /** L4: removes resources of slots whose owning server is gone (and any without an owner). */
@@ -422,13 +464,21 @@ class LocalComputerProvider implements LocalProvider {
       listCgroupSlots(this.#cgroups, this.#config.cgroupName),
       this.#state.listRuntimeSlots(),
     ]);
-    const records = new Map((await this.#state.listRecords()).map((record) => [record.slot, record]));
-    const candidates = new Set([...networkSlots, ...cgroupSlots, ...runtimeSlots, ...records.keys()]);
+    const records = new Map(
+      (await this.#state.listRecords()).map((record) => [record.slot, record]),
+    );
+    const candidates = new Set([
+      ...networkSlots,
+      ...cgroupSlots,
+      ...runtimeSlots,
+      ...records.keys(),
+    ]);
     for (const slot of candidates) {
       await this.#state.withSlotLock(slot, async () => {
         const record = await this.#state.readRecord(slot);
         if (record !== undefined && (await isOwnerAlive(record.owner))) return;
-        const cgroups = record?.cgroups ?? computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot);
+        const cgroups =
+          record?.cgroups ?? computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot);
         await this.#removeSlotResources(slot, cgroups);
         await this.#state.removeRecord(slot);
       });
@@ -436,7 +486,8 @@ class LocalComputerProvider implements LocalProvider {
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new RoostError("unavailable", "local provider: closed (the server is shutting down)");
+    if (this.#closed)
+      throw new RoostError("unavailable", "local provider: closed (the server is shutting down)");
   }
 
   /** L1 */
@@ -455,7 +506,11 @@ class LocalComputerProvider implements LocalProvider {
   }
 
   /** L5 */
-  async #handOver(paths: ComputerPaths, owner: { uid: number; gid: number }, uidChanged: boolean): Promise<void> {
+  async #handOver(
+    paths: ComputerPaths,
+    owner: { uid: number; gid: number },
+    uidChanged: boolean,
+  ): Promise<void> {
     if (uidChanged || !(await diskOwnedBy(paths, owner.uid))) await chownDisk(paths, owner, true);
   }
 
@@ -476,7 +531,8 @@ class LocalComputerProvider implements LocalProvider {
     const gateway = gatewayForward(request.gatewayUrl, network.hostAddress);
     const forwards: PortForward[] = [gateway.forward];
     const proxy = this.#config.egressProxy;
-    if (proxy !== undefined) forwards.push({ port: proxy.port, targetAddress: proxy.targetAddress });
+    if (proxy !== undefined)
+      forwards.push({ port: proxy.port, targetAddress: proxy.targetAddress });
     const env = this.#sandboxEnv(network, request, gateway.insideUrl);
     const cgroups = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot.slot);
     const runtimeDir = this.#state.runtimeDir(slot.slot);
@@ -525,7 +581,11 @@ class LocalComputerProvider implements LocalProvider {
           workerArgv: this.#config.workerArgv,
         };
         await writeRuntimeFiles(spec, request.workerToken);
-        const started = await this.#startSandbox(network, procs.workerProcs, bwrapArguments(spec, 3));
+        const started = await this.#startSandbox(
+          network,
+          procs.workerProcs,
+          bwrapArguments(spec, 3),
+        );
         return {
           computerId,
           paths,
@@ -544,10 +604,14 @@ class LocalComputerProvider implements LocalProvider {
         // L2: leave nothing behind.
         await this.#removeSlotResources(slot.slot, cgroups).catch(() => undefined);
         await this.#state.removeRecord(slot.slot);
-        throw new RoostError("computer_unavailable", `computer ${computerId} did not start: ${(error as Error).message}`, {
-          cause: error,
-          details: { computerId },
-        });
+        throw new RoostError(
+          "computer_unavailable",
+          `computer ${computerId} did not start: ${(error as Error).message}`,
+          {
+            cause: error,
+            details: { computerId },
+          },
+        );
       }
     });
     this.#awake.set(computerId, awake);
@@ -569,7 +633,11 @@ class LocalComputerProvider implements LocalProvider {
     });
   }
 
-  #sandboxEnv(network: SlotNetwork, request: WakeRequest, gatewayUrl: string): Record<string, string> {
+  #sandboxEnv(
+    network: SlotNetwork,
+    request: WakeRequest,
+    gatewayUrl: string,
+  ): Record<string, string> {
     const env: Record<string, string> = {
       HOME: insidePaths.home,
       USER: insideUserName,
@@ -580,18 +648,23 @@ class LocalComputerProvider implements LocalProvider {
       // Read-only, filled for the worker at start (sandbox.ts): other Node programs only read it.
       NODE_COMPILE_CACHE: insidePaths.compileCache,
     };
-    for (const [name, value] of Object.entries(request.env ?? {})) if (!name.startsWith("ROOST_")) env[name] = value;
+    for (const [name, value] of Object.entries(request.env ?? {}))
+      if (!name.startsWith("ROOST_")) env[name] = value;
     const proxy = this.#config.egressProxy;
     if (proxy !== undefined) {
-      // The host-side address is the only way out; these win over any given in the request.
+      // The host-side address is the only way out; these win over any given in the request. The
+      // host-side address itself is reached directly: that is where the worker finds the gateway,
+      // even when NODE_USE_ENV_PROXY makes Node's http (and so the worker's WebSocket) use a proxy.
       const url = `http://${network.hostAddress}:${proxy.port}`;
+      const noProxy = `localhost,127.0.0.1,::1,${network.hostAddress}`;
       Object.assign(env, {
         HTTP_PROXY: url,
         HTTPS_PROXY: url,
         http_proxy: url,
         https_proxy: url,
-        NO_PROXY: "localhost,127.0.0.1,::1",
-        no_proxy: "localhost,127.0.0.1,::1",
+        NO_PROXY: noProxy,
+        no_proxy: noProxy,
+        NODE_USE_ENV_PROXY: "1",
       });
     }
     Object.assign(env, {
@@ -626,7 +699,10 @@ class LocalComputerProvider implements LocalProvider {
         "--",
         ...args.command,
       ],
-      { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"], env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } },
+      {
+        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
+      },
     );
     const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
     const output = { text: "" };
@@ -639,7 +715,15 @@ class LocalComputerProvider implements LocalProvider {
     let statusText = "";
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the sandbox did not become ready within 20 s: ${lastLines(output.text, 5)}`)), 20_000);
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `the sandbox did not become ready within 20 s: ${lastLines(output.text, 5)}`,
+              ),
+            ),
+          20_000,
+        );
         const done = (error?: Error) => {
           clearTimeout(timer);
           if (error === undefined) resolve();
@@ -656,7 +740,11 @@ class LocalComputerProvider implements LocalProvider {
         });
         child.stderr!.on("data", append);
         child.once("error", (error) => done(error));
-        void exited.then(() => done(new Error(`the sandbox exited at start: ${lastLines(output.text, 8) || "(no output)"}`)));
+        void exited.then(() =>
+          done(
+            new Error(`the sandbox exited at start: ${lastLines(output.text, 8) || "(no output)"}`),
+          ),
+        );
       });
       if (sandboxPid === undefined) throw new Error("bubblewrap did not report the sandbox's pid");
     } catch (error) {
@@ -674,7 +762,10 @@ class LocalComputerProvider implements LocalProvider {
     awake.stopping = true;
     // Killing pid 1 of the sandbox's pid namespace kills every process in it; the cgroup sweep
     // below catches anything that raced (C3).
-    if (awake.sandboxStart !== undefined && (await processStartTicks(awake.sandboxPid)) === awake.sandboxStart) {
+    if (
+      awake.sandboxStart !== undefined &&
+      (await processStartTicks(awake.sandboxPid)) === awake.sandboxStart
+    ) {
       signalProcess(awake.sandboxPid, "SIGKILL");
     }
     awake.child.kill("SIGKILL");
@@ -693,7 +784,11 @@ class LocalComputerProvider implements LocalProvider {
     }
   }
 
-  async #removeSlotResources(slot: number, cgroups: readonly ComputerCgroup[], exited?: Promise<void>): Promise<void> {
+  async #removeSlotResources(
+    slot: number,
+    cgroups: readonly ComputerCgroup[],
+    exited?: Promise<void>,
+  ): Promise<void> {
     const errors: unknown[] = [];
     const attempt = async (step: () => Promise<void>) => {
       try {
@@ -710,7 +805,9 @@ class LocalComputerProvider implements LocalProvider {
       attempt(() => rm(this.#state.runtimeDir(slot), { recursive: true, force: true })),
     ]);
     if (errors.length > 0) {
-      throw new Error(`cleaning up slot ${slot}: ${errors.map((error) => (error as Error).message ?? String(error)).join("; ")}`);
+      throw new Error(
+        `cleaning up slot ${slot}: ${errors.map((error) => (error as Error).message ?? String(error)).join("; ")}`,
+      );
     }
   }
 }
@@ -725,12 +822,17 @@ function checkId(computerId: string): string {
 }
 
 /** The gateway as the computer reaches it: same port and path, at the host side of its veth. */
-function gatewayForward(gatewayUrl: string, hostAddress: string): { forward: PortForward; insideUrl: string } {
+function gatewayForward(
+  gatewayUrl: string,
+  hostAddress: string,
+): { forward: PortForward; insideUrl: string } {
   let url: URL;
   try {
     url = new URL(gatewayUrl);
   } catch {
-    throw new ConfigError(`gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://127.0.0.1:PORT/v1/gateway)`);
+    throw new ConfigError(
+      `gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://127.0.0.1:PORT/v1/gateway)`,
+    );
   }
   if (url.protocol !== "ws:" && url.protocol !== "wss:") {
     throw new ConfigError(`gateway URL must start with ws:// (got ${url.protocol}//)`);

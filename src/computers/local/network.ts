@@ -34,7 +34,12 @@ export interface SlotNetwork extends SlotAddresses {
 }
 
 export function slotNetwork(slot: number, addresses: SlotAddresses): SlotNetwork {
-  return { ...addresses, slot, netns: `${netnsPrefix}${slot}`, hostInterface: `${hostInterfacePrefix}${slot}` };
+  return {
+    ...addresses,
+    slot,
+    netns: `${netnsPrefix}${slot}`,
+    hostInterface: `${hostInterfacePrefix}${slot}`,
+  };
 }
 
 /** A port the computer reaches at its host-side address, delivered to `targetAddress:port` on the host. */
@@ -153,16 +158,26 @@ export async function setUpNetwork(
   forwards: readonly PortForward[],
 ): Promise<void> {
   for (const forward of forwards) {
-    if (!isIPv4(forward.targetAddress) || !Number.isInteger(forward.port) || forward.port <= 0 || forward.port > 65_535) {
-      throw new Error(`cannot forward to ${forward.targetAddress}:${forward.port} (an IPv4 address and a TCP port are needed)`);
+    if (
+      !isIPv4(forward.targetAddress) ||
+      !Number.isInteger(forward.port) ||
+      forward.port <= 0 ||
+      forward.port > 65_535
+    ) {
+      throw new Error(
+        `cannot forward to ${forward.targetAddress}:${forward.port} (an IPv4 address and a TCP port are needed)`,
+      );
     }
   }
-  if ((await exists(`/run/netns/${network.netns}`)) || (await exists(`/sys/class/net/${network.hostInterface}`))) {
+  if (
+    (await exists(`/run/netns/${network.netns}`)) ||
+    (await exists(`/sys/class/net/${network.hostInterface}`))
+  ) {
     await tearDownNetwork(tools, network.slot); // N4: a half-made earlier attempt
   }
-  await runChecked(tools.ip, ["netns", "add", network.netns]);
   await runChecked(tools.ip, ["-batch", "-"], {
     input: [
+      `netns add ${network.netns}`,
       `link add ${network.hostInterface} type veth peer name eth0 netns ${network.netns}`,
       `addr add ${network.hostAddress}/${network.prefixLength} dev ${network.hostInterface}`,
       `link set ${network.hostInterface} up`,
@@ -198,12 +213,16 @@ export async function tearDownNetwork(tools: NetworkTools, slot: number): Promis
   };
   await Promise.all([
     // Deleting the host side deletes the pair at once (a namespace's veth otherwise lingers).
-    runChecked(tools.ip, ["link", "del", hostInterface]).catch(ignoreAbsent(/Cannot find device|does not exist/)),
+    runChecked(tools.ip, ["link", "del", hostInterface]).catch(
+      ignoreAbsent(/Cannot find device|does not exist/),
+    ),
     runChecked(tools.nft, ["-f", "-"], { input: slotRemovalScript(slot) }).catch(
       ignoreAbsent(/No such file or directory/),
     ),
   ]);
-  await runChecked(tools.ip, ["netns", "del", netns]).catch(ignoreAbsent(/No such file or directory|Invalid argument/));
+  await runChecked(tools.ip, ["netns", "del", netns]).catch(
+    ignoreAbsent(/No such file or directory|Invalid argument/),
+  );
 }
 
 /** Slots with any network resource left on the host: namespaces, veths, nft chains (for the start-up sweep). */
@@ -216,12 +235,19 @@ export async function listNetworkSlots(tools: NetworkTools): Promise<Set<number>
     }
   };
   collect(await readdir("/run/netns").catch(() => []), new RegExp(`^${netnsPrefix}(\\d+)$`));
-  collect(await readdir("/sys/class/net").catch(() => []), new RegExp(`^${hostInterfacePrefix}(\\d+)$`));
+  collect(
+    await readdir("/sys/class/net").catch(() => []),
+    new RegExp(`^${hostInterfacePrefix}(\\d+)$`),
+  );
   const listing = await runCommand(tools.nft, ["-j", "list", "table", "inet", nftTable]);
   if (listing.exitCode === 0) {
-    const parsed = JSON.parse(listing.stdout) as { nftables?: Array<{ chain?: { name?: string } }> };
+    const parsed = JSON.parse(listing.stdout) as {
+      nftables?: Array<{ chain?: { name?: string } }>;
+    };
     collect(
-      (parsed.nftables ?? []).flatMap((entry) => (entry.chain?.name === undefined ? [] : [entry.chain.name])),
+      (parsed.nftables ?? []).flatMap((entry) =>
+        entry.chain?.name === undefined ? [] : [entry.chain.name],
+      ),
       /^(?:in|nat)-c(\d+)$/,
     );
   }

@@ -105,17 +105,25 @@ export function forwardTarget(host: string, what: string): string {
 
 function positive(name: string, value: number, integer: boolean): number {
   if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new ConfigError(`local provider: ${name} must be a positive ${integer ? "integer" : "number"} (got ${value})`);
+    throw new ConfigError(
+      `local provider: ${name} must be a positive ${integer ? "integer" : "number"} (got ${value})`,
+    );
   }
   return value;
 }
 
-export function resolveLocalProviderOptions(options: LocalProviderOptions): ResolvedLocalProviderOptions {
+export function resolveLocalProviderOptions(
+  options: LocalProviderOptions,
+): ResolvedLocalProviderOptions {
   if (typeof options.dataDir !== "string" || options.dataDir.trim() === "") {
-    throw new ConfigError("local provider: dataDir is required (the folder that holds the computers' disks)");
+    throw new ConfigError(
+      "local provider: dataDir is required (the folder that holds the computers' disks)",
+    );
   }
   const limits: ComputerLimits = { ...defaultLimits };
-  for (const [name, value] of Object.entries(options.limits ?? {}) as Array<[keyof ComputerLimits, number | undefined]>) {
+  for (const [name, value] of Object.entries(options.limits ?? {}) as Array<
+    [keyof ComputerLimits, number | undefined]
+  >) {
     if (value !== undefined) limits[name] = positive(`limits.${name}`, value, name !== "cpus");
   }
   let pool: AddressPool;
@@ -126,14 +134,20 @@ export function resolveLocalProviderOptions(options: LocalProviderOptions): Reso
   }
   const uidBase = positive("uidBase", options.uidBase ?? 200_000, true);
   const uidCount = positive("uidCount", options.uidCount ?? 65_536, true);
-  if (uidBase < 1000) throw new ConfigError(`local provider: uidBase ${uidBase} would overlap system users (use 100000 or more)`);
+  if (uidBase < 1000)
+    throw new ConfigError(
+      `local provider: uidBase ${uidBase} would overlap system users (use 100000 or more)`,
+    );
   const proxy = options.egressProxy;
   return {
     dataDir: path.resolve(options.dataDir),
     egressProxy:
       proxy === undefined
         ? undefined
-        : { targetAddress: forwardTarget(proxy.host, "egress proxy"), port: positive("egressProxy.port", proxy.port, true) },
+        : {
+            targetAddress: forwardTarget(proxy.host, "egress proxy"),
+            port: positive("egressProxy.port", proxy.port, true),
+          },
     onNetwork: options.onNetwork ?? (() => undefined),
     onExit: options.onExit ?? (() => undefined),
     limits,

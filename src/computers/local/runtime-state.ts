@@ -35,7 +35,8 @@ export interface AwakeRecord {
 
 export async function currentOwner(): Promise<ProcessOwner> {
   const start = await processStartTicks(process.pid);
-  if (start === undefined) throw new Error("cannot read this process's start time from /proc/self/stat");
+  if (start === undefined)
+    throw new Error("cannot read this process's start time from /proc/self/stat");
   return { pid: process.pid, start };
 }
 
@@ -59,7 +60,10 @@ export interface RuntimeState {
 export async function createRuntimeState(dir: string, owner: ProcessOwner): Promise<RuntimeState> {
   const awakeDir = path.join(dir, "awake");
   const locksDir = path.join(dir, "locks");
-  await Promise.all([mkdir(awakeDir, { recursive: true, mode: 0o755 }), mkdir(locksDir, { recursive: true, mode: 0o755 })]);
+  await Promise.all([
+    mkdir(awakeDir, { recursive: true, mode: 0o755 }),
+    mkdir(locksDir, { recursive: true, mode: 0o755 }),
+  ]);
   const recordPath = (slot: number) => path.join(awakeDir, `${slot}.json`);
 
   async function readRecord(slot: number): Promise<AwakeRecord | undefined> {
@@ -91,7 +95,8 @@ export async function createRuntimeState(dir: string, owner: ProcessOwner): Prom
     } catch (error) {
       if (isErrno(error, "ENOENT")) return;
       // Written but not yet filled in: give its writer a moment.
-      if (!(error instanceof SyntaxError) || Date.now() - (info?.mtimeMs ?? Date.now()) < 5000) return;
+      if (!(error instanceof SyntaxError) || Date.now() - (info?.mtimeMs ?? Date.now()) < 5000)
+        return;
     }
     if (holder !== undefined && (await isOwnerAlive(holder))) return;
     const aside = `${file}.stale-${randomBytes(4).toString("hex")}`;
@@ -150,7 +155,9 @@ export async function createRuntimeState(dir: string, owner: ProcessOwner): Prom
       const deadline = Date.now() + 30_000;
       while (!(await tryLock(file))) {
         if (Date.now() > deadline) {
-          throw new Error(`slot ${slot} stayed locked for 30 s (${file}); is another Roost server stuck?`);
+          throw new Error(
+            `slot ${slot} stayed locked for 30 s (${file}); is another Roost server stuck?`,
+          );
         }
         await breakIfStale(file);
         await delay(15);

@@ -53,7 +53,8 @@ export const readyLine = "roost-supervisor-ready";
 export const insideHostname = "computer";
 
 /** How the host's root-level system folders appear inside: bound read-only, or the same symlink. */
-export type SystemMount = { kind: "bind"; path: string } | { kind: "symlink"; path: string; target: string };
+export type SystemMount =
+  { kind: "bind"; path: string } | { kind: "symlink"; path: string; target: string };
 
 export interface EtcOverride {
   /** File name under the provider's generated etc folder. */
@@ -68,7 +69,14 @@ export interface HostLayout {
 }
 
 const systemFolders = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-export const generatedEtcFiles = ["passwd", "group", "hosts", "hostname", "resolv.conf", "profile"] as const;
+export const generatedEtcFiles = [
+  "passwd",
+  "group",
+  "hosts",
+  "hostname",
+  "resolv.conf",
+  "profile",
+] as const;
 
 /** Reads which system folders exist (and which are merged-/usr symlinks) and where /etc files live. */
 export async function readHostLayout(): Promise<HostLayout> {
@@ -76,7 +84,8 @@ export async function readHostLayout(): Promise<HostLayout> {
   for (const folder of systemFolders) {
     try {
       const info = await lstat(folder);
-      if (info.isSymbolicLink()) systemMounts.push({ kind: "symlink", path: folder, target: await readlink(folder) });
+      if (info.isSymbolicLink())
+        systemMounts.push({ kind: "symlink", path: folder, target: await readlink(folder) });
       else if (info.isDirectory()) systemMounts.push({ kind: "bind", path: folder });
     } catch (error) {
       if (!isErrno(error, "ENOENT")) throw error;
@@ -132,7 +141,10 @@ export interface SandboxSpec {
 export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promise<void> {
   const etc = path.join(spec.runtimeDir, "etc");
   const roost = path.join(spec.runtimeDir, "roost");
-  await Promise.all([mkdir(etc, { recursive: true, mode: 0o755 }), mkdir(roost, { recursive: true, mode: 0o755 })]);
+  await Promise.all([
+    mkdir(etc, { recursive: true, mode: 0o755 }),
+    mkdir(roost, { recursive: true, mode: 0o755 }),
+  ]);
   const files: Record<(typeof generatedEtcFiles)[number], string> = {
     passwd: [
       "root:x:0:0:root:/root:/usr/sbin/nologin",
@@ -153,14 +165,21 @@ export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promi
     profile: loginProfile,
   };
   await Promise.all([
-    ...Object.entries(files).map(([name, text]) => writeFile(path.join(etc, name), text, { mode: 0o644 })),
+    ...Object.entries(files).map(([name, text]) =>
+      writeFile(path.join(etc, name), text, { mode: 0o644 }),
+    ),
     writeFile(path.join(roost, "supervise.sh"), supervisorScript, { mode: 0o755 }),
     writeToken(spec.runtimeDir, token, spec.uid, spec.gid),
   ]);
 }
 
 /** Writes the worker token atomically (the worker re-reads the file before every connection). */
-export async function writeToken(runtimeDir: string, token: string, uid: number, gid: number): Promise<void> {
+export async function writeToken(
+  runtimeDir: string,
+  token: string,
+  uid: number,
+  gid: number,
+): Promise<void> {
   const file = path.join(runtimeDir, "roost", "token");
   const temporary = `${file}.tmp`;
   await writeFile(temporary, token, { mode: 0o400 });
@@ -220,7 +239,10 @@ done
 /** `--perms 0755 --dir` for every folder on the way to `target` (bubblewrap makes them 0700 otherwise). */
 function parentDirs(target: string, made: Set<string>): string[] {
   const args: string[] = [];
-  const parts = path.dirname(target).split("/").filter((part) => part !== "");
+  const parts = path
+    .dirname(target)
+    .split("/")
+    .filter((part) => part !== "");
   let current = "";
   for (const part of parts) {
     current += `/${part}`;
@@ -253,7 +275,8 @@ function runtimeMounts(spec: RuntimeMounts, made: Set<string>): string[] {
     [path.join(spec.roostRoot, "node_modules"), `${insidePaths.roost}/node_modules`],
     [path.join(spec.roostRoot, "package.json"), `${insidePaths.roost}/package.json`],
   ];
-  for (const [source, dest] of binds) args.push(...parentDirs(dest, made), "--ro-bind", source, dest);
+  for (const [source, dest] of binds)
+    args.push(...parentDirs(dest, made), "--ro-bind", source, dest);
   return args;
 }
 
@@ -264,7 +287,9 @@ function runtimeMounts(spec: RuntimeMounts, made: Set<string>): string[] {
  * computers use. Computers then mount the cache read-only, which takes several hundred
  * milliseconds and ~30 MB of memory off every wake; none of them can write to it.
  */
-export function compileCacheWarmUp(spec: RuntimeMounts & { compileCacheDir: string; workerArgv: readonly string[] }): string[] {
+export function compileCacheWarmUp(
+  spec: RuntimeMounts & { compileCacheDir: string; workerArgv: readonly string[] },
+): string[] {
   const made = new Set<string>(["/tmp", "/dev", "/proc", "/etc"]);
   return [
     "--unshare-pid",
@@ -301,7 +326,10 @@ export function compileCacheWarmUp(spec: RuntimeMounts & { compileCacheDir: stri
  * The bubblewrap options (passed through `--args FD`, which keeps host paths out of the sandbox's
  * view of pid 1's command line) and the command (which bubblewrap wants on its own command line).
  */
-export function bwrapArguments(spec: SandboxSpec, statusFd: number): { options: string[]; command: string[] } {
+export function bwrapArguments(
+  spec: SandboxSpec,
+  statusFd: number,
+): { options: string[]; command: string[] } {
   const made = new Set<string>(["/tmp", "/run", "/dev", "/proc", "/etc"]);
   const args: string[] = [
     "--unshare-pid",

@@ -9,8 +9,15 @@ describe("address pool", () => {
   test("carves /30s: host side .1, computer side .2", () => {
     const pool = parseAddressPool("10.231.0.0/16");
     expect(pool.slots).toBe(16_384);
-    expect(slotAddresses(pool, 0)).toEqual({ hostAddress: "10.231.0.1", computerAddress: "10.231.0.2", prefixLength: 30 });
-    expect(slotAddresses(pool, 64)).toMatchObject({ hostAddress: "10.231.1.1", computerAddress: "10.231.1.2" });
+    expect(slotAddresses(pool, 0)).toEqual({
+      hostAddress: "10.231.0.1",
+      computerAddress: "10.231.0.2",
+      prefixLength: 30,
+    });
+    expect(slotAddresses(pool, 64)).toMatchObject({
+      hostAddress: "10.231.1.1",
+      computerAddress: "10.231.1.2",
+    });
     expect(slotAddresses(pool, 16_383)).toMatchObject({ computerAddress: "10.231.255.254" });
   });
 
@@ -33,7 +40,13 @@ describe("slot registry", () => {
 
   beforeEach(async () => {
     temp = await makeTempDir("roost-slots-");
-    registry = createSlotRegistry({ dir: path.join(temp.path, "registry"), slots: 3, uidBase: 300_000, graceMs: 1000, now: () => now });
+    registry = createSlotRegistry({
+      dir: path.join(temp.path, "registry"),
+      slots: 3,
+      uidBase: 300_000,
+      graceMs: 1000,
+      now: () => now,
+    });
   });
   afterEach(async () => {
     await temp.remove();
@@ -46,12 +59,18 @@ describe("slot registry", () => {
     expect(first).toEqual({ slot: 0, uid: 300_000, gid: 300_000, changed: true });
     expect(await registry.ensure(b, "b")).toMatchObject({ slot: 1, uid: 300_001 });
     expect(await registry.ensure(a, "a")).toEqual({ ...first, changed: false });
-    expect(JSON.parse(await readFile(path.join(a, "local.json"), "utf8"))).toEqual({ slot: 0, uid: 300_000, gid: 300_000 });
+    expect(JSON.parse(await readFile(path.join(a, "local.json"), "utf8"))).toEqual({
+      slot: 0,
+      uid: 300_000,
+      gid: 300_000,
+    });
   });
 
   test("a full registry says so", async () => {
     for (const name of ["a", "b", "c"]) await registry.ensure(await computer(name), name);
-    await expect(registry.ensure(await computer("d"), "d")).rejects.toThrow(/no free computer slot: all 3/);
+    await expect(registry.ensure(await computer("d"), "d")).rejects.toThrow(
+      /no free computer slot: all 3/,
+    );
   });
 
   test("S2 a claim is taken over only when its computer is gone and the grace period has passed", async () => {
@@ -74,8 +93,16 @@ describe("slot registry", () => {
     // a's folder arrives from another host, recording slot 0, which b holds here.
     const b = await computer("b");
     await registry.ensure(b, "b");
-    await writeFile(path.join(a, "local.json"), JSON.stringify({ slot: 0, uid: 300_000, gid: 300_000 }));
-    expect(await registry.ensure(a, "a")).toEqual({ slot: 1, uid: 300_001, gid: 300_001, changed: true });
+    await writeFile(
+      path.join(a, "local.json"),
+      JSON.stringify({ slot: 0, uid: 300_000, gid: 300_000 }),
+    );
+    expect(await registry.ensure(a, "a")).toEqual({
+      slot: 1,
+      uid: 300_001,
+      gid: 300_001,
+      changed: true,
+    });
   });
 
   test("release frees the slot for the next computer", async () => {

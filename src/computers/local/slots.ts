@@ -33,12 +33,16 @@ export function parseAddressPool(cidr: string): AddressPool {
   const octets = match?.slice(1, 5).map(Number) ?? [];
   const prefix = Number(match?.[5]);
   if (match === null || octets.some((octet) => octet > 255) || prefix < 8 || prefix > 30) {
-    throw new Error(`address pool ${JSON.stringify(cidr)} is not an IPv4 CIDR between /8 and /30 (e.g. 10.231.0.0/16)`);
+    throw new Error(
+      `address pool ${JSON.stringify(cidr)} is not an IPv4 CIDR between /8 and /30 (e.g. 10.231.0.0/16)`,
+    );
   }
   const address = octets.reduce((total, octet) => total * 256 + octet, 0);
   const size = 2 ** (32 - prefix);
   if (address % size !== 0) {
-    throw new Error(`address pool ${cidr} has host bits set (did you mean ${formatIpv4(address - (address % size))}/${prefix}?)`);
+    throw new Error(
+      `address pool ${cidr} has host bits set (did you mean ${formatIpv4(address - (address % size))}/${prefix}?)`,
+    );
   }
   return { cidr, base: address, slots: size / 4 };
 }
@@ -55,7 +59,11 @@ export interface SlotAddresses {
 
 export function slotAddresses(pool: AddressPool, slot: number): SlotAddresses {
   const network = pool.base + slot * 4;
-  return { hostAddress: formatIpv4(network + 1), computerAddress: formatIpv4(network + 2), prefixLength: 30 };
+  return {
+    hostAddress: formatIpv4(network + 1),
+    computerAddress: formatIpv4(network + 2),
+    prefixLength: 30,
+  };
 }
 
 /** What a computer's folder records about its slot (`<root>/local.json`). */
@@ -110,10 +118,13 @@ export function createSlotRegistry(options: SlotRegistryOptions): SlotRegistry {
 
   async function readRecord(root: string): Promise<SlotRecord | undefined> {
     try {
-      const record = JSON.parse(await readFile(path.join(root, slotRecordFile), "utf8")) as SlotRecord;
+      const record = JSON.parse(
+        await readFile(path.join(root, slotRecordFile), "utf8"),
+      ) as SlotRecord;
       return Number.isInteger(record.slot) ? record : undefined;
     } catch (error) {
-      if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR") || error instanceof SyntaxError) return undefined;
+      if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR") || error instanceof SyntaxError)
+        return undefined;
       throw error;
     }
   }
@@ -145,7 +156,12 @@ export function createSlotRegistry(options: SlotRegistryOptions): SlotRegistry {
     return { stale: record?.slot !== slot, ino: info.ino };
   }
 
-  async function takeOver(slot: number, ino: number, root: string, computerId: string): Promise<boolean> {
+  async function takeOver(
+    slot: number,
+    ino: number,
+    root: string,
+    computerId: string,
+  ): Promise<boolean> {
     const aside = `${claimPath(slot)}.stale-${randomBytes(4).toString("hex")}`;
     try {
       await rename(claimPath(slot), aside);
@@ -188,7 +204,11 @@ export function createSlotRegistry(options: SlotRegistryOptions): SlotRegistry {
     await rename(temporary, file);
   }
 
-  const toRecord = (slot: number): SlotRecord => ({ slot, uid: options.uidBase + slot, gid: options.uidBase + slot });
+  const toRecord = (slot: number): SlotRecord => ({
+    slot,
+    uid: options.uidBase + slot,
+    gid: options.uidBase + slot,
+  });
 
   return {
     read: readRecord,

@@ -22,14 +22,24 @@ export const hostToolPackages: Record<HostToolName, string> = {
 };
 
 /** sbin folders are searched too: a server started without them on PATH still finds `ip` and `nft`. */
-const fallbackSearchPath = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+const fallbackSearchPath = [
+  "/usr/local/sbin",
+  "/usr/local/bin",
+  "/usr/sbin",
+  "/usr/bin",
+  "/sbin",
+  "/bin",
+];
 
 /** The absolute path of an executable on `searchPath` (then the sbin and bin folders), or undefined. */
 export async function findExecutable(
   name: string,
   searchPath: string | undefined,
 ): Promise<string | undefined> {
-  const folders = [...(searchPath ?? "").split(":").filter((folder) => folder !== ""), ...fallbackSearchPath];
+  const folders = [
+    ...(searchPath ?? "").split(":").filter((folder) => folder !== ""),
+    ...fallbackSearchPath,
+  ];
   for (const folder of folders) {
     if (!path.isAbsolute(folder)) continue;
     const candidate = path.join(folder, name);

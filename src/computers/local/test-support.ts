@@ -30,11 +30,15 @@ export async function skipReason(file: string): Promise<string | undefined> {
   const reason = await isolationUnavailableReason();
   if (reason === undefined) return undefined;
   if (process.env.CI === "true") return undefined;
-  console.warn(`${file}: skipped: ${reason} (the local provider needs root, bubblewrap and nftables)`);
+  console.warn(
+    `${file}: skipped: ${reason} (the local provider needs root, bubblewrap and nftables)`,
+  );
   return reason;
 }
 
-export async function makeTempDir(prefix = "roost-local-"): Promise<{ path: string; remove: () => Promise<void> }> {
+export async function makeTempDir(
+  prefix = "roost-local-",
+): Promise<{ path: string; remove: () => Promise<void> }> {
   const folder = await mkdtemp(path.join(tmpdir(), prefix));
   return { path: folder, remove: () => rm(folder, { recursive: true, force: true }) };
 }
@@ -112,7 +116,11 @@ export async function startTestGateway(): Promise<TestGateway> {
   server.on("connection", (socket) => {
     socket.on("error", () => undefined);
     socket.on("message", (data: Buffer) => {
-      const frame = JSON.parse(data.toString("utf8")) as { type: string; callId?: string; nonce?: string } & ToolResult;
+      const frame = JSON.parse(data.toString("utf8")) as {
+        type: string;
+        callId?: string;
+        nonce?: string;
+      } & ToolResult;
       switch (frame.type) {
         case "hello":
           hellos += 1;
@@ -153,7 +161,8 @@ export async function startTestGateway(): Promise<TestGateway> {
     async waitForHello(count, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (hellos < count) {
-        if (Date.now() > deadline) throw new Error(`no worker hello #${count} within ${timeoutMs} ms (got ${hellos})`);
+        if (Date.now() > deadline)
+          throw new Error(`no worker hello #${count} within ${timeoutMs} ms (got ${hellos})`);
         await new Promise<void>((resolve) => {
           waiters.push(resolve);
           setTimeout(resolve, 100);
@@ -186,7 +195,8 @@ export async function startTestGateway(): Promise<TestGateway> {
 
 /** The `stdout` of a completed shell tool result (throws on anything else). */
 export function shellStdout(result: ToolResult): string {
-  const output = result.output as { kind?: string; stdout?: string; stderr?: string; exitCode?: number | null } | undefined;
+  const output = result.output as
+    { kind?: string; stdout?: string; stderr?: string; exitCode?: number | null } | undefined;
   if (!result.ok || output?.kind !== "completed") {
     throw new Error(`shell call failed: ${JSON.stringify(result)}`);
   }
@@ -222,13 +232,26 @@ export async function startOutsideHost(): Promise<OutsideHost> {
   };
   try {
     await runChecked(ip, ["netns", "add", netns]);
-    await runChecked(ip, ["link", "add", hostSide, "type", "veth", "peer", "name", "eth0", "netns", netns]);
+    await runChecked(ip, [
+      "link",
+      "add",
+      hostSide,
+      "type",
+      "veth",
+      "peer",
+      "name",
+      "eth0",
+      "netns",
+      netns,
+    ]);
     await runChecked(ip, ["addr", "add", `${hostAddress}/30`, "dev", hostSide]);
     await runChecked(ip, ["link", "set", hostSide, "up"]);
     await runChecked(ip, ["-n", netns, "addr", "add", `${address}/30`, "dev", "eth0"]);
     await runChecked(ip, ["-n", netns, "link", "set", "eth0", "up"]);
     const source = `require("node:net").createServer((s) => s.end("outside\\n")).listen(${port}, "0.0.0.0", () => console.log("ready"));`;
-    listener = spawn(ip, ["netns", "exec", netns, process.execPath, "-e", source], { stdio: ["ignore", "pipe", "inherit"] });
+    listener = spawn(ip, ["netns", "exec", netns, process.execPath, "-e", source], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     const started = listener;
     await new Promise<void>((resolve, reject) => {
       started.stdout!.once("data", () => resolve());
