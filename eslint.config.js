@@ -17,7 +17,17 @@ const layerRules = [
 ];
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "web/**", ".roost/**", "artifacts/**", "bin/**", "scripts/**"] },
+  {
+    ignores: [
+      "node_modules/**",
+      "web/**",
+      ".roost/**",
+      "artifacts/**",
+      "bin/**",
+      "scripts/**",
+      "eslint.config.js",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -27,7 +37,10 @@ export default tseslint.config(
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_" },
+      ],
       "@typescript-eslint/require-await": "off",
       "@typescript-eslint/only-throw-error": "off",
       "no-restricted-imports": [
@@ -58,7 +71,14 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ regex: "^\\.\\./[a-z-]+/(?!index\\.ts$)[^/]+", message: "import another folder through its index.ts" }] },
+        {
+          patterns: [
+            {
+              regex: "^\\.\\./[a-z-]+/(?!index\\.ts$)[^/]+",
+              message: "import another folder through its index.ts",
+            },
+          ],
+        },
       ],
     },
   },

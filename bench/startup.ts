@@ -16,8 +16,12 @@ try {
   await roost.start();
   const warm = performance.now() - warmStarted;
   await delay(10_000); // idle on purpose: this measures memory at rest, not a condition
-  console.log(`start to healthy: fresh data dir ${cold.toFixed(0)} ms, existing data dir ${warm.toFixed(0)} ms`);
-  console.log(`idle RSS: node ${rssMiB(roost.pid()!).toFixed(1)} MiB, restate-server ${rssMiB(roost.restatePid()!).toFixed(1)} MiB`);
+  console.log(
+    `start to healthy: fresh data dir ${cold.toFixed(0)} ms, existing data dir ${warm.toFixed(0)} ms`,
+  );
+  console.log(
+    `idle RSS: node ${rssMiB(roost.pid()!).toFixed(1)} MiB, restate-server ${rssMiB(roost.restatePid()!).toFixed(1)} MiB`,
+  );
 } finally {
   await roost.stop();
 }

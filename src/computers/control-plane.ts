@@ -16,6 +16,7 @@
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
 import type { EventHub } from "../events/index.ts";
+import { durableObjectRetryPolicy } from "../loop/index.ts";
 import type { Store } from "../store/index.ts";
 import { nextComputerState, type ComputerInput, type ComputerState } from "./lifecycle.ts";
 import type { ComputerPaths, ComputerProvider } from "./provider.ts";
@@ -88,7 +89,14 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   async function load(ctx: restate.ObjectContext, accountId?: string): Promise<ComputerRecord> {
     const record = await ctx.get<ComputerRecord>(recordKey);
     if (record !== null) return record;
-    return { accountId: accountId ?? "", state: "asleep", lastActiveAt: 0, holders: {}, generation: 0, failure: null };
+    return {
+      accountId: accountId ?? "",
+      state: "asleep",
+      lastActiveAt: 0,
+      holders: {},
+      generation: 0,
+      failure: null,
+    };
   }
 
   function transition(ctx: restate.ObjectContext, record: ComputerRecord, input: ComputerInput) {
@@ -100,7 +108,12 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     }
     ctx.set(recordKey, record);
     if (record.accountId !== "") {
-      deps.events.publishAccount({ type: "computer", accountId: record.accountId, computerId: ctx.key, state: record.state });
+      deps.events.publishAccount({
+        type: "computer",
+        accountId: record.accountId,
+        computerId: ctx.key,
+        state: record.state,
+      });
     }
   }
 
@@ -122,20 +135,32 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     recoverInterrupted(ctx, record);
     transition(ctx, record, "wake");
     try {
-      await ctx.run("start", async () => {
-        const paths = await deps.provider.create(ctx.key);
-        await deps.snapshots?.restoreIfNeeded(ctx.key, paths);
-        const token = generateWorkerToken(); // C3, C5
-        await deps.store.setWorkerToken(ctx.key, hashToken(token), Date.now() + deps.workerTokenTtlMs);
-        await deps.provider.wake(ctx.key, {
-          gatewayUrl: deps.gatewayUrl,
-          workerToken: token,
-          env: (await deps.computerEnv?.(ctx.key)) ?? {},
-        });
-      }, { maxRetryAttempts: 3 });
-      await ctx.run("await-worker", async () => {
-        await deps.gateway.waitForWorker(ctx.key, deps.wakeTimeoutMs);
-      }, { maxRetryAttempts: 1 });
+      await ctx.run(
+        "start",
+        async () => {
+          const paths = await deps.provider.create(ctx.key);
+          await deps.snapshots?.restoreIfNeeded(ctx.key, paths);
+          const token = generateWorkerToken(); // C3, C5
+          await deps.store.setWorkerToken(
+            ctx.key,
+            hashToken(token),
+            Date.now() + deps.workerTokenTtlMs,
+          );
+          await deps.provider.wake(ctx.key, {
+            gatewayUrl: deps.gatewayUrl,
+            workerToken: token,
+            env: (await deps.computerEnv?.(ctx.key)) ?? {},
+          });
+        },
+        { maxRetryAttempts: 3 },
+      );
+      await ctx.run(
+        "await-worker",
+        async () => {
+          await deps.gateway.waitForWorker(ctx.key, deps.wakeTimeoutMs);
+        },
+        { maxRetryAttempts: 1 },
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       await ctx.run("stop-failed", async () => {
@@ -144,7 +169,9 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       });
       record.failure = `waking the computer failed: ${message}`;
       transition(ctx, record, "wake-failed");
-      throw new restate.TerminalError(`${record.failure} (try again; if it keeps failing, see the server log)`);
+      throw new restate.TerminalError(
+        `${record.failure} (try again; if it keeps failing, see the server log)`,
+      );
     }
     record.failure = null;
     record.generation += 1;
@@ -167,12 +194,16 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   async function sleep(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
     transition(ctx, record, "sleep");
     try {
-      await ctx.run("stop", async () => {
-        await deps.gateway.disconnect(ctx.key, "computer is going to sleep");
-        await deps.provider.sleep(ctx.key);
-        await deps.store.clearWorkerToken(ctx.key); // C3
-        await deps.snapshots?.save(ctx.key, deps.provider.paths(ctx.key));
-      }, { maxRetryAttempts: 3 });
+      await ctx.run(
+        "stop",
+        async () => {
+          await deps.gateway.disconnect(ctx.key, "computer is going to sleep");
+          await deps.provider.sleep(ctx.key);
+          await deps.store.clearWorkerToken(ctx.key); // C3
+          await deps.snapshots?.save(ctx.key, deps.provider.paths(ctx.key));
+        },
+        { maxRetryAttempts: 3 },
+      );
     } catch (error) {
       record.failure = `putting the computer to sleep failed: ${error instanceof Error ? error.message : String(error)}`;
       transition(ctx, record, "sleep-failed");
@@ -194,7 +225,10 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     name: computerObjectName,
     handlers: {
       /** Wakes the computer if allowed and needed; registers a hold. */
-      ensureAwake: async (ctx: restate.ObjectContext, request: EnsureAwakeRequest): Promise<ComputerStatus> => {
+      ensureAwake: async (
+        ctx: restate.ObjectContext,
+        request: EnsureAwakeRequest,
+      ): Promise<ComputerStatus> => {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
         if (record.state !== "awake") {
@@ -225,7 +259,10 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         ctx.set(recordKey, record);
       },
 
-      wake: async (ctx: restate.ObjectContext, request: { accountId: string }): Promise<ComputerStatus> => {
+      wake: async (
+        ctx: restate.ObjectContext,
+        request: { accountId: string },
+      ): Promise<ComputerStatus> => {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
         if (record.state !== "awake") await wake(ctx, record);
@@ -235,39 +272,54 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       },
 
       /** Puts the computer to sleep unless a turn holds it (or `force`). */
-      sleep: async (ctx: restate.ObjectContext, request: { force?: boolean } | null): Promise<ComputerStatus> => {
+      sleep: async (
+        ctx: restate.ObjectContext,
+        request: { force?: boolean } | null,
+      ): Promise<ComputerStatus> => {
         const record = await load(ctx);
         const now = await ctx.date.now();
-        if (record.state === "awake" && (request?.force === true || activeHolders(record, now).length === 0)) {
+        if (
+          record.state === "awake" &&
+          (request?.force === true || activeHolders(record, now).length === 0)
+        ) {
           await sleep(ctx, record);
         }
         return status(ctx.key, record, now);
       },
 
       /** C4: the idle timer. */
-      idleCheck: async (ctx: restate.ObjectContext, request: { generation: number }): Promise<void> => {
+      idleCheck: async (
+        ctx: restate.ObjectContext,
+        request: { generation: number },
+      ): Promise<void> => {
         const record = await load(ctx);
         if (record.state !== "awake" || record.generation !== request.generation) return;
         const now = await ctx.date.now();
         const idleFor = now - record.lastActiveAt;
         if (activeHolders(record, now).length > 0 || idleFor < deps.idleSleepMs) {
           // C2: held, or active recently: look again when it could next be idle.
-          scheduleIdleCheck(ctx, record.generation, activeHolders(record, now).length > 0 ? deps.idleSleepMs : deps.idleSleepMs - idleFor);
+          scheduleIdleCheck(
+            ctx,
+            record.generation,
+            activeHolders(record, now).length > 0 ? deps.idleSleepMs : deps.idleSleepMs - idleFor,
+          );
           return;
         }
         await sleep(ctx, record);
       },
 
-      status: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ComputerStatus> => {
-        const record = await ctx.get<ComputerRecord>(recordKey);
-        const now = await ctx.date.now();
-        return record === null
-          ? { id: ctx.key, state: "asleep", lastActiveAt: null, holders: 0, failure: null }
-          : status(ctx.key, record, now);
-      }),
+      status: restate.handlers.object.shared(
+        async (ctx: restate.ObjectSharedContext): Promise<ComputerStatus> => {
+          const record = await ctx.get<ComputerRecord>(recordKey);
+          const now = await ctx.date.now();
+          return record === null
+            ? { id: ctx.key, state: "asleep", lastActiveAt: null, holders: 0, failure: null }
+            : status(ctx.key, record, now);
+        },
+      ),
     },
     options: {
-      retryPolicy: { initialInterval: 100, maxInterval: 2000, exponentiationFactor: 2, onMaxAttempts: "pause", maxAttempts: 100_000 },
+      retryPolicy: durableObjectRetryPolicy,
       inactivityTimeout: 5 * 60_000,
       abortTimeout: 30 * 60_000,
     },

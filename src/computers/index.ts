@@ -1,5 +1,15 @@
-export type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "./provider.ts";
-export { computerStates, nextComputerState, type ComputerState, type ComputerInput } from "./lifecycle.ts";
+export type {
+  ComputerPaths,
+  ComputerProvider,
+  ComputerRuntimeStatus,
+  WakeRequest,
+} from "./provider.ts";
+export {
+  computerStates,
+  nextComputerState,
+  type ComputerState,
+  type ComputerInput,
+} from "./lifecycle.ts";
 export {
   createComputerObject,
   computerObjectName,
@@ -10,3 +20,9 @@ export {
 } from "./control-plane.ts";
 export { createControlPlaneClient, type ControlPlaneClient } from "./client.ts";
 export { createProcessProvider, type ProcessProviderOptions } from "./process/index.ts";
+export {
+  createLocalProvider,
+  type LocalProvider,
+  type LocalProviderOptions,
+} from "./local/index.ts";
+export { detectHost, chooseComputerProvider, type HostReport } from "./detect.ts";

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { computerStates, InvalidTransitionError, nextComputerState, type ComputerInput } from "./lifecycle.ts";
+import {
+  computerStates,
+  InvalidTransitionError,
+  nextComputerState,
+  type ComputerInput,
+} from "./lifecycle.ts";
 
 describe("computer lifecycle", () => {
   it("walks asleep → waking → awake → sleeping → asleep", () => {
@@ -19,8 +24,23 @@ describe("computer lifecycle", () => {
   });
 
   it("refuses every other transition", () => {
-    const allowed = new Set(["asleep:wake", "failed:wake", "waking:woke", "waking:wake-failed", "awake:sleep", "sleeping:slept", "sleeping:sleep-failed"]);
-    const inputs: ComputerInput[] = ["wake", "woke", "wake-failed", "sleep", "slept", "sleep-failed"];
+    const allowed = new Set([
+      "asleep:wake",
+      "failed:wake",
+      "waking:woke",
+      "waking:wake-failed",
+      "awake:sleep",
+      "sleeping:slept",
+      "sleeping:sleep-failed",
+    ]);
+    const inputs: ComputerInput[] = [
+      "wake",
+      "woke",
+      "wake-failed",
+      "sleep",
+      "slept",
+      "sleep-failed",
+    ];
     for (const state of computerStates) {
       for (const input of inputs) {
         if (allowed.has(`${state}:${input}`)) continue;

@@ -32,15 +32,24 @@ export interface ProviderContractSubject {
   /** Runs `bash -c command` inside the awake computer, as its user, in its workspace. */
   run(computerId: string, command: string): Promise<ContractCommandResult>;
   wakeRequest(computerId: string): WakeRequest;
-  /** Paths as commands inside the computer see them. */
-  inside: {
-    workspace: string;
-    home: string;
-    /** A folder the provider promises is empty after every wake; omit if it promises none. */
-    freshTmp?: string;
-  };
+  /**
+   * Paths as commands inside the computer see them: the same for every computer of a sandboxing
+   * provider, or per computer where they are host folders (the process provider).
+   */
+  inside: InsidePaths | ((computerId: string) => InsidePaths);
   /** Closes the provider (if the test did not) and removes what the subject made. */
   close(): Promise<void>;
+}
+
+export interface InsidePaths {
+  workspace: string;
+  home: string;
+  /** A folder the provider promises is empty after every wake; omit if it promises none. */
+  freshTmp?: string;
+}
+
+function insideOf(subject: ProviderContractSubject, computerId: string): InsidePaths {
+  return typeof subject.inside === "function" ? subject.inside(computerId) : subject.inside;
 }
 
 export interface ProviderContractOptions {
@@ -118,8 +127,8 @@ export function describeProviderContract(
         await provider.create(id);
         await provider.wake(id, subject.wakeRequest(id));
         expect(await provider.status(id)).toBe("running");
-        expect((await runOk(subject, id, "pwd")).trim()).toBe(subject.inside.workspace);
-        expect((await runOk(subject, id, 'echo "$HOME"')).trim()).toBe(subject.inside.home);
+        expect((await runOk(subject, id, "pwd")).trim()).toBe(insideOf(subject, id).workspace);
+        expect((await runOk(subject, id, 'echo "$HOME"')).trim()).toBe(insideOf(subject, id).home);
         await provider.wake(id, subject.wakeRequest(id));
         expect(await provider.status(id)).toBe("running");
         expect((await runOk(subject, id, "echo still")).trim()).toBe("still");
@@ -129,8 +138,9 @@ export function describeProviderContract(
 
     test("P4 sleep stops every process; workspace and home survive sleep and wake, fresh tmp does not", async () => {
       await withSubject(async (subject) => {
-        const { provider, inside } = subject;
+        const { provider } = subject;
         const id = newId();
+        const inside = insideOf(subject, id);
         const paths = await provider.create(id);
         await provider.wake(id, subject.wakeRequest(id));
         const tmpLine =

@@ -123,7 +123,9 @@ function url(source: Source, flag: string, envName: string): string | undefined 
     const parsed = new URL(raw);
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
   } catch {
-    throw new ConfigError(`${envName} (--${flag}) must be an http(s) URL, got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      `${envName} (--${flag}) must be an http(s) URL, got ${JSON.stringify(raw)}`,
+    );
   }
   return raw.replace(/\/+$/, "");
 }
@@ -137,41 +139,75 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
   }
   const gatewayUrl = pick(source, "gateway-url", "ROOST_GATEWAY_URL");
   if (gatewayUrl !== undefined && !/^wss?:\/\//.test(gatewayUrl)) {
-    throw new ConfigError(`ROOST_GATEWAY_URL must be a ws:// or wss:// URL, got ${JSON.stringify(gatewayUrl)}`);
+    throw new ConfigError(
+      `ROOST_GATEWAY_URL must be a ws:// or wss:// URL, got ${JSON.stringify(gatewayUrl)}`,
+    );
   }
   return {
     provider,
-    root: resolvePath(pick(source, "computers-dir", "ROOST_COMPUTERS_DIR") ?? `${dataDir}/computers`),
-    idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, { min: 1000, max: 7 * 24 * 3600_000 }),
-    wakeTimeoutMs: integer(source, "wake-timeout-ms", "ROOST_WAKE_TIMEOUT_MS", 60_000, { min: 1000, max: 600_000 }),
-    workerTokenTtlMs: integer(source, "worker-token-ttl-ms", "ROOST_WORKER_TOKEN_TTL_MS", 86_400_000, {
-      min: 60_000,
-      max: 30 * 86_400_000,
+    root: resolvePath(
+      pick(source, "computers-dir", "ROOST_COMPUTERS_DIR") ?? `${dataDir}/computers`,
+    ),
+    idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
+      min: 1000,
+      max: 7 * 24 * 3600_000,
     }),
+    wakeTimeoutMs: integer(source, "wake-timeout-ms", "ROOST_WAKE_TIMEOUT_MS", 60_000, {
+      min: 1000,
+      max: 600_000,
+    }),
+    workerTokenTtlMs: integer(
+      source,
+      "worker-token-ttl-ms",
+      "ROOST_WORKER_TOKEN_TTL_MS",
+      86_400_000,
+      {
+        min: 60_000,
+        max: 30 * 86_400_000,
+      },
+    ),
     gatewayUrl,
     blobs: resolveBlobs(source, dataDir),
     snapshotKeep: integer(source, "snapshot-keep", "ROOST_SNAPSHOT_KEEP", 5, { min: 1, max: 1000 }),
-    snapshotCompressionLevel: integer(source, "snapshot-compression-level", "ROOST_SNAPSHOT_COMPRESSION_LEVEL", 1, {
-      min: 1,
-      max: 19,
-    }),
+    snapshotCompressionLevel: integer(
+      source,
+      "snapshot-compression-level",
+      "ROOST_SNAPSHOT_COMPRESSION_LEVEL",
+      1,
+      {
+        min: 1,
+        max: 19,
+      },
+    ),
   };
 }
 
 function resolveBlobs(source: Source, dataDir: string): BlobStoreConfig {
   const kind = pick(source, "blob-store", "ROOST_BLOB_STORE") ?? "local";
-  if (kind === "local") return { kind, dir: resolvePath(pick(source, "blob-dir", "ROOST_BLOB_DIR") ?? `${dataDir}/blobs`) };
-  if (kind !== "s3") throw new ConfigError(`ROOST_BLOB_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
+  if (kind === "local")
+    return {
+      kind,
+      dir: resolvePath(pick(source, "blob-dir", "ROOST_BLOB_DIR") ?? `${dataDir}/blobs`),
+    };
+  if (kind !== "s3")
+    throw new ConfigError(`ROOST_BLOB_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
   const bucket = pick(source, "s3-bucket", "ROOST_S3_BUCKET");
-  if (bucket === undefined) throw new ConfigError("ROOST_BLOB_STORE=s3 needs a bucket: set ROOST_S3_BUCKET (the bucket must exist)");
+  if (bucket === undefined)
+    throw new ConfigError(
+      "ROOST_BLOB_STORE=s3 needs a bucket: set ROOST_S3_BUCKET (the bucket must exist)",
+    );
   const accessKeyId = pick(source, "", "ROOST_S3_ACCESS_KEY_ID");
   const secretAccessKey = pick(source, "", "ROOST_S3_SECRET_ACCESS_KEY");
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
-    throw new ConfigError("set both ROOST_S3_ACCESS_KEY_ID and ROOST_S3_SECRET_ACCESS_KEY, or neither (to use the AWS default credentials)");
+    throw new ConfigError(
+      "set both ROOST_S3_ACCESS_KEY_ID and ROOST_S3_SECRET_ACCESS_KEY, or neither (to use the AWS default credentials)",
+    );
   }
   const pathStyle = pick(source, "s3-force-path-style", "ROOST_S3_FORCE_PATH_STYLE");
   if (pathStyle !== undefined && pathStyle !== "true" && pathStyle !== "false") {
-    throw new ConfigError(`ROOST_S3_FORCE_PATH_STYLE must be "true" or "false", got ${JSON.stringify(pathStyle)}`);
+    throw new ConfigError(
+      `ROOST_S3_FORCE_PATH_STYLE must be "true" or "false", got ${JSON.stringify(pathStyle)}`,
+    );
   }
   return {
     kind,
@@ -191,13 +227,20 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
   const dataDir = resolvePath(pick(source, "data-dir", "ROOST_DATA_DIR") ?? ".roost");
   const host = pick(source, "host", "ROOST_HOST") ?? "127.0.0.1";
   const port = integer(source, "port", "ROOST_PORT", 7700, { min: 0, max: 65535 });
-  const servicePort = integer(source, "service-port", "ROOST_SERVICE_PORT", 7790, { min: 0, max: 65535 });
-  const serviceUrl = url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
+  const servicePort = integer(source, "service-port", "ROOST_SERVICE_PORT", 7790, {
+    min: 0,
+    max: 65535,
+  });
+  const serviceUrl =
+    url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
 
   const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
   let store: StoreConfig;
   if (storeKind === "sqlite") {
-    store = { kind: "sqlite", path: pick(source, "sqlite-path", "ROOST_SQLITE_PATH") ?? `${dataDir}/roost.db` };
+    store = {
+      kind: "sqlite",
+      path: pick(source, "sqlite-path", "ROOST_SQLITE_PATH") ?? `${dataDir}/roost.db`,
+    };
   } else if (storeKind === "postgres") {
     const databaseUrl = pick(source, "database-url", "ROOST_DATABASE_URL");
     if (databaseUrl === undefined) {
@@ -207,7 +250,9 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     }
     store = { kind: "postgres", url: databaseUrl };
   } else {
-    throw new ConfigError(`ROOST_STORE must be "sqlite" or "postgres", got ${JSON.stringify(storeKind)}`);
+    throw new ConfigError(
+      `ROOST_STORE must be "sqlite" or "postgres", got ${JSON.stringify(storeKind)}`,
+    );
   }
 
   const ingressUrl = url(source, "restate-ingress-url", "ROOST_RESTATE_INGRESS_URL");
@@ -223,9 +268,18 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
   } else {
     restate = {
       mode: "embedded",
-      ingressPort: integer(source, "restate-ingress-port", "ROOST_RESTATE_INGRESS_PORT", 7780, { min: 1, max: 65535 }),
-      adminPort: integer(source, "restate-admin-port", "ROOST_RESTATE_ADMIN_PORT", 7781, { min: 1, max: 65535 }),
-      nodePort: integer(source, "restate-node-port", "ROOST_RESTATE_NODE_PORT", 7782, { min: 1, max: 65535 }),
+      ingressPort: integer(source, "restate-ingress-port", "ROOST_RESTATE_INGRESS_PORT", 7780, {
+        min: 1,
+        max: 65535,
+      }),
+      adminPort: integer(source, "restate-admin-port", "ROOST_RESTATE_ADMIN_PORT", 7781, {
+        min: 1,
+        max: 65535,
+      }),
+      nodePort: integer(source, "restate-node-port", "ROOST_RESTATE_NODE_PORT", 7782, {
+        min: 1,
+        max: 65535,
+      }),
     };
   }
 
@@ -244,7 +298,10 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       anthropicKey === undefined
         ? undefined
         : { apiKey: anthropicKey, baseUrl: url(source, "", "ROOST_ANTHROPIC_BASE_URL") },
-    xai: xaiKey === undefined ? undefined : { apiKey: xaiKey, baseUrl: url(source, "", "ROOST_XAI_BASE_URL") },
+    xai:
+      xaiKey === undefined
+        ? undefined
+        : { apiKey: xaiKey, baseUrl: url(source, "", "ROOST_XAI_BASE_URL") },
     openaiCompatible:
       compatibleUrl === undefined
         ? undefined
@@ -268,7 +325,10 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       min: 1024,
       max: 64 * 1_048_576,
     }),
-    modelAttempts: integer(source, "model-attempts", "ROOST_MODEL_ATTEMPTS", 4, { min: 1, max: 20 }),
+    modelAttempts: integer(source, "model-attempts", "ROOST_MODEL_ATTEMPTS", 4, {
+      min: 1,
+      max: 20,
+    }),
     computers: resolveComputers(source, dataDir),
   };
 }

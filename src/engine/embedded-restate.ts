@@ -540,10 +540,13 @@ function childEnvironment(): NodeJS.ProcessEnv {
  */
 const watchdogScript = [
   "read -r _ignored",
+  // The pid may have been reused since: signal it only while it still is a restate-server.
+  'ours() { grep -q restate-server "/proc/$1/cmdline" 2>/dev/null; }',
+  'ours "$1" || exit 0',
   'kill -TERM "$1" 2>/dev/null || exit 0',
   "i=0",
-  'while kill -0 "$1" 2>/dev/null; do',
-  '  i=$((i + 1)); if [ "$i" -gt 100 ]; then kill -KILL "$1" 2>/dev/null; exit 0; fi',
+  'while ours "$1"; do',
+  '  i=$((i + 1)); if [ "$i" -gt 100 ]; then ours "$1" && kill -KILL "$1" 2>/dev/null; exit 0; fi',
   "  sleep 0.1",
   "done",
 ].join("\n");

@@ -57,9 +57,13 @@ export class NotFoundError extends RoostError {
   readonly kind: string;
   readonly id: string;
   constructor(kind: string, id: string) {
-    super("not_found", `${kind} ${JSON.stringify(id)} not found (check the id, or list them with GET /v1/${kind}s)`, {
-      details: { kind, id },
-    });
+    super(
+      "not_found",
+      `${kind} ${JSON.stringify(id)} not found (check the id, or list them with GET /v1/${kind}s)`,
+      {
+        details: { kind, id },
+      },
+    );
     this.kind = kind;
     this.id = id;
   }

@@ -14,9 +14,20 @@ export type ConversationEvent =
   | { type: "delta"; conversationId: string; turnId: string; text: string }
   | { type: "turn"; conversationId: string; state: TurnState; turnId: string | null }
   /** Output of a running computer tool, as it streams (the tool step holds the final result). */
-  | { type: "tool-output"; conversationId: string; callId: string; stream: "stdout" | "stderr"; data: string };
+  | {
+      type: "tool-output";
+      conversationId: string;
+      callId: string;
+      stream: "stdout" | "stderr";
+      data: string;
+    };
 
-export type AccountEvent = { type: "computer"; accountId: string; state: string; computerId: string };
+export type AccountEvent = {
+  type: "computer";
+  accountId: string;
+  state: string;
+  computerId: string;
+};
 
 type Listener<Event> = (event: Event) => void;
 
@@ -34,7 +45,11 @@ export function createEventHub(): EventHub {
   const accounts = new Map<string, Set<Listener<AccountEvent>>>();
   const working = new Set<string>();
 
-  function add<Event>(map: Map<string, Set<Listener<Event>>>, key: string, listener: Listener<Event>) {
+  function add<Event>(
+    map: Map<string, Set<Listener<Event>>>,
+    key: string,
+    listener: Listener<Event>,
+  ) {
     let set = map.get(key);
     if (set === undefined) {
       set = new Set();

@@ -40,14 +40,18 @@ export function buildSystemPrompt(context: Pick<TurnContext, "bot" | "tools">): 
  * The model's view of the stored steps. Messages still waiting in the inbox are left out: they
  * join the conversation at the next step boundary, when a take picks them up.
  */
-export function stepsToMessages(steps: readonly Step[], pending: readonly Message[]): ModelMessage[] {
+export function stepsToMessages(
+  steps: readonly Step[],
+  pending: readonly Message[],
+): ModelMessage[] {
   const waiting = new Set(pending.map((message) => message.id));
   const messages: ModelMessage[] = [];
   for (const step of steps) {
     const payload = step.payload;
     switch (step.kind) {
       case "message":
-        if (!waiting.has(String(payload.messageId))) messages.push({ role: "user", text: String(payload.text) });
+        if (!waiting.has(String(payload.messageId)))
+          messages.push({ role: "user", text: String(payload.text) });
         break;
       case "model":
         messages.push({

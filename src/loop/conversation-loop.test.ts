@@ -10,7 +10,10 @@ import type { ToolRouter } from "../tools/index.ts";
 import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
 import { createMemoryDurable } from "./memory-durable.ts";
 
-type Script = (request: InferRequest, index: number) => Promise<Partial<InferResult>> | Partial<InferResult>;
+type Script = (
+  request: InferRequest,
+  index: number,
+) => Promise<Partial<InferResult>> | Partial<InferResult>;
 
 function scriptedModel(script: Script): ModelClient & { requests: InferRequest[] } {
   const requests: InferRequest[] = [];
@@ -48,7 +51,12 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     store = await openStore({ kind: "sqlite", path: join(dir, "roost.db") });
     const account = await store.createAccount({ name: "ada", isAdmin: false });
     accountId = account.id;
-    const bot = await store.createBot({ accountId, name: "helper", instructions: "Answer briefly.", model: null });
+    const bot = await store.createBot({
+      accountId,
+      name: "helper",
+      instructions: "Answer briefly.",
+      model: null,
+    });
     conversationId = (await store.createConversation({ accountId, botId: bot.id, title: "t" })).id;
     events = [];
   });
@@ -96,11 +104,15 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       [2, "message"],
       [3, "reply"],
     ]);
-    expect(steps[2]!.payload).toMatchObject({ text: "both seen", usage: { inputTokens: 1, outputTokens: 1 } });
-    expect(events.filter((event) => event.type === "turn").map((event) => event.type === "turn" && event.state)).toEqual([
-      "working",
-      "idle",
-    ]);
+    expect(steps[2]!.payload).toMatchObject({
+      text: "both seen",
+      usage: { inputTokens: 1, outputTokens: 1 },
+    });
+    expect(
+      events
+        .filter((event) => event.type === "turn")
+        .map((event) => event.type === "turn" && event.state),
+    ).toEqual(["working", "idle"]);
   });
 
   it("injects a message sent mid-turn at the next step boundary, in the same turn", async () => {
@@ -113,9 +125,15 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       },
     };
     const model = scriptedModel((_request, index) =>
-      index === 0 ? { toolCalls: [{ id: "provider-1", name: "shell", input: { command: "ls" } }] } : { text: "done" },
+      index === 0
+        ? { toolCalls: [{ id: "provider-1", name: "shell", input: { command: "ls" } }] }
+        : { text: "done" },
     );
-    const result = await runConversation(createMemoryDurable("inv1"), deps(model, { tools }), conversationId);
+    const result = await runConversation(
+      createMemoryDurable("inv1"),
+      deps(model, { tools }),
+      conversationId,
+    );
     expect(result.turns).toBe(1);
     expect(model.requests).toHaveLength(2);
     const second = model.requests[1]!.messages;
@@ -125,7 +143,11 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(kinds).toEqual(["message", "model", "message", "tool", "reply"]);
     const tool = (await store.listSteps(conversationId)).find((step) => step.kind === "tool")!;
     // The call id comes from the journal position, not from the provider.
-    expect(tool.payload).toMatchObject({ callId: "inv1:turn:0:0:0", name: "shell", output: "a.txt" });
+    expect(tool.payload).toMatchObject({
+      callId: "inv1:turn:0:0:0",
+      name: "shell",
+      output: "a.txt",
+    });
   });
 
   it("waits for follow-ups after a reply, runs another turn, then exits when the window passes", async () => {
@@ -147,7 +169,9 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     await send("one");
     const model = scriptedModel(() => ({ text: "ok" }));
     const durable = createMemoryDurable();
-    expect(await runConversation(durable, deps(model, { followUpWindowMs: 10 }), conversationId)).toEqual({ turns: 1 });
+    expect(
+      await runConversation(durable, deps(model, { followUpWindowMs: 10 }), conversationId),
+    ).toEqual({ turns: 1 });
     expect(durable.steps.slice(-2)).toEqual(["take-inbox", "take-inbox"]);
   });
 
@@ -170,13 +194,20 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     await runConversation(createMemoryDurable(), deps(model), conversationId);
     const last = (await store.listSteps(conversationId)).at(-1)!;
     expect(last.kind).toBe("error");
-    expect(last.payload).toMatchObject({ code: "model_error", message: expect.stringContaining("ROOST_OPENAI_API_KEY") });
+    expect(last.payload).toMatchObject({
+      code: "model_error",
+      message: expect.stringContaining("ROOST_OPENAI_API_KEY"),
+    });
   });
 
   it("stops a turn that never replies", async () => {
     await send("loop forever");
     const model = scriptedModel(() => ({ toolCalls: [{ id: "x", name: "shell", input: {} }] }));
-    await runConversation(createMemoryDurable(), deps(model, { maxModelCallsPerTurn: 3 }), conversationId);
+    await runConversation(
+      createMemoryDurable(),
+      deps(model, { maxModelCallsPerTurn: 3 }),
+      conversationId,
+    );
     const last = (await store.listSteps(conversationId)).at(-1)!;
     expect(last.payload).toMatchObject({ code: "turn_too_long" });
     expect(model.requests).toHaveLength(3);
@@ -199,13 +230,20 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       isDemo: false,
       async infer(request) {
         for (const piece of ["Hel", "lo"]) request.onTextDelta?.(piece);
-        return { text: "Hello", toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finishReason: "stop", model: "s" };
+        return {
+          text: "Hello",
+          toolCalls: [],
+          usage: { inputTokens: 0, outputTokens: 0 },
+          finishReason: "stop",
+          model: "s",
+        };
       },
     };
     await runConversation(createMemoryDurable(), deps(model), conversationId);
-    expect(events.filter((event) => event.type === "delta").map((event) => event.type === "delta" && event.text)).toEqual([
-      "Hel",
-      "lo",
-    ]);
+    expect(
+      events
+        .filter((event) => event.type === "delta")
+        .map((event) => event.type === "delta" && event.text),
+    ).toEqual(["Hel", "lo"]);
   });
 });

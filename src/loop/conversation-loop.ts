@@ -17,7 +17,12 @@ import type { EventHub } from "../events/index.ts";
 import type { InferResult, ModelClient, ModelMessage, ToolCall } from "../models/index.ts";
 import type { Message, Step, Store } from "../store/index.ts";
 import type { ToolResult, ToolRouter } from "../tools/index.ts";
-import { buildSystemPrompt, historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
+import {
+  buildSystemPrompt,
+  historyStepLimit,
+  stepsToMessages,
+  type TurnContext,
+} from "./context.ts";
 import { StepFailedError, type DurableContext } from "./durable.ts";
 
 export interface LoopDependencies {
@@ -32,7 +37,8 @@ export interface LoopDependencies {
   maxModelCallsPerTurn?: number;
 }
 
-type InferOutcome = { ok: true; result: InferResult } | { ok: false; error: { code: string; message: string } };
+type InferOutcome =
+  { ok: true; result: InferResult } | { ok: false; error: { code: string; message: string } };
 
 interface SavedStep {
   seq: number;
@@ -49,7 +55,9 @@ export async function runConversation(
   let turns = 0;
   const take = (waiterId: string | null = null) => {
     const takeId = `${durable.invocationId}:take:${takes++}`; // L2, L3
-    return durable.step("take-inbox", async () => toInbox(await store.takeInbox(conversationId, takeId, waiterId)));
+    return durable.step("take-inbox", async () =>
+      toInbox(await store.takeInbox(conversationId, takeId, waiterId)),
+    );
   };
   const save = (step: Parameters<Store["appendStep"]>[0], name = "save-step") =>
     durable.step(name, async (): Promise<SavedStep> => {
@@ -127,7 +135,10 @@ async function runTurn(
   const maxCalls = deps.maxModelCallsPerTurn ?? 50;
   let usedTools = false;
   const fail = (index: number, error: { code: string; message: string }) =>
-    save({ conversationId, id: `${turnId}:${index}:error`, turnId, kind: "error", payload: error }, "send-to-user");
+    save(
+      { conversationId, id: `${turnId}:${index}:error`, turnId, kind: "error", payload: error },
+      "send-to-user",
+    );
 
   for (let index = 0; ; index++) {
     if (index >= maxCalls) {
@@ -152,7 +163,8 @@ async function runTurn(
           return { ok: true, result };
         } catch (error) {
           const roost = toRoostError(error);
-          if (isReportable(roost)) return { ok: false, error: { code: roost.code, message: roost.message } };
+          if (isReportable(roost))
+            return { ok: false, error: { code: roost.code, message: roost.message } };
           throw error;
         }
       });
@@ -165,7 +177,10 @@ async function runTurn(
     }
 
     const { result } = outcome;
-    const usage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+    const usage = {
+      inputTokens: result.usage.inputTokens,
+      outputTokens: result.usage.outputTokens,
+    };
     if (result.toolCalls.length === 0) {
       await save(
         {
@@ -173,7 +188,12 @@ async function runTurn(
           id: `${turnId}:${index}:reply`,
           turnId,
           kind: "reply",
-          payload: { text: result.text, model: result.model, usage, finishReason: result.finishReason },
+          payload: {
+            text: result.text,
+            model: result.model,
+            usage,
+            finishReason: result.finishReason,
+          },
         },
         "send-to-user",
       );
@@ -210,7 +230,11 @@ async function runTurn(
           return { ...executed, durationMs: Date.now() - started };
         });
       } catch (error) {
-        toolResult = { output: `The tool failed: ${stepFailure(error).message}`, isError: true, durationMs: 0 };
+        toolResult = {
+          output: `The tool failed: ${stepFailure(error).message}`,
+          isError: true,
+          durationMs: 0,
+        };
       }
       await save({
         conversationId,
@@ -227,7 +251,13 @@ async function runTurn(
           durationMs: toolResult.durationMs,
         },
       });
-      messages.push({ role: "tool", callId: call.id, name: call.name, output: toolResult.output, isError: toolResult.isError });
+      messages.push({
+        role: "tool",
+        callId: call.id,
+        name: call.name,
+        output: toolResult.output,
+        isError: toolResult.isError,
+      });
     }
 
     // Step boundary: messages sent while the tools ran join this turn. L3

@@ -11,6 +11,19 @@ import { createRestateDurable } from "./restate-durable.ts";
 
 export const conversationObjectName = "conversation";
 
+/**
+ * How Restate retries an invocation whose service endpoint failed or vanished (a server killed
+ * mid-turn): quickly at first, never more than 2 s apart, practically forever. Shared by every
+ * durable object of Roost.
+ */
+export const durableObjectRetryPolicy = {
+  initialInterval: 100,
+  maxInterval: 2000,
+  exponentiationFactor: 2,
+  onMaxAttempts: "pause",
+  maxAttempts: 100_000,
+} as const;
+
 export function createConversationObject(deps: LoopDependencies) {
   return restate.object({
     name: conversationObjectName,
@@ -20,7 +33,7 @@ export function createConversationObject(deps: LoopDependencies) {
     },
     options: {
       // A dead service endpoint (server killed) is retried until it comes back. §12
-      retryPolicy: { initialInterval: 100, maxInterval: 2000, exponentiationFactor: 2, onMaxAttempts: "pause", maxAttempts: 100_000 },
+      retryPolicy: durableObjectRetryPolicy,
       // Model calls and tool calls may run for minutes without journal progress.
       inactivityTimeout: 15 * 60_000,
       abortTimeout: 60 * 60_000,

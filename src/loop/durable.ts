@@ -20,7 +20,10 @@ export interface DurableContext {
    * nothing, wait until someone resolves the promise (`resolveWaiter`) or `timeoutMs` passes.
    * Returns the messages found, or "timeout".
    */
-  waitForMessage<T>(timeoutMs: number, check: (waiterId: string) => Promise<T[]>): Promise<T[] | "timeout">;
+  waitForMessage<T>(
+    timeoutMs: number,
+    check: (waiterId: string) => Promise<T[]>,
+  ): Promise<T[] | "timeout">;
 }
 
 /** Thrown by `step` when its action failed `maxAttempts` times. */

@@ -36,7 +36,10 @@ export function createMemoryDurable(invocationId = "inv_test"): MemoryDurable {
           lastError = error;
         }
       }
-      throw new StepFailedError(name, lastError instanceof Error ? lastError.message : String(lastError));
+      throw new StepFailedError(
+        name,
+        lastError instanceof Error ? lastError.message : String(lastError),
+      );
     },
     async waitForMessage<T>(timeoutMs: number, check: (waiterId: string) => Promise<T[]>) {
       signalled = false;

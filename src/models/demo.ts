@@ -26,7 +26,8 @@ const label = "[demo model]";
 
 /** What the demo model decided to do with the last user message. */
 type DemoAction =
-  { kind: "tool"; name: string; input: Record<string, string | boolean> } | { kind: "reply"; text: string };
+  | { kind: "tool"; name: string; input: Record<string, string | boolean> }
+  | { kind: "reply"; text: string };
 
 /** Rough token count: words, not tokens. */
 function countWords(text: string): number {
@@ -68,8 +69,16 @@ function decide(text: string, request: InferRequest): DemoAction {
     return { kind: "tool", name: "list", input: { path: list[1] ?? "." } };
   }
   const editCommand = /^edit\s+(\S+)\s([\s\S]+?)\s=>\s([\s\S]*)$/.exec(trimmed);
-  if (editCommand?.[1] !== undefined && editCommand[2] !== undefined && isOffered(request, "edit")) {
-    return { kind: "tool", name: "edit", input: { path: editCommand[1], oldString: editCommand[2], newString: editCommand[3] ?? "" } };
+  if (
+    editCommand?.[1] !== undefined &&
+    editCommand[2] !== undefined &&
+    isOffered(request, "edit")
+  ) {
+    return {
+      kind: "tool",
+      name: "edit",
+      input: { path: editCommand[1], oldString: editCommand[2], newString: editCommand[3] ?? "" },
+    };
   }
   const glob = /^glob\s+(\S+)\s*$/.exec(trimmed);
   if (glob?.[1] !== undefined && isOffered(request, "glob")) {

@@ -8,7 +8,10 @@ import { join } from "node:path";
 import { issueApiToken } from "../auth/index.ts";
 import type { Store } from "../store/index.ts";
 
-export async function ensureLocalAdmin(store: Store, dataDir: string): Promise<{ tokenFile: string; created: boolean }> {
+export async function ensureLocalAdmin(
+  store: Store,
+  dataDir: string,
+): Promise<{ tokenFile: string; created: boolean }> {
   const tokenFile = join(dataDir, "admin-token");
   let admin = await store.findAdminAccount();
   const created = admin === undefined;
@@ -17,7 +20,12 @@ export async function ensureLocalAdmin(store: Store, dataDir: string): Promise<{
     const { token } = await issueApiToken(store, admin.id, "local admin");
     await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
     await chmod(tokenFile, 0o600);
-    await store.audit({ accountId: admin.id, action: "token.create", target: admin.id, detail: { reason: "local admin token file" } });
+    await store.audit({
+      accountId: admin.id,
+      action: "token.create",
+      target: admin.id,
+      detail: { reason: "local admin token file" },
+    });
   }
   return { tokenFile, created };
 }

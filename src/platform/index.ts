@@ -24,6 +24,7 @@ import {
   type RestateEngine,
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
+import { parseEgressPolicy } from "../egress/index.ts";
 import { createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
@@ -34,7 +35,9 @@ import { createComputerTools, type ToolRouter } from "../tools/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { createKicker } from "./kicker.ts";
-import { selectComputerProvider } from "./provider-selection.ts";
+import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
+
+const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
 
 export interface PlatformOptions {
   log?: (message: string) => void;
@@ -59,23 +62,36 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-export async function startPlatform(config: RoostConfig, options: PlatformOptions = {}): Promise<Platform> {
+export async function startPlatform(
+  config: RoostConfig,
+  options: PlatformOptions = {},
+): Promise<Platform> {
   const log = options.log ?? ((message: string) => console.error(message));
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.reverse()) {
       const began = Date.now();
       await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
-      if (process.env.ROOST_DEBUG_CLOSE) log(`close step ${cleanup.toString().slice(0, 60)} ${Date.now() - began} ms`);
+      if (process.env.ROOST_DEBUG_CLOSE)
+        log(`close step ${cleanup.toString().slice(0, 60)} ${Date.now() - began} ms`);
     }
   };
 
   try {
     mkdirSync(config.dataDir, { recursive: true });
-    const provider = options.provider ?? (await selectComputerProvider(config, log));
-    cleanups.push(() => provider.close());
     const store = await openStore(config.store);
     cleanups.push(() => store.close());
+    const runtime: ComputerRuntime =
+      options.provider === undefined
+        ? await startComputerRuntime(config, store, log)
+        : {
+            provider: options.provider,
+            egress: undefined,
+            applyPolicy: async () => undefined,
+            close: () => options.provider!.close(),
+          };
+    cleanups.push(() => runtime.close());
+    const provider = runtime.provider;
     const blobs = openBlobStore(config);
     cleanups.push(() => blobs.close());
     const snapshotter = createSnapshotter({
@@ -87,7 +103,9 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     });
     const events = createEventHub();
 
-    const models = createModelResolver(config.models, { retry: { maxAttempts: config.modelAttempts } });
+    const models = createModelResolver(config.models, {
+      retry: { maxAttempts: config.modelAttempts },
+    });
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
 
     // One HTTP server for the API and the gateway; it starts listening once everything is wired.
@@ -99,7 +117,9 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     // `env` carries the socket: the web app's local sign-in checks that the caller is on loopback.
     let fetchApi: (request: Request, env?: unknown) => Response | Promise<Response> = () =>
       new Response("starting", { status: 503 });
-    const server: ServerType = createAdaptorServer({ fetch: (request, env) => fetchApi(request, env) });
+    const server: ServerType = createAdaptorServer({
+      fetch: (request, env) => fetchApi(request, env),
+    });
     const gateway = createGateway({
       server: server as unknown as import("node:http").Server,
       verifyToken: async (token) => {
@@ -118,10 +138,14 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     cleanups.push(() => gateway.close());
     const port = (server.address() as AddressInfo).port;
     const url = `http://${config.host}:${port}`;
-    const gatewayUrl = config.computers.gatewayUrl ?? `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
+    const gatewayUrl =
+      config.computers.gatewayUrl ??
+      `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
 
     const controlPlane = createControlPlaneClient(ingressUrl);
-    const tools = options.tools ?? createComputerTools({ store, controlPlane, gateway, events, providerKind: provider.kind });
+    const tools =
+      options.tools ??
+      createComputerTools({ store, controlPlane, gateway, events, providerKind: provider.kind });
 
     // The durable objects' service endpoint, called by Restate.
     const conversationObject = createConversationObject({
@@ -141,7 +165,9 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         restoreIfNeeded: async (computerId, paths) => {
           if (await snapshotter.needsRestore(computerId, paths.root)) {
             const restored = await snapshotter.restore(computerId, paths.root);
-            log(`roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`);
+            log(
+              `roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`,
+            );
           }
         },
         save: async (computerId, paths) => {
@@ -154,7 +180,10 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
       holdLeaseMs: 30 * 60_000,
     });
     const serviceServer = http2.createServer(
-      restate.createEndpointHandler({ services: [conversationObject, computerObject], logger: () => undefined }),
+      restate.createEndpointHandler({
+        services: [conversationObject, computerObject],
+        logger: () => undefined,
+      }),
     );
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
@@ -162,7 +191,8 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     });
     cleanups.push(() => closeHttp2(serviceServer));
     const servicePort = (serviceServer.address() as AddressInfo).port;
-    const serviceUrl = config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
+    const serviceUrl =
+      config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
 
     const engine =
       config.restate.mode === "embedded"
@@ -172,11 +202,18 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
             adminPort: config.restate.adminPort,
             nodePort: config.restate.nodePort,
             onEvent: (event) => {
-              if (event.type === "exited" && !event.expected) log(`roost: restate-server exited (${event.signal ?? event.code}); restarting`);
-              if (event.type === "orphan-terminated") log(`roost: stopped a restate-server left over from an earlier run (pid ${event.pid})`);
+              if (event.type === "exited" && !event.expected)
+                log(`roost: restate-server exited (${event.signal ?? event.code}); restarting`);
+              if (event.type === "orphan-terminated")
+                log(
+                  `roost: stopped a restate-server left over from an earlier run (pid ${event.pid})`,
+                );
             },
           })
-        : await connectExternalRestate({ ingressUrl: config.restate.ingressUrl, adminUrl: config.restate.adminUrl });
+        : await connectExternalRestate({
+            ingressUrl: config.restate.ingressUrl,
+            adminUrl: config.restate.adminUrl,
+          });
     started.engine = engine;
     cleanups.push(() => engine.close());
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
@@ -212,6 +249,23 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),
         sleep: (computerId) => controlPlane.sleep(computerId),
         workspaceDir: (computerId) => provider.paths(computerId).workspace,
+        networkPolicy: async (computerId) => {
+          const stored = await store.getNetworkPolicy(computerId);
+          return stored === null ? defaultEgressPolicy : parseEgressPolicy(stored);
+        },
+        setNetworkPolicy: async (computerId, accountId, input) => {
+          const policy = parseEgressPolicy(input); // throws InvalidRequestError with the reason
+          await store.setNetworkPolicy(computerId, input);
+          await store.audit({
+            accountId,
+            action: "computer.network_policy",
+            target: computerId,
+            detail: { policy: input },
+          });
+          await runtime.applyPolicy(computerId);
+          return policy;
+        },
+        egressEnforced: runtime.egress !== undefined,
       },
       health: async () => {
         const checks: Record<string, string> = {};
@@ -221,10 +275,12 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
         } catch (error) {
           checks.store = `failing: ${(error as Error).message}`;
         }
-        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch((error: unknown) => ({
-          healthy: false,
-          problem: String(error),
-        }));
+        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch(
+          (error: unknown) => ({
+            healthy: false,
+            problem: String(error),
+          }),
+        );
         checks.engine = probe.healthy ? "ok" : `failing: ${probe.problem ?? "unhealthy"}`;
         return { ok: Object.values(checks).every((value) => value === "ok"), checks };
       },
@@ -232,19 +288,34 @@ export async function startPlatform(config: RoostConfig, options: PlatformOption
     // The web app at `/`; in embedded mode it signs the local user in from loopback without ceremony.
     api.route(
       "/",
-      createWebHandler(config.restate.mode === "embedded" ? { localSignIn: { tokenFile: admin.tokenFile } } : {}),
+      createWebHandler(
+        config.restate.mode === "embedded" ? { localSignIn: { tokenFile: admin.tokenFile } } : {},
+      ),
     );
     fetchApi = (request, env) => api.fetch(request, env);
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
     const sweep = () =>
-      kicker.sweep().catch((error: unknown) => log(`roost: sweep of waiting messages failed: ${(error as Error).message}`));
+      kicker
+        .sweep()
+        .catch((error: unknown) =>
+          log(`roost: sweep of waiting messages failed: ${(error as Error).message}`),
+        );
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();
     cleanups.push(async () => clearInterval(sweepTimer));
 
-    return { url, port, adminTokenFile: admin.tokenFile, store, events, engine, provider, close: closeAll };
+    return {
+      url,
+      port,
+      adminTokenFile: admin.tokenFile,
+      store,
+      events,
+      engine,
+      provider,
+      close: closeAll,
+    };
   } catch (error) {
     await closeAll();
     throw error;

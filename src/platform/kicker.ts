@@ -23,20 +23,37 @@ export function createKicker(ingressUrl: () => string, store: Store): Kicker {
     if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
     let response: Response;
     try {
-      response = await fetch(`${ingressUrl()}${path}`, { method: "POST", headers, body, signal: AbortSignal.timeout(5000) });
-    } catch (error) {
-      throw new RoostError("unavailable", `the durable engine did not take the message (${(error as Error).message})`, {
-        retryAfterMs: 1000,
+      response = await fetch(`${ingressUrl()}${path}`, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.timeout(5000),
       });
+    } catch (error) {
+      throw new RoostError(
+        "unavailable",
+        `the durable engine did not take the message (${(error as Error).message})`,
+        {
+          retryAfterMs: 1000,
+        },
+      );
     }
     const text = await response.text();
     return { status: response.status, text };
   }
 
   async function queueRun(conversationId: string, idempotencyKey: string) {
-    const result = await post(`/${conversationObjectName}/${encodeURIComponent(conversationId)}/run/send`, idempotencyKey, "null");
+    const result = await post(
+      `/${conversationObjectName}/${encodeURIComponent(conversationId)}/run/send`,
+      idempotencyKey,
+      "null",
+    );
     if (result.status >= 300) {
-      throw new RoostError("unavailable", `the durable engine answered ${result.status}: ${result.text}`, { retryAfterMs: 1000 });
+      throw new RoostError(
+        "unavailable",
+        `the durable engine answered ${result.status}: ${result.text}`,
+        { retryAfterMs: 1000 },
+      );
     }
   }
 
@@ -50,7 +67,11 @@ export function createKicker(ingressUrl: () => string, store: Store): Kicker {
     },
     async sweep() {
       const waiting = await store.listWaitingConversations();
-      await Promise.all(waiting.map(({ conversationId, oldestMessageId }) => queueRun(conversationId, `sweep:${oldestMessageId}`)));
+      await Promise.all(
+        waiting.map(({ conversationId, oldestMessageId }) =>
+          queueRun(conversationId, `sweep:${oldestMessageId}`),
+        ),
+      );
       return waiting.length;
     },
   };

@@ -8,8 +8,12 @@ export type * from "./types.ts";
 export { stepKinds } from "./types.ts";
 
 /** Open the configured store and bring its schema up to date. */
-export async function openStore(config: StoreConfig, options: SqlStoreOptions = {}): Promise<Store> {
-  const driver = config.kind === "sqlite" ? createSqliteDriver(config.path) : createPostgresDriver(config.url);
+export async function openStore(
+  config: StoreConfig,
+  options: SqlStoreOptions = {},
+): Promise<Store> {
+  const driver =
+    config.kind === "sqlite" ? createSqliteDriver(config.path) : createPostgresDriver(config.url);
   const store = createSqlStore(driver, options);
   try {
     await store.migrate();

@@ -88,4 +88,11 @@ export const migrations: readonly { version: number; statements: readonly string
         expires_at BIGINT NOT NULL)`,
     ],
   },
+  {
+    version: 4,
+    statements: [
+      // The computer's egress policy as JSON (docs/egress.md); null means the platform default.
+      `ALTER TABLE computers ADD COLUMN network_policy TEXT`,
+    ],
+  },
 ];

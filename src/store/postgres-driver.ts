@@ -31,7 +31,10 @@ export function createPostgresDriver(connectionString: string): SqlDriver {
       getTypeParser: ((oid: number, format?: "text" | "binary"): unknown =>
         oid === int8Oid
           ? (value: string) => Number(value)
-          : (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(oid, format)) as typeof pg.types.getTypeParser,
+          : (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(
+              oid,
+              format,
+            )) as typeof pg.types.getTypeParser,
     },
   });
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.

@@ -12,6 +12,7 @@ import type {
   AuditEntry,
   Bot,
   BotPatch,
+  Computer,
   Conversation,
   Message,
   Step,
@@ -114,6 +115,18 @@ const toStep = (row: StepRow): Step => ({
   payload: JSON.parse(row.payload) as Record<string, unknown>,
   createdAt: Number(row.created_at),
 });
+interface ComputerRow {
+  id: string;
+  account_id: string;
+  provider: string;
+  created_at: number;
+}
+const toComputer = (row: ComputerRow): Computer => ({
+  id: row.id,
+  accountId: row.account_id,
+  provider: row.provider,
+  createdAt: Number(row.created_at),
+});
 const toAudit = (row: AuditRow): AuditEntry => ({
   id: row.id,
   accountId: row.account_id,
@@ -123,7 +136,8 @@ const toAudit = (row: AuditRow): AuditEntry => ({
   createdAt: Number(row.created_at),
 });
 
-const messageColumns = "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at";
+const messageColumns =
+  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 
 export interface SqlStoreOptions {
@@ -135,28 +149,43 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   const now = options.clock ?? Date.now;
   const ids = options.ids ?? newId;
 
-  async function first<Row>(executor: SqlExecutor, sql: string, params: (string | number | null)[]) {
+  async function first<Row>(
+    executor: SqlExecutor,
+    sql: string,
+    params: (string | number | null)[],
+  ) {
     const rows = await executor.all<Row>(sql, params);
     return rows[0];
   }
 
   /** S1: the next sequence number, taken under the conversation row's write lock. */
-  async function nextSeq(tx: SqlExecutor, conversationId: string, at: number): Promise<{ seq: number; waiter: string | null }> {
+  async function nextSeq(
+    tx: SqlExecutor,
+    conversationId: string,
+    at: number,
+  ): Promise<{ seq: number; waiter: string | null }> {
     const row = await first<{ last_seq: number; waiter: string | null }>(
       tx,
       "UPDATE conversations SET last_seq = last_seq + 1, updated_at = ? WHERE id = ? RETURNING last_seq, waiter",
       [at, conversationId],
     );
-    if (row === undefined) throw new RoostError("not_found", `conversation ${conversationId} not found`);
+    if (row === undefined)
+      throw new RoostError("not_found", `conversation ${conversationId} not found`);
     return { seq: Number(row.last_seq), waiter: row.waiter };
   }
 
   async function findStep(executor: SqlExecutor, id: string) {
-    const row = await first<StepRow>(executor, `SELECT ${stepColumns} FROM steps WHERE id = ?`, [id]);
+    const row = await first<StepRow>(executor, `SELECT ${stepColumns} FROM steps WHERE id = ?`, [
+      id,
+    ]);
     return row === undefined ? undefined : toStep(row);
   }
 
-  async function findMessageByClientId(executor: SqlExecutor, conversationId: string, clientMessageId: string) {
+  async function findMessageByClientId(
+    executor: SqlExecutor,
+    conversationId: string,
+    clientMessageId: string,
+  ) {
     const row = await first<MessageRow>(
       executor,
       `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND client_message_id = ?`,
@@ -166,7 +195,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   }
 
   /** Run an insert that may race with an identical one; on a unique violation, read the winner. */
-  async function idempotent<T>(insert: () => Promise<T>, readExisting: () => Promise<T | undefined>): Promise<T> {
+  async function idempotent<T>(
+    insert: () => Promise<T>,
+    readExisting: () => Promise<T | undefined>,
+  ): Promise<T> {
     try {
       return await insert();
     } catch (error) {
@@ -182,10 +214,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async migrate() {
       await driver.withMigrationLock(async () => {
-        await driver.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)");
+        await driver.run(
+          "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)",
+        );
         const applied = new Set(
-          (await driver.all<{ version: number }>("SELECT version FROM schema_migrations")).map((row) =>
-            Number(row.version),
+          (await driver.all<{ version: number }>("SELECT version FROM schema_migrations")).map(
+            (row) => Number(row.version),
           ),
         );
         for (const migration of migrations) {
@@ -202,12 +236,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async createAccount({ name, isAdmin }) {
       const account: Account = { id: ids("acct"), name, isAdmin, createdAt: now() };
-      await driver.run("INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, ?, ?)", [
-        account.id,
-        name,
-        isAdmin ? 1 : 0,
-        account.createdAt,
-      ]);
+      await driver.run(
+        "INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, ?, ?)",
+        [account.id, name, isAdmin ? 1 : 0, account.createdAt],
+      );
       return account;
     },
 
@@ -245,7 +277,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async createBot({ accountId, name, instructions, model }) {
       const at = now();
-      const bot: Bot = { id: ids("bot"), accountId, name, instructions, model, createdAt: at, updatedAt: at };
+      const bot: Bot = {
+        id: ids("bot"),
+        accountId,
+        name,
+        instructions,
+        model,
+        createdAt: at,
+        updatedAt: at,
+      };
       try {
         await driver.run(
           "INSERT INTO bots (id, account_id, name, instructions, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -253,9 +293,13 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         );
       } catch (error) {
         if (driver.isUniqueViolation(error)) {
-          throw new RoostError("conflict", `a bot named ${JSON.stringify(name)} already exists (pick another name)`, {
-            details: { field: "name" },
-          });
+          throw new RoostError(
+            "conflict",
+            `a bot named ${JSON.stringify(name)} already exists (pick another name)`,
+            {
+              details: { field: "name" },
+            },
+          );
         }
         throw error;
       }
@@ -263,9 +307,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     },
 
     async listBots(accountId) {
-      const rows = await driver.all<BotRow>("SELECT * FROM bots WHERE account_id = ? ORDER BY created_at, id", [
-        accountId,
-      ]);
+      const rows = await driver.all<BotRow>(
+        "SELECT * FROM bots WHERE account_id = ? ORDER BY created_at, id",
+        [accountId],
+      );
       return rows.map(toBot);
     },
 
@@ -275,10 +320,11 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     },
 
     async findBotByName(accountId, name) {
-      const row = await first<BotRow>(driver, "SELECT * FROM bots WHERE account_id = ? AND name = ?", [
-        accountId,
-        name,
-      ]);
+      const row = await first<BotRow>(
+        driver,
+        "SELECT * FROM bots WHERE account_id = ? AND name = ?",
+        [accountId, name],
+      );
       return row === undefined ? undefined : toBot(row);
     },
 
@@ -295,18 +341,19 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           updatedAt: now(),
         };
         try {
-          await tx.run("UPDATE bots SET name = ?, instructions = ?, model = ?, updated_at = ? WHERE id = ?", [
-            next.name,
-            next.instructions,
-            next.model,
-            next.updatedAt,
-            id,
-          ]);
+          await tx.run(
+            "UPDATE bots SET name = ?, instructions = ?, model = ?, updated_at = ? WHERE id = ?",
+            [next.name, next.instructions, next.model, next.updatedAt, id],
+          );
         } catch (error) {
           if (driver.isUniqueViolation(error)) {
-            throw new RoostError("conflict", `a bot named ${JSON.stringify(next.name)} already exists (pick another name)`, {
-              details: { field: "name" },
-            });
+            throw new RoostError(
+              "conflict",
+              `a bot named ${JSON.stringify(next.name)} already exists (pick another name)`,
+              {
+                details: { field: "name" },
+              },
+            );
           }
           throw error;
         }
@@ -347,7 +394,9 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     },
 
     async getConversation(id) {
-      const row = await first<ConversationRow>(driver, "SELECT * FROM conversations WHERE id = ?", [id]);
+      const row = await first<ConversationRow>(driver, "SELECT * FROM conversations WHERE id = ?", [
+        id,
+      ]);
       return row === undefined ? undefined : toConversation(row);
     },
 
@@ -374,18 +423,23 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)`,
               [message.id, conversationId, clientMessageId, authorAccountId, text, seq, at],
             );
-            await tx.run(`INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, NULL, 'message', ?, ?)`, [
-              conversationId,
-              seq,
-              `${message.id}`,
-              JSON.stringify({ messageId: message.id, text, authorAccountId }),
-              at,
-            ]);
+            await tx.run(
+              `INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, NULL, 'message', ?, ?)`,
+              [
+                conversationId,
+                seq,
+                `${message.id}`,
+                JSON.stringify({ messageId: message.id, text, authorAccountId }),
+                at,
+              ],
+            );
             return { message, created: true, waiter };
           }),
         async () => {
           const winner = await findMessageByClientId(driver, conversationId, clientMessageId);
-          return winner === undefined ? undefined : { message: winner, created: false, waiter: null };
+          return winner === undefined
+            ? undefined
+            : { message: winner, created: false, waiter: null };
         },
       );
     },
@@ -394,10 +448,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return driver.transaction(async (tx) => {
         // S6: lock the conversation row first, as appendMessage does, and record the waiter.
         await tx.run("UPDATE conversations SET waiter = ? WHERE id = ?", [waiter, conversationId]);
-        await tx.run("UPDATE messages SET taken_by = ? WHERE conversation_id = ? AND taken_by IS NULL", [
-          takeId,
-          conversationId,
-        ]);
+        await tx.run(
+          "UPDATE messages SET taken_by = ? WHERE conversation_id = ? AND taken_by IS NULL",
+          [takeId, conversationId],
+        );
         const rows = await tx.all<MessageRow>(
           `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND taken_by = ? ORDER BY seq`,
           [conversationId, takeId],
@@ -466,51 +520,37 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async ensureComputer(accountId, provider) {
       const read = async () => {
-        const row = await first<{ id: string; account_id: string; provider: string; created_at: number }>(
+        const row = await first<ComputerRow>(
           driver,
           "SELECT * FROM computers WHERE account_id = ?",
           [accountId],
         );
-        return row === undefined
-          ? undefined
-          : { id: row.id, accountId: row.account_id, provider: row.provider, createdAt: Number(row.created_at) };
+        return row === undefined ? undefined : toComputer(row);
       };
       const existing = await read();
       if (existing !== undefined) return existing;
-      return idempotent(
-        async () => {
-          const computer = { id: ids("cmp"), accountId, provider, createdAt: now() };
-          await driver.run("INSERT INTO computers (id, account_id, provider, created_at) VALUES (?, ?, ?, ?)", [
-            computer.id,
-            accountId,
-            provider,
-            computer.createdAt,
-          ]);
-          return computer;
-        },
-        read,
-      );
+      return idempotent(async () => {
+        const computer = { id: ids("cmp"), accountId, provider, createdAt: now() };
+        await driver.run(
+          "INSERT INTO computers (id, account_id, provider, created_at) VALUES (?, ?, ?, ?)",
+          [computer.id, accountId, provider, computer.createdAt],
+        );
+        return computer;
+      }, read);
     },
 
     async getComputer(id) {
-      const row = await first<{ id: string; account_id: string; provider: string; created_at: number }>(
-        driver,
-        "SELECT * FROM computers WHERE id = ?",
-        [id],
-      );
-      return row === undefined
-        ? undefined
-        : { id: row.id, accountId: row.account_id, provider: row.provider, createdAt: Number(row.created_at) };
+      const row = await first<ComputerRow>(driver, "SELECT * FROM computers WHERE id = ?", [id]);
+      return row === undefined ? undefined : toComputer(row);
     },
 
     async setWorkerToken(computerId, tokenHash, expiresAt) {
       await driver.transaction(async (tx) => {
         await tx.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
-        await tx.run("INSERT INTO worker_tokens (computer_id, token_hash, expires_at) VALUES (?, ?, ?)", [
-          computerId,
-          tokenHash,
-          expiresAt,
-        ]);
+        await tx.run(
+          "INSERT INTO worker_tokens (computer_id, token_hash, expires_at) VALUES (?, ?, ?)",
+          [computerId, tokenHash, expiresAt],
+        );
       });
     },
 
@@ -521,6 +561,25 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         [tokenHash, at],
       );
       return row?.computer_id;
+    },
+
+    async getNetworkPolicy(computerId) {
+      const row = await first<{ network_policy: string | null }>(
+        driver,
+        "SELECT network_policy FROM computers WHERE id = ?",
+        [computerId],
+      );
+      if (row === undefined) throw new RoostError("not_found", `computer ${computerId} not found`);
+      return row.network_policy === null ? null : (JSON.parse(row.network_policy) as unknown);
+    },
+
+    async setNetworkPolicy(computerId, policy) {
+      const result = await driver.run("UPDATE computers SET network_policy = ? WHERE id = ?", [
+        policy === null ? null : JSON.stringify(policy),
+        computerId,
+      ]);
+      if (result.changes === 0)
+        throw new RoostError("not_found", `computer ${computerId} not found`);
     },
 
     async clearWorkerToken(computerId) {
@@ -537,7 +596,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     async listAudit({ accountId, limit = 100 } = {}) {
       const rows =
         accountId === undefined
-          ? await driver.all<AuditRow>("SELECT * FROM audit_log ORDER BY created_at DESC, id LIMIT ?", [limit])
+          ? await driver.all<AuditRow>(
+              "SELECT * FROM audit_log ORDER BY created_at DESC, id LIMIT ?",
+              [limit],
+            )
           : await driver.all<AuditRow>(
               "SELECT * FROM audit_log WHERE account_id = ? ORDER BY created_at DESC, id LIMIT ?",
               [accountId, limit],

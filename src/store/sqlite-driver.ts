@@ -63,7 +63,8 @@ export function createSqliteDriver(path: string): SqlDriver {
       }),
     withMigrationLock: (work) => work(),
     isUniqueViolation: (error) =>
-      error instanceof Error && /UNIQUE constraint failed|PRIMARY KEY constraint failed/.test(error.message),
+      error instanceof Error &&
+      /UNIQUE constraint failed|PRIMARY KEY constraint failed/.test(error.message),
     close: () =>
       exclusive(async () => {
         database.close();

@@ -110,14 +110,26 @@ export interface Store {
   findAccountByTokenHash(tokenHash: string): Promise<Account | undefined>;
 
   /** Throws a `conflict` RoostError when the account already has a bot of that name. */
-  createBot(input: { accountId: string; name: string; instructions: string; model: string | null }): Promise<Bot>;
+  createBot(input: {
+    accountId: string;
+    name: string;
+    instructions: string;
+    model: string | null;
+  }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;
   findBotByName(accountId: string, name: string): Promise<Bot | undefined>;
   updateBot(id: string, patch: BotPatch): Promise<Bot>;
 
-  createConversation(input: { accountId: string; botId: string; title: string }): Promise<Conversation>;
-  listConversations(accountId: string, options?: { botId?: string; limit?: number }): Promise<Conversation[]>;
+  createConversation(input: {
+    accountId: string;
+    botId: string;
+    title: string;
+  }): Promise<Conversation>;
+  listConversations(
+    accountId: string,
+    options?: { botId?: string; limit?: number },
+  ): Promise<Conversation[]>;
   getConversation(id: string): Promise<Conversation | undefined>;
 
   /** S1, S3, S4: stores the message and its `message` step together. */
@@ -138,7 +150,9 @@ export interface Store {
    */
   takeInbox(conversationId: string, takeId: string, waiter?: string | null): Promise<Message[]>;
   /** Conversations with messages no loop has taken yet, with the oldest waiting message's id. */
-  listWaitingConversations(options?: { limit?: number }): Promise<{ conversationId: string; oldestMessageId: string }[]>;
+  listWaitingConversations(options?: {
+    limit?: number;
+  }): Promise<{ conversationId: string; oldestMessageId: string }[]>;
   /** Messages not yet taken by any loop, oldest first. */
   pendingMessages(conversationId: string): Promise<Message[]>;
   listMessages(conversationId: string, options?: { limit?: number }): Promise<Message[]>;
@@ -151,7 +165,10 @@ export interface Store {
     kind: StepKind;
     payload: Record<string, unknown>;
   }): Promise<Step>;
-  listSteps(conversationId: string, options?: { afterSeq?: number; limit?: number }): Promise<Step[]>;
+  listSteps(
+    conversationId: string,
+    options?: { afterSeq?: number; limit?: number },
+  ): Promise<Step[]>;
 
   /** The account's computer, created with `provider` on first use (one per account). */
   ensureComputer(accountId: string, provider: string): Promise<Computer>;
@@ -161,7 +178,15 @@ export interface Store {
   /** The computer a live worker token belongs to; expired tokens match nothing. */
   findComputerByWorkerToken(tokenHash: string, now: number): Promise<string | undefined>;
   clearWorkerToken(computerId: string): Promise<void>;
+  /** The computer's egress policy (JSON as given), or null for the platform default. */
+  getNetworkPolicy(computerId: string): Promise<unknown>;
+  setNetworkPolicy(computerId: string, policy: unknown): Promise<void>;
 
-  audit(input: { accountId: string | null; action: string; target: string; detail?: Record<string, unknown> }): Promise<void>;
+  audit(input: {
+    accountId: string | null;
+    action: string;
+    target: string;
+    detail?: Record<string, unknown>;
+  }): Promise<void>;
   listAudit(options?: { accountId?: string; limit?: number }): Promise<AuditEntry[]>;
 }

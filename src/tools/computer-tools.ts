@@ -25,7 +25,8 @@ import type { Store } from "../store/index.ts";
 import type { ToolContext, ToolResult, ToolRouter } from "./index.ts";
 
 /** T1: the exact text a non-waking tool returns on a sleeping computer. */
-export const asleepMessage = "The computer is asleep. Use Shell or Read to wake it, then try again.";
+export const asleepMessage =
+  "The computer is asleep. Use Shell or Read to wake it, then try again.";
 
 /** Tools that may wake a sleeping computer. @default shell and read */
 export const defaultWakingTools: readonly ToolName[] = ["shell", "read"];
@@ -39,16 +40,23 @@ const fileToolTimeoutMs = 60_000;
 const descriptions: Record<ToolName, string> = {
   shell:
     "Run a bash command on your computer (working directory /workspace unless cwd is given). Returns the exit code and output; long output keeps its head and tail and names a file with the full text. For work longer than a few minutes set background: true and check it with shell_status. Wakes a sleeping computer.",
-  shell_status: "Check a background job started by shell with background: true: its state, exit code and the tail of its output.",
+  shell_status:
+    "Check a background job started by shell with background: true: its state, exit code and the tail of its output.",
   read: "Read a file on your computer: text with line numbers (use offset and limit for long files); images and binary files are detected. Wakes a sleeping computer.",
-  write: "Create or replace a file on your computer with the given content (atomically; parent folders are created).",
+  write:
+    "Create or replace a file on your computer with the given content (atomically; parent folders are created).",
   edit: "Replace an exact string in a file on your computer. Fails if the string is missing, or occurs more than once unless replaceAll is true.",
   list: "List a directory on your computer (default /workspace): names, types and sizes.",
   glob: "Find files on your computer by glob pattern, e.g. **/*.py, under a directory (default /workspace).",
 };
 
 const shellModelInput = toolInputSchemas.shell.extend({
-  timeoutSeconds: z.number().int().positive().max(maxShellTimeoutMs / 1000).optional(),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .positive()
+    .max(maxShellTimeoutMs / 1000)
+    .optional(),
 });
 
 function inputSchemaFor(name: ToolName): z.ZodType {
@@ -77,17 +85,24 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
     specs: async () => specs,
 
     async execute(name: string, input: unknown, context: ToolContext): Promise<ToolResult> {
-      if (!isToolName(name)) return { output: `There is no tool named ${JSON.stringify(name)}.`, isError: true };
+      if (!isToolName(name))
+        return { output: `There is no tool named ${JSON.stringify(name)}.`, isError: true };
       const parsed = inputSchemaFor(name).safeParse(input);
       if (!parsed.success) {
-        return { output: `Invalid input for ${name}: ${z.prettifyError(parsed.error)}`, isError: true };
+        return {
+          output: `Invalid input for ${name}: ${z.prettifyError(parsed.error)}`,
+          isError: true,
+        };
       }
       let toolInput = parsed.data as Record<string, unknown>;
       let timeoutMs = fileToolTimeoutMs;
       if (name === "shell") {
         const { timeoutSeconds, ...rest } = toolInput as z.output<typeof shellModelInput>;
         toolInput = rest;
-        timeoutMs = Math.min(maxShellTimeoutMs, (timeoutSeconds ?? defaultShellTimeoutMs / 1000) * 1000);
+        timeoutMs = Math.min(
+          maxShellTimeoutMs,
+          (timeoutSeconds ?? defaultShellTimeoutMs / 1000) * 1000,
+        );
       }
 
       const computer = await options.store.ensureComputer(context.accountId, options.providerKind);
@@ -96,7 +111,8 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
         holder: context.turnId, // T3
         allowWake: waking.has(name), // T1
       });
-      if (status.state !== "awake") return { output: asleepMessage, isError: true, details: { computerState: status.state } };
+      if (status.state !== "awake")
+        return { output: asleepMessage, isError: true, details: { computerState: status.state } };
 
       const result = await options.gateway.call(
         computer.id,
@@ -114,7 +130,11 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
       );
       options.controlPlane.touch(computer.id).catch(() => undefined);
       if (!result.ok) {
-        return { output: `${name} failed (${result.error.code}): ${result.error.message}`, isError: true, details: { error: result.error } };
+        return {
+          output: `${name} failed (${result.error.code}): ${result.error.message}`,
+          isError: true,
+          details: { error: result.error },
+        };
       }
       return formatOutput(name, result.output as ToolOutput<ToolName>);
     },
@@ -141,15 +161,23 @@ function formatShell(output: ShellOutput): ToolResult {
   ];
   if (output.note !== undefined) lines.push(`Note: ${output.note}`);
   if (output.stdout !== "") lines.push(`stdout:\n${output.stdout}`);
-  if (output.stdoutTruncated) lines.push(`(stdout was ${output.stdoutBytes} bytes; the middle was cut. Full text: ${output.stdoutPath})`);
+  if (output.stdoutTruncated)
+    lines.push(
+      `(stdout was ${output.stdoutBytes} bytes; the middle was cut. Full text: ${output.stdoutPath})`,
+    );
   if (output.stderr !== "") lines.push(`stderr:\n${output.stderr}`);
-  if (output.stderrTruncated) lines.push(`(stderr was ${output.stderrBytes} bytes; the middle was cut. Full text: ${output.stderrPath})`);
+  if (output.stderrTruncated)
+    lines.push(
+      `(stderr was ${output.stderrBytes} bytes; the middle was cut. Full text: ${output.stderrPath})`,
+    );
   if (output.stdout === "" && output.stderr === "") lines.push("(no output)");
   return { output: lines.join("\n"), isError: output.exitCode !== 0, details: { ...output } };
 }
 
 function formatStatus(output: ShellStatusOutput): ToolResult {
-  const lines = [`Job ${output.jobId} (${output.command}): ${output.state}${output.exitCode === null ? "" : `, exit code ${output.exitCode}`}.`];
+  const lines = [
+    `Job ${output.jobId} (${output.command}): ${output.state}${output.exitCode === null ? "" : `, exit code ${output.exitCode}`}.`,
+  ];
   if (output.stdoutTail !== "") lines.push(`stdout (tail):\n${output.stdoutTail}`);
   if (output.stderrTail !== "") lines.push(`stderr (tail):\n${output.stderrTail}`);
   return { output: lines.join("\n"), isError: false, details: { ...output } };
@@ -163,28 +191,71 @@ function formatOutput(name: ToolName, output: ToolOutput<ToolName>): ToolResult 
       return formatStatus(output as ShellStatusOutput);
     case "read": {
       const read = output as ToolOutput<"read">;
-      if (read.kind === "image") return { output: `${read.path} is an image (${read.mimeType}, ${read.sizeBytes} bytes).`, isError: false, details: { path: read.path, mimeType: read.mimeType, sizeBytes: read.sizeBytes } };
-      if (read.kind === "binary") return { output: `${read.path} is a binary file (${read.sizeBytes} bytes); it cannot be shown as text.`, isError: false, details: { ...read } };
+      if (read.kind === "image")
+        return {
+          output: `${read.path} is an image (${read.mimeType}, ${read.sizeBytes} bytes).`,
+          isError: false,
+          details: { path: read.path, mimeType: read.mimeType, sizeBytes: read.sizeBytes },
+        };
+      if (read.kind === "binary")
+        return {
+          output: `${read.path} is a binary file (${read.sizeBytes} bytes); it cannot be shown as text.`,
+          isError: false,
+          details: { ...read },
+        };
       const range = `lines ${read.startLine}–${read.endLine}${read.totalLines === undefined ? "" : ` of ${read.totalLines}`}`;
-      const more = read.truncated ? `\n(more follows: read again with offset ${read.endLine + 1})` : "";
-      return { output: `${read.path} (${range}):\n${read.content}${more}`, isError: false, details: { path: read.path, startLine: read.startLine, endLine: read.endLine, truncated: read.truncated } };
+      const more = read.truncated
+        ? `\n(more follows: read again with offset ${read.endLine + 1})`
+        : "";
+      return {
+        output: `${read.path} (${range}):\n${read.content}${more}`,
+        isError: false,
+        details: {
+          path: read.path,
+          startLine: read.startLine,
+          endLine: read.endLine,
+          truncated: read.truncated,
+        },
+      };
     }
     case "write": {
       const write = output as ToolOutput<"write">;
-      return { output: `${write.created ? "Created" : "Replaced"} ${write.path} (${write.bytesWritten} bytes).`, isError: false, details: { ...write } };
+      return {
+        output: `${write.created ? "Created" : "Replaced"} ${write.path} (${write.bytesWritten} bytes).`,
+        isError: false,
+        details: { ...write },
+      };
     }
     case "edit": {
       const edit = output as ToolOutput<"edit">;
-      return { output: `Edited ${edit.path} (${edit.replacements} replacement${edit.replacements === 1 ? "" : "s"}).`, isError: false, details: { ...edit } };
+      return {
+        output: `Edited ${edit.path} (${edit.replacements} replacement${edit.replacements === 1 ? "" : "s"}).`,
+        isError: false,
+        details: { ...edit },
+      };
     }
     case "list": {
       const list = output as ToolOutput<"list">;
-      const rows = list.entries.map((entry) => `${entry.type === "directory" ? `${entry.name}/` : entry.name}${entry.type === "file" ? ` (${entry.sizeBytes} bytes)` : ""}`);
-      return { output: `${list.path}:\n${rows.length === 0 ? "(empty)" : rows.join("\n")}${list.truncated ? "\n(more entries not shown)" : ""}`, isError: false, details: { path: list.path, count: list.entries.length } };
+      const rows = list.entries.map(
+        (entry) =>
+          `${entry.type === "directory" ? `${entry.name}/` : entry.name}${entry.type === "file" ? ` (${entry.sizeBytes} bytes)` : ""}`,
+      );
+      return {
+        output: `${list.path}:\n${rows.length === 0 ? "(empty)" : rows.join("\n")}${list.truncated ? "\n(more entries not shown)" : ""}`,
+        isError: false,
+        details: { path: list.path, count: list.entries.length },
+      };
     }
     case "glob": {
       const glob = output as ToolOutput<"glob">;
-      return { output: glob.matches.length === 0 ? `No files match under ${glob.path}.` : `${glob.matches.join("\n")}${glob.truncated ? "\n(more matches not shown)" : ""}`, isError: false, details: { path: glob.path, count: glob.matches.length } };
+      return {
+        output:
+          glob.matches.length === 0
+            ? `No files match under ${glob.path}.`
+            : `${glob.matches.join("\n")}${glob.truncated ? "\n(more matches not shown)" : ""}`,
+        isError: false,
+        details: { path: glob.path, count: glob.matches.length },
+      };
     }
   }
 }

@@ -30,7 +30,12 @@ export interface ToolRouter {
   endTurn?(context: { accountId: string; turnId: string }): Promise<void>;
 }
 
-export { asleepMessage, createComputerTools, defaultWakingTools, type ComputerToolsOptions } from "./computer-tools.ts";
+export {
+  asleepMessage,
+  createComputerTools,
+  defaultWakingTools,
+  type ComputerToolsOptions,
+} from "./computer-tools.ts";
 
 /** A router with no tools at all: the platform before any computer or server tool is wired. */
 export function createEmptyToolRouter(): ToolRouter {

@@ -35,13 +35,20 @@ describe("a conversation end to end (demo model, embedded Restate)", () => {
     const api = apiClient(roost.url, roost.token);
     const bot = await api.createBot("echo");
     const conversation = await api.createConversation(bot.id);
-    const stream = await openEventStream(`${roost.url}/v1/conversations/${conversation.id}/events`, roost.token());
+    const stream = await openEventStream(
+      `${roost.url}/v1/conversations/${conversation.id}/events`,
+      roost.token(),
+    );
     try {
       await stream.next((event) => event.event === "hello");
       const ack = await api.send(conversation.id, "hello there");
       expect(ack.seq).toBe(1);
-      await stream.next((event) => event.event === "turn" && (event.data as { state: string }).state === "idle");
-      const deltas = stream.events.filter((event) => event.event === "delta").map((event) => (event.data as { text: string }).text);
+      await stream.next(
+        (event) => event.event === "turn" && (event.data as { state: string }).state === "idle",
+      );
+      const deltas = stream.events
+        .filter((event) => event.event === "delta")
+        .map((event) => (event.data as { text: string }).text);
       expect(deltas.length).toBeGreaterThan(1);
       const streamed = deltas.join("");
       expect(streamed).toContain('You said: "hello there"');
@@ -49,7 +56,9 @@ describe("a conversation end to end (demo model, embedded Restate)", () => {
       expect(steps.map((step) => step.kind)).toEqual(["message", "reply"]);
       expect(steps[1]!.payload.text).toBe(streamed);
       expect(steps[1]!.payload.model).toBe("demo");
-      const changed = stream.events.filter((event) => event.event === "changed").map((event) => (event.data as { seq: number }).seq);
+      const changed = stream.events
+        .filter((event) => event.event === "changed")
+        .map((event) => (event.data as { seq: number }).seq);
       expect(changed).toEqual([1, 2]);
     } finally {
       await stream.close();
@@ -92,11 +101,17 @@ describe("the real provider path end to end (fake OpenAI-compatible server on 12
   let fake: FakeOpenAiServer;
 
   beforeAll(async () => {
-    fake = await startFakeOpenAiServer(() => ({ type: "completion", textChunks: ["Hello", " from", " the fake"] }));
+    fake = await startFakeOpenAiServer(() => ({
+      type: "completion",
+      textChunks: ["Hello", " from", " the fake"],
+    }));
     dataDir = mkdtempSync(join(tmpdir(), "roost-e2e-provider-"));
     roost = await createRoostProcess({
       dataDir,
-      env: { ROOST_MODEL: "openai-compatible:fake-model", ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl },
+      env: {
+        ROOST_MODEL: "openai-compatible:fake-model",
+        ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+      },
     });
     await roost.start();
   });

@@ -11,7 +11,12 @@ import { apiClient } from "../support/api-client.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 import { waitFor } from "../support/wait.ts";
 
-const provider = process.env.ROOST_TEST_COMPUTER_PROVIDER ?? "process";
+// These faults are about the worker and its done-log, which every provider shares. They run on
+// the process provider because they find and kill the worker by its host pid, and because the
+// local provider's sandboxes end with the server by design (docs/computers.md), so "the server
+// dies while a command runs" there means the command ends too (the done-log then answers
+// `interrupted`, which src/worker's tests cover).
+const provider = "process";
 
 /** Pids of the computer's worker processes on this host. */
 function workerPids(computerId: string): number[] {
@@ -21,7 +26,8 @@ function workerPids(computerId: string): number[] {
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "latin1");
       const environ = readFileSync(`/proc/${entry}/environ`, "latin1");
-      if (cmdline.includes("worker/main.ts") && environ.includes(`COMPUTER_ID=${computerId}\0`)) pids.push(Number(entry));
+      if (cmdline.includes("worker/main.ts") && environ.includes(`COMPUTER_ID=${computerId}\0`))
+        pids.push(Number(entry));
     } catch {
       // exited while we looked
     }
@@ -35,7 +41,10 @@ describe(`faults: the computer (${provider} provider)`, () => {
   let api: ReturnType<typeof apiClient>;
 
   async function start(env: Record<string, string> = {}) {
-    roost = await createRoostProcess({ dataDir, env: { ROOST_COMPUTER_PROVIDER: provider, ROOST_FOLLOW_UP_WINDOW_MS: "200", ...env } });
+    roost = await createRoostProcess({
+      dataDir,
+      env: { ROOST_COMPUTER_PROVIDER: provider, ROOST_FOLLOW_UP_WINDOW_MS: "200", ...env },
+    });
     await roost.start();
     api = apiClient(roost.url, roost.token);
     const bot = await api.createBot("faulty");
@@ -45,21 +54,29 @@ describe(`faults: the computer (${provider} provider)`, () => {
     return { conversationId: conversation.id, computerId: computer.id, workspace };
   }
 
-  const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((line) => line !== "") : []);
+  const lines = (file: string) =>
+    existsSync(file)
+      ? readFileSync(file, "utf8")
+          .split("\n")
+          .filter((line) => line !== "")
+      : [];
 
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), "roost-fault-computer-"));
   });
   afterEach(async () => {
     await roost?.stop();
-    if (process.env.ROOST_KEEP_TEST_DATA === undefined) rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.ROOST_KEEP_TEST_DATA === undefined)
+      rmSync(dataDir, { recursive: true, force: true });
     else console.log(`kept ${dataDir}`);
   });
 
   it("worker SIGKILLed mid-call: the call completes after the worker restarts and its side effect happened once", async () => {
     const { conversationId, computerId, workspace } = await start();
     await api.send(conversationId, "$ echo ran >> runs.txt; sleep 2; echo finished");
-    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, { what: "the command to start" });
+    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, {
+      what: "the command to start",
+    });
     const [pid] = workerPids(computerId);
     expect(pid).toBeDefined();
     process.kill(pid!, "SIGKILL");
@@ -73,7 +90,9 @@ describe(`faults: the computer (${provider} provider)`, () => {
   it("server SIGKILLed during a running shell call: after restart the result comes from the done-log and the command did not run twice", async () => {
     const { conversationId, computerId, workspace } = await start();
     await api.send(conversationId, "$ echo ran >> runs.txt; sleep 3; echo finished");
-    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, { what: "the command to start" });
+    await waitFor(() => lines(join(workspace, "runs.txt")).length === 1, {
+      what: "the command to start",
+    });
     await roost.kill("SIGKILL");
     await roost.start();
     const steps = await api.waitForSteps(conversationId, "reply", 1, 60_000);
@@ -89,7 +108,10 @@ describe(`faults: the computer (${provider} provider)`, () => {
     const states: string[] = [];
     await api.send(conversationId, "$ sleep 4; echo still-awake");
     // While the 4-second command runs (4 idle periods), the computer stays awake.
-    await waitFor(async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "awake", { what: "awake" });
+    await waitFor(
+      async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "awake",
+      { what: "awake" },
+    );
     const watching = (async () => {
       for (;;) {
         const steps = await api.steps(conversationId);
@@ -102,9 +124,12 @@ describe(`faults: the computer (${provider} provider)`, () => {
     expect(states.length).toBeGreaterThan(10);
     expect(new Set(states)).toEqual(new Set(["awake"]));
     // Then, with nothing to do, it falls asleep by itself.
-    await waitFor(async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "asleep", {
-      timeoutMs: 15_000,
-      what: "the idle computer to sleep",
-    });
+    await waitFor(
+      async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "asleep",
+      {
+        timeoutMs: 15_000,
+        what: "the idle computer to sleep",
+      },
+    );
   });
 });

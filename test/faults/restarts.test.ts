@@ -9,7 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAiServer, type FakeOpenAiReply, type FakeOpenAiServer } from "../../src/models/index.ts";
+import {
+  startFakeOpenAiServer,
+  type FakeOpenAiReply,
+  type FakeOpenAiServer,
+} from "../../src/models/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
@@ -87,7 +91,11 @@ describe("faults: restarts mid-turn", () => {
     held.open();
     await roost!.start();
     const steps = await api.waitForSteps(conversationId, "reply");
-    await waitFor(async () => (await api.call<{ state: string }>("GET", `/v1/conversations/${conversationId}`)).state === "idle");
+    await waitFor(
+      async () =>
+        (await api.call<{ state: string }>("GET", `/v1/conversations/${conversationId}`)).state ===
+        "idle",
+    );
     expectOneCleanTurn(await api.steps(conversationId));
     // Inference was not journaled when the process died, so it ran again: the second answer wins.
     expect(steps.find((step) => step.kind === "reply")!.payload.text).toBe("reply #1");
@@ -152,10 +160,13 @@ describe("faults: restarts mid-turn", () => {
     const restatePid = roost!.restatePid()!;
     process.kill(restatePid, "SIGKILL");
     held.open();
-    await waitFor(() => {
-      const pid = roost!.restatePid();
-      return pid !== undefined && pid !== restatePid;
-    }, { what: "a new restate-server" });
+    await waitFor(
+      () => {
+        const pid = roost!.restatePid();
+        return pid !== undefined && pid !== restatePid;
+      },
+      { what: "a new restate-server" },
+    );
     const steps = await api.waitForSteps(conversationId, "reply");
     expectOneCleanTurn(steps);
     expect(roost!.output()).toContain("restarting");

@@ -14,24 +14,43 @@ export function apiClient(url: string, token: () => string) {
   async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await fetch(`${url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token()}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${token()}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await response.json()) as T;
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+    if (!response.ok)
+      throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
     return json;
   }
   const client = {
     call,
-    createBot: (name: string, model?: string) => call<{ id: string }>("POST", "/v1/bots", { name, instructions: "Be brief.", ...(model ? { model } : {}) }),
-    createConversation: (botId: string) => call<{ id: string }>("POST", "/v1/conversations", { botId }),
-    send: (conversationId: string, text: string, clientMessageId: string = randomUUID()) =>
-      call<{ messageId: string; seq: number; duplicate: boolean }>("POST", `/v1/conversations/${conversationId}/messages`, {
-        text,
-        clientMessageId,
+    createBot: (name: string, model?: string) =>
+      call<{ id: string }>("POST", "/v1/bots", {
+        name,
+        instructions: "Be brief.",
+        ...(model ? { model } : {}),
       }),
+    createConversation: (botId: string) =>
+      call<{ id: string }>("POST", "/v1/conversations", { botId }),
+    send: (conversationId: string, text: string, clientMessageId: string = randomUUID()) =>
+      call<{ messageId: string; seq: number; duplicate: boolean }>(
+        "POST",
+        `/v1/conversations/${conversationId}/messages`,
+        {
+          text,
+          clientMessageId,
+        },
+      ),
     steps: async (conversationId: string, after = 0) =>
-      (await call<{ steps: TestStep[] }>("GET", `/v1/conversations/${conversationId}/steps?after=${after}`)).steps,
+      (
+        await call<{ steps: TestStep[] }>(
+          "GET",
+          `/v1/conversations/${conversationId}/steps?after=${after}`,
+        )
+      ).steps,
     /** Waits until the conversation holds `count` steps of `kind`. */
     waitForSteps: (conversationId: string, kind: string, count = 1, timeoutMs = 30_000) =>
       waitFor(

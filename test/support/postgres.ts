@@ -5,10 +5,14 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 
-export const postgresAdminUrl = process.env.ROOST_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const postgresAdminUrl =
+  process.env.ROOST_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 export async function postgresAvailable(): Promise<{ ok: true } | { ok: false; reason: string }> {
-  const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({
+    connectionString: postgresAdminUrl,
+    connectionTimeoutMillis: 2000,
+  });
   try {
     await client.connect();
     await client.query("SELECT 1");

@@ -21,7 +21,10 @@ export interface RoostProcess {
   stop(): Promise<void>;
 }
 
-export async function createRoostProcess(options: { dataDir: string; env?: Record<string, string> }): Promise<RoostProcess> {
+export async function createRoostProcess(options: {
+  dataDir: string;
+  env?: Record<string, string>;
+}): Promise<RoostProcess> {
   const ports: number[] = [];
   for (let index = 0; index < 5; index++) ports.push(await findFreePort(ports));
   const [port, ingress, admin, node, service] = ports as [number, number, number, number, number];
@@ -52,19 +55,25 @@ export async function createRoostProcess(options: { dataDir: string; env?: Recor
     pid: () => child?.pid,
     restatePid() {
       try {
-        return Number(readFileSync(join(options.dataDir, "restate", "restate-server.pid"), "utf8").trim());
+        return Number(
+          readFileSync(join(options.dataDir, "restate", "restate-server.pid"), "utf8").trim(),
+        );
       } catch {
         return undefined;
       }
     },
     async start() {
-      const started = spawn(process.execPath, ["src/cli/main.ts", "up"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      const started = spawn(process.execPath, ["src/cli/main.ts", "up"], {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       child = started;
       started.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
       started.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
       await waitFor(
         async () => {
-          if (started.exitCode !== null) throw new Error(`roost exited with ${started.exitCode}:\n${output}`);
+          if (started.exitCode !== null)
+            throw new Error(`roost exited with ${started.exitCode}:\n${output}`);
           const response = await fetch(`${url}/v1/health`).catch(() => undefined);
           return response?.status === 200;
         },

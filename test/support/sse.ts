@@ -6,7 +6,10 @@ export interface SseEvent {
 
 export async function openEventStream(url: string, token: string) {
   const controller = new AbortController();
-  const response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
   if (!response.ok || response.body === null) throw new Error(`events: ${response.status}`);
   const events: SseEvent[] = [];
   const listeners = new Set<() => void>();
@@ -50,7 +53,11 @@ export async function openEventStream(url: string, token: string) {
         };
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`no matching event within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.event))}`));
+          reject(
+            new Error(
+              `no matching event within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.event))}`,
+            ),
+          );
         }, timeoutMs);
         listeners.add(check);
         check();

@@ -301,14 +301,18 @@ export async function createComputerCgroups(
   };
 }
 
-/** Another server may remove the empty group folder while we create below it (removeEmptyGroups). */
+/**
+ * Another server may remove the empty group folder while we create below it (removeEmptyGroups):
+ * mkdir then fails with ENOENT, or ENOTDIR while the kernel is still tearing the folder down.
+ */
 async function retryIfGroupVanished(make: () => Promise<unknown>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await make();
       return;
     } catch (error) {
-      if (!isErrno(error, "ENOENT") || attempt >= 3) throw error;
+      if (!(isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR")) || attempt >= 10) throw error;
+      await delay(5 * attempt);
     }
   }
 }

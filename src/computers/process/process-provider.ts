@@ -17,7 +17,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus, WakeRequest } from "../provider.ts";
+import type {
+  ComputerPaths,
+  ComputerProvider,
+  ComputerRuntimeStatus,
+  WakeRequest,
+} from "../provider.ts";
 
 export interface ProcessProviderOptions {
   /** Computers live in `<root>/<computerId>/`. */
@@ -45,9 +50,15 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
   const workerEntry = options.workerEntry ?? workerEntryDefault;
 
   const paths = (computerId: string): ComputerPaths => {
-    if (!/^[A-Za-z0-9_-]+$/.test(computerId)) throw new Error(`invalid computer id ${JSON.stringify(computerId)}`);
+    if (!/^[A-Za-z0-9_-]+$/.test(computerId))
+      throw new Error(`invalid computer id ${JSON.stringify(computerId)}`);
     const root = join(options.root, computerId);
-    return { root, home: join(root, "home"), workspace: join(root, "workspace"), workerState: join(root, "worker") };
+    return {
+      root,
+      home: join(root, "home"),
+      workspace: join(root, "workspace"),
+      workerState: join(root, "worker"),
+    };
   };
 
   async function create(computerId: string) {
@@ -72,7 +83,11 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     return pids.filter((pid) => pid !== process.pid);
   }
 
-  async function spawnWorker(computerId: string, computerPaths: ComputerPaths, supervised: Supervised) {
+  async function spawnWorker(
+    computerId: string,
+    computerPaths: ComputerPaths,
+    supervised: Supervised,
+  ) {
     // The log is the worker's own file, not a pipe through this process: the worker must outlive
     // a crash of the server (its calls finish and land in the done-log) without dying of EPIPE.
     const log = openSync(join(computerPaths.root, "worker.log"), "a");
@@ -101,7 +116,9 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
       // P3: restart, backing off while it keeps dying young.
       if (Date.now() - supervised.startedAt > 30_000) supervised.restarts = 0;
       const delayMs = Math.min(5000, 100 * 2 ** supervised.restarts++);
-      options.log?.(`computer ${computerId}: worker exited (${signal ?? code}); restarting in ${delayMs} ms`);
+      options.log?.(
+        `computer ${computerId}: worker exited (${signal ?? code}); restarting in ${delayMs} ms`,
+      );
       supervised.timer = setTimeout(() => {
         if (running.get(computerId) !== supervised) return;
         spawnWorker(computerId, computerPaths, supervised).catch((error: unknown) =>
@@ -153,7 +170,13 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     async wake(computerId: string, request: WakeRequest) {
       await stop(computerId); // including a worker left by a server that crashed (P1)
       const computerPaths = await create(computerId);
-      const supervised: Supervised = { request, child: undefined, restarts: 0, startedAt: 0, timer: undefined };
+      const supervised: Supervised = {
+        request,
+        child: undefined,
+        restarts: 0,
+        startedAt: 0,
+        timer: undefined,
+      };
       running.set(computerId, supervised);
       await spawnWorker(computerId, computerPaths, supervised);
     },
@@ -173,7 +196,10 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     async close() {
       // Workers adopted from a server that crashed are not in `running`; P1 finds them by id.
       const known = await readdir(options.root).catch(() => [] as string[]);
-      const ids = new Set([...running.keys(), ...known.filter((name) => /^[A-Za-z0-9_-]+$/.test(name))]);
+      const ids = new Set([
+        ...running.keys(),
+        ...known.filter((name) => /^[A-Za-z0-9_-]+$/.test(name)),
+      ]);
       await Promise.all([...ids].map((computerId) => stop(computerId)));
     },
   };
