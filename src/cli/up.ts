@@ -272,8 +272,11 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
   out(
     `  engine:      ${config.restate.mode === "embedded" ? `embedded Restate (ingress ${platform.engine.ingressUrl})` : `external Restate at ${platform.engine.ingressUrl}`}`,
   );
+  out(
+    `  computers:   ${platform.provider.kind}${platform.provider.isolated ? " (isolated sandboxes)" : " (NOT isolated: development only)"}`,
+  );
   out(`  admin token: ${platform.adminTokenFile}`);
-  out(`Try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
+  out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
 
   await new Promise<void>((resolve) => {
     let stopping = false;
