@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { asleepMessage, createComputerTools } from "./computer-tools.ts";
 import type { ControlPlaneClient } from "../computers/index.ts";
 import type { Store } from "../store/index.ts";
+import { RoostError } from "../errors/index.ts";
 
 const context = {
   accountId: "acct_1",
@@ -108,6 +109,34 @@ describe("computer tools", () => {
       "cmp_1",
       { callId: "turn_1:0:0", tool: "shell", input: { command: "echo hi" }, timeoutMs: 30_000 },
     ]);
+  });
+
+  it("reports a computer that cannot be woken as a tool error, at once", async () => {
+    const failing = createComputerTools({
+      store: {
+        ensureComputer: async () => ({
+          id: "cmp_1",
+          accountId: "acct_1",
+          provider: "local",
+          createdAt: 0,
+        }),
+      } as unknown as Store,
+      controlPlane: {
+        ensureAwake: async () => {
+          throw new RoostError(
+            "computer_unavailable",
+            "waking the computer failed: no worker within 60 s",
+          );
+        },
+      } as unknown as ControlPlaneClient,
+      gateway: { call: async () => ({ ok: true, output: {} }) } as never,
+      providerKind: "local",
+    });
+    const result = await failing.execute("shell", { command: "true" }, context);
+    expect(result).toMatchObject({
+      isError: true,
+      output: "The computer could not be woken: waking the computer failed: no worker within 60 s",
+    });
   });
 
   it("rejects bad input with a message the model can act on", async () => {

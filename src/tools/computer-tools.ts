@@ -10,6 +10,7 @@
  */
 import { z } from "zod";
 import type { ControlPlaneClient } from "../computers/index.ts";
+import { RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
 import type { Gateway } from "../gateway/index.ts";
 import type { ToolSpec } from "../models/index.ts";
@@ -106,11 +107,25 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
       }
 
       const computer = await options.store.ensureComputer(context.accountId, options.providerKind);
-      const status = await options.controlPlane.ensureAwake(computer.id, {
-        accountId: context.accountId,
-        holder: context.turnId, // T3
-        allowWake: waking.has(name), // T1
-      });
+      let status;
+      try {
+        status = await options.controlPlane.ensureAwake(computer.id, {
+          accountId: context.accountId,
+          holder: context.turnId, // T3
+          allowWake: waking.has(name), // T1
+        });
+      } catch (error) {
+        // The control plane already retried the wake; tell the model now rather than retry here
+        // (each attempt could wait for a worker for a whole wake timeout).
+        if (error instanceof RoostError && error.code === "computer_unavailable" && !error.retryable) {
+          return {
+            output: `The computer could not be woken: ${error.message}`,
+            isError: true,
+            details: { error: error.code },
+          };
+        }
+        throw error;
+      }
       if (status.state !== "awake")
         return { output: asleepMessage, isError: true, details: { computerState: status.state } };
 
