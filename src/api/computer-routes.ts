@@ -106,11 +106,14 @@ export function registerComputerRoutes(
     const computer = await computers.forAccount(accountId);
     const root = computers.workspaceDir(computer.id);
     await mkdir(root, { recursive: true });
-    const normalized = posix.normalize(
-      `/${(requested ?? "/workspace").replace(/^\/?workspace(\/|$)/, "")}`,
-    );
-    if (normalized.split("/").includes(".."))
-      throw new RoostError("invalid_request", "path must stay inside /workspace");
+    const relativePath = (requested ?? "/workspace").replace(/^\/?workspace(\/|$)/, "");
+    if (relativePath.split("/").includes("..")) {
+      throw new RoostError(
+        "invalid_request",
+        "path must stay inside /workspace (no `..` segments)",
+      );
+    }
+    const normalized = posix.normalize(`/${relativePath}`);
     const hostPath = join(root, normalized);
     // Symlinks inside the workspace may point anywhere: resolve what exists and check again.
     const real = await realpath(hostPath).catch(() => undefined);

@@ -140,13 +140,25 @@ const messageColumns =
   "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 
+/**
+ * Epoch milliseconds that never repeat within this process, so rows created back to back keep
+ * their creation order in lists ordered by `created_at` (ties across processes fall back to id).
+ */
+function createMonotonicClock(): () => number {
+  let last = 0;
+  return () => {
+    last = Math.max(Date.now(), last + 1);
+    return last;
+  };
+}
+
 export interface SqlStoreOptions {
   clock?: () => number;
   ids?: IdGenerator;
 }
 
 export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {}): Store {
-  const now = options.clock ?? Date.now;
+  const now = options.clock ?? createMonotonicClock();
   const ids = options.ids ?? newId;
 
   async function first<Row>(
