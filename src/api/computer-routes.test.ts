@@ -18,6 +18,8 @@ import {
   type ComputerStatusView,
 } from "./computer-routes.ts";
 
+type RequestBody = string | Uint8Array;
+
 describe("computer routes", () => {
   let dir: string;
   let store: Store;
@@ -83,7 +85,7 @@ describe("computer routes", () => {
     token: string | undefined,
     method: string,
     path: string,
-    body?: BodyInit,
+    body?: RequestBody,
     contentType?: string,
   ) => {
     const headers: Record<string, string> = {};
@@ -188,7 +190,7 @@ describe("computer routes", () => {
     symlinkSync(join(dir, "secret.txt"), join(workspace, "escape"));
     symlinkSync(dir, join(workspace, "escape-dir"));
 
-    const cases: [string, string, BodyInit | undefined, number, string][] = [
+    const cases: [string, string, RequestBody | undefined, number, string][] = [
       [
         "GET",
         "/v1/computers/me/files?path=/workspace/../../etc",
@@ -247,7 +249,7 @@ describe("computer routes", () => {
       policy: { mode: "defaults-and-allowlist" },
       enforced: false,
     });
-    const bad: [BodyInit, string | undefined, number, string][] = [
+    const bad: [RequestBody, string | undefined, number, string][] = [
       ["{not json", "application/json", 400, "invalid_json"],
       [
         JSON.stringify({ policy: { mode: "allowlist-only" } }),
