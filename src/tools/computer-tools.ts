@@ -117,7 +117,11 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
       } catch (error) {
         // The control plane already retried the wake; tell the model now rather than retry here
         // (each attempt could wait for a worker for a whole wake timeout).
-        if (error instanceof RoostError && error.code === "computer_unavailable" && !error.retryable) {
+        if (
+          error instanceof RoostError &&
+          error.code === "computer_unavailable" &&
+          !error.retryable
+        ) {
           return {
             output: `The computer could not be woken: ${error.message}`,
             isError: true,

@@ -15,7 +15,8 @@ import { apiClient } from "../support/api-client.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 
 const isRoot = process.getuid?.() === 0;
-if (!isRoot && process.env.CI === "true") throw new Error("the egress end-to-end test needs root in CI");
+if (!isRoot && process.env.CI === "true")
+  throw new Error("the egress end-to-end test needs root in CI");
 
 /** An HTTP server in its own namespace, reachable from the host over a veth (198.18.0.0/15, RFC 2544). */
 function startOutsideHttpHost() {
@@ -36,7 +37,11 @@ function startOutsideHttpHost() {
   ip("-n", netns, "addr", "add", `${address}/30`, "dev", "eth0");
   ip("-n", netns, "link", "set", "eth0", "up");
   const source = `require("node:http").createServer((q, s) => s.end("hello from outside\\n")).listen(8080, "0.0.0.0", () => console.log("ready"));`;
-  const server: ChildProcess = spawn("ip", ["netns", "exec", netns, process.execPath, "-e", source], { stdio: ["ignore", "pipe", "inherit"] });
+  const server: ChildProcess = spawn(
+    "ip",
+    ["netns", "exec", netns, process.execPath, "-e", source],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   return {
     address,
     ready: new Promise<void>((resolve) => server.stdout!.once("data", () => resolve())),
@@ -57,7 +62,10 @@ describe.skipIf(!isRoot)("egress end to end (local provider; skipped when not ro
     outside = startOutsideHttpHost();
     await outside.ready;
     dataDir = mkdtempSync(join(tmpdir(), "roost-egress-"));
-    roost = await createRoostProcess({ dataDir, env: { ROOST_COMPUTER_PROVIDER: "local", ROOST_FOLLOW_UP_WINDOW_MS: "200" } });
+    roost = await createRoostProcess({
+      dataDir,
+      env: { ROOST_COMPUTER_PROVIDER: "local", ROOST_FOLLOW_UP_WINDOW_MS: "200" },
+    });
     await roost.start();
   });
   afterAll(async () => {
@@ -74,14 +82,20 @@ describe.skipIf(!isRoot)("egress end to end (local provider; skipped when not ro
     const shell = async (command: string) => {
       await api.send(conversation.id, `$ ${command}`);
       const steps = await api.waitForSteps(conversation.id, "reply", ++replies, 60_000);
-      return String((steps.filter((step) => step.kind === "tool").at(-1)!.payload.details as { stdout: string }).stdout);
+      return String(
+        (steps.filter((step) => step.kind === "tool").at(-1)!.payload.details as { stdout: string })
+          .stdout,
+      );
     };
     const target = `http://${outside.address}:8080/`;
     const viaProxy = `curl -sS -m 5 -o /dev/null -w '%{http_code}' ${target}; echo`;
 
     // The default policy refuses a special-use address: the proxy answers 403.
     expect((await shell(viaProxy)).trim()).toBe("403");
-    const initial = await api.call<{ policy: { mode: string }; enforced: boolean }>("GET", "/v1/computers/me/network-policy");
+    const initial = await api.call<{ policy: { mode: string }; enforced: boolean }>(
+      "GET",
+      "/v1/computers/me/network-policy",
+    );
     expect(initial).toMatchObject({ policy: { mode: "defaults-and-allowlist" }, enforced: true });
 
     // An invalid policy is refused with a reason, and nothing changes.
@@ -96,7 +110,9 @@ describe.skipIf(!isRoot)("egress end to end (local provider; skipped when not ro
     expect(await shell(`curl -sS -m 5 ${target}`)).toBe("hello from outside\n");
 
     // Bypassing the proxy does not work even for an allowed host: there is no route out.
-    expect((await shell(`curl -sS -m 3 --noproxy '*' ${target} >/dev/null 2>&1; echo "exit $?"`)).trim()).not.toBe("exit 0");
+    expect(
+      (await shell(`curl -sS -m 3 --noproxy '*' ${target} >/dev/null 2>&1; echo "exit $?"`)).trim(),
+    ).not.toBe("exit 0");
 
     // Taking it away again takes effect at once too.
     await api.call("PUT", "/v1/computers/me/network-policy", { policy: { mode: "none" } });
@@ -104,9 +120,15 @@ describe.skipIf(!isRoot)("egress end to end (local provider; skipped when not ro
 
     const database = new DatabaseSync(join(dataDir, "roost.db"), { readOnly: true });
     try {
-      const rows = database.prepare("SELECT action FROM audit_log WHERE action LIKE 'egress.%' OR action = 'computer.network_policy'").all() as { action: string }[];
+      const rows = database
+        .prepare(
+          "SELECT action FROM audit_log WHERE action LIKE 'egress.%' OR action = 'computer.network_policy'",
+        )
+        .all() as { action: string }[];
       const actions = rows.map((row) => row.action);
-      expect(actions.filter((action) => action === "egress.denied").length).toBeGreaterThanOrEqual(2);
+      expect(actions.filter((action) => action === "egress.denied").length).toBeGreaterThanOrEqual(
+        2,
+      );
       expect(actions).toContain("egress.allowed");
       expect(actions.filter((action) => action === "computer.network_policy")).toHaveLength(2);
     } finally {
