@@ -12,6 +12,9 @@
  *      check from an earlier awake period does nothing.
  *   C5 the worker token never enters the journal: it is generated, stored hashed and handed to
  *      the provider inside one step.
+ *   C6 "awake" is checked against the provider before it is relied on: a computer whose sandbox
+ *      is gone (the server crashed and took it along, the host lost it) is put to sleep properly
+ *      (its disk snapshotted) instead of keeping tool calls waiting for a worker that never comes.
  */
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
@@ -213,6 +216,14 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     transition(ctx, record, "slept");
   }
 
+  /** C6 */
+  async function reconcile(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
+    const runtime = await ctx.run("check-running", () => deps.provider.status(ctx.key));
+    if (runtime === "running") return;
+    record.failure = `the computer had stopped (${runtime}) while it was marked awake`;
+    await sleep(ctx, record);
+  }
+
   const status = (key: string, record: ComputerRecord, now: number): ComputerStatus => ({
     id: key,
     state: record.state,
@@ -231,6 +242,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       ): Promise<ComputerStatus> => {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
+        if (record.state === "awake") await reconcile(ctx, record); // C6
         if (record.state !== "awake") {
           if (!request.allowWake) return status(ctx.key, record, await ctx.date.now());
           await wake(ctx, record);

@@ -133,3 +133,54 @@ describe(`faults: the computer (${provider} provider)`, () => {
     );
   });
 });
+
+const isRoot = process.getuid?.() === 0;
+if (!isRoot && process.env.CI === "true")
+  throw new Error("the local-provider fault tests need root in CI");
+
+describe.skipIf(!isRoot)("faults: the computer (local provider; skipped when not root)", () => {
+  let dataDir: string;
+  let roost: RoostProcess | undefined;
+
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), "roost-fault-local-"));
+  });
+  afterEach(async () => {
+    await roost?.stop();
+    roost = undefined;
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("server SIGKILLed while the computer is awake: the sandbox ends with it, and the next tool call wakes it again at once", async () => {
+    roost = await createRoostProcess({
+      dataDir,
+      env: { ROOST_COMPUTER_PROVIDER: "local", ROOST_FOLLOW_UP_WINDOW_MS: "200" },
+    });
+    await roost.start();
+    const api = apiClient(roost.url, roost.token);
+    const bot = await api.createBot("survivor");
+    const conversation = await api.createConversation(bot.id);
+    await api.send(conversation.id, "$ echo kept > kept.txt");
+    await api.waitForSteps(conversation.id, "reply", 1, 60_000);
+    expect((await api.call<{ state: string }>("GET", "/v1/computers/me")).state).toBe("awake");
+
+    await roost.kill("SIGKILL");
+    await roost.start();
+    // The control plane still says "awake"; the sandbox is gone. A non-waking tool must not wait
+    // for a worker that never comes: it finds the computer asleep…
+    await api.send(conversation.id, "ls");
+    const listed = (await api.waitForSteps(conversation.id, "reply", 2, 30_000))
+      .filter((step) => step.kind === "tool")
+      .at(-1)!;
+    expect(listed.payload.output).toBe(
+      "The computer is asleep. Use Shell or Read to wake it, then try again.",
+    );
+    // …and a waking one wakes it, with its files.
+    await api.send(conversation.id, "$ cat kept.txt");
+    const steps = await api.waitForSteps(conversation.id, "reply", 3, 30_000);
+    expect(steps.filter((step) => step.kind === "tool").at(-1)!.payload.details).toMatchObject({
+      exitCode: 0,
+      stdout: "kept\n",
+    });
+  });
+});

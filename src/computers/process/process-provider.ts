@@ -187,6 +187,9 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
     },
     async status(computerId: string): Promise<ComputerRuntimeStatus> {
       if (running.has(computerId)) return "running";
+      // A worker this process did not start (the server crashed and came back) still counts: it
+      // reconnects by itself and finishes what it was running (P1 finds it by its marker).
+      if ((await processesOf(computerId)).length > 0) return "running";
       const exists = await readdir(paths(computerId).root).then(
         () => true,
         () => false,
