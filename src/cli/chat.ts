@@ -103,6 +103,7 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
       onStep: (step) => view.step(step),
       onEvent: (event) => {
         if (event.type === "computer") view.computer(event.state);
+        else view.toolOutput(event.data);
       },
       signal: abort.signal,
     });
@@ -222,6 +223,8 @@ interface ChatView {
   step(step: StepView): void;
   /** The computer changed state: say so in the spinner while it is not awake. */
   computer(state: string): void;
+  /** Output of a running computer tool, as it streams (shown dimmed, line by line). */
+  toolOutput(data: string): void;
   close(): void;
 }
 
@@ -234,6 +237,12 @@ function createChatView(io: CliIo, botName: string): ChatView {
   let streamed = "";
   let demoNoted = false;
   let label = `${botName} is working…`;
+  /** A running tool's output that has not ended in a newline yet. */
+  let partialOutput = "";
+  const flushToolOutput = () => {
+    if (partialOutput !== "") note(paint(io, side, "dim", `  │ ${partialOutput}`));
+    partialOutput = "";
+  };
 
   const write = (text: string) => {
     if (text === "") return;
@@ -276,6 +285,7 @@ function createChatView(io: CliIo, botName: string): ChatView {
           break;
         }
         case "tool":
+          flushToolOutput();
           note(paint(io, side, "dim", `⚙ ${describeToolStep(step)}`));
           break;
         case "error":
@@ -285,6 +295,12 @@ function createChatView(io: CliIo, botName: string): ChatView {
           break;
       }
       if (step.kind !== "reply" && step.kind !== "error") working();
+    },
+    toolOutput(data) {
+      const lines = (partialOutput + data).split("\n");
+      partialOutput = lines.pop() ?? "";
+      for (const line of lines) note(paint(io, side, "dim", `  │ ${line}`));
+      working();
     },
     computer(state) {
       label =

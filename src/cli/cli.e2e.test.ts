@@ -47,8 +47,18 @@ const echoShell: ToolRouter = {
       },
     },
   ],
-  execute: async (_name, input) => {
+  execute: async (_name, input, context) => {
     const command = (input as { command: string }).command;
+    // Like the computer's shell, stream the output as it comes (in two pieces, split mid-line).
+    for (const data of ["live ", "output\n"]) {
+      platform?.events.publish({
+        type: "tool-output",
+        conversationId: context.conversationId,
+        callId: context.callId,
+        stream: "stdout",
+        data,
+      });
+    }
     return {
       output: `${command.replace(/^echo /, "")}\n`,
       isError: false,
@@ -242,6 +252,12 @@ describe("roost chat", () => {
     });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('You said: "via launcher"');
+  });
+  it("shows a running tool's output live, line by line, before the tool's summary", async () => {
+    await ensureBot("streamer");
+    const result = await roost(["chat", "--bot", "streamer", "--new", "$ echo done"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/  │ live output\n(.|\n)*⚙ shell: echo done → exit 0/);
   });
 });
 
