@@ -257,7 +257,7 @@ describe("roost chat", () => {
     await ensureBot("streamer");
     const result = await roost(["chat", "--bot", "streamer", "--new", "$ echo done"]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toMatch(/  │ live output\n(.|\n)*⚙ shell: echo done → exit 0/);
+    expect(result.stderr).toMatch(/ {2}│ live output\n(.|\n)*⚙ shell: echo done → exit 0/);
   });
 });
 
