@@ -1,10 +1,10 @@
 /**
  * Prints the embedded engine's figures: cold start (fresh data dir) and warm start to healthy,
  * restart after SIGKILL to healthy, idle RSS of restate-server and of the watchdog.
- * Run: `node src/engine/measure-restate.ts [runs]` (Linux: reads /proc).
+ * Run: `node bench/restate.ts [runs]` (Linux: reads /proc).
  */
-import { startEmbeddedRestate, type EmbeddedRestate, type EngineEvent } from "./index.ts";
-import { findProcesses, freePorts, makeTempDir, residentKib, waitFor } from "./test-support.ts";
+import { startEmbeddedRestate, type EmbeddedRestate, type EngineEvent } from "../src/engine/index.ts";
+import { findProcesses, freePorts, makeTempDir, residentKib, waitFor } from "../src/engine/test-support.ts";
 
 const runs = Number(process.argv[2] ?? "3");
 const cold: number[] = [];
