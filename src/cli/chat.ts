@@ -99,7 +99,7 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
       listSteps: async (after, limit) =>
         (await client.listSteps(conversation.id, { after, limit })).steps,
       afterSeq: posted.seq,
-      onDelta: (event) => view.delta(event.text),
+      onDelta: (event) => (event.reset === true ? view.retrying() : view.delta(event.text)),
       onStep: (step) => view.step(step),
       onEvent: (event) => {
         if (event.type === "computer") view.computer(event.state);
@@ -220,6 +220,8 @@ interface ChatView {
   /** The bot is working: show the spinner if nothing is being written. */
   working(): void;
   delta(text: string): void;
+  /** The model call is being retried: what was streamed belongs to the failed attempt. */
+  retrying(): void;
   step(step: StepView): void;
   /** The computer changed state: say so in the spinner while it is not awake. */
   computer(state: string): void;
@@ -268,6 +270,14 @@ function createChatView(io: CliIo, botName: string): ChatView {
     delta(text) {
       streamed += text;
       write(text);
+    },
+    retrying() {
+      if (streamed !== "") {
+        endLine();
+        note(paint(io, side, "dim", "(the model call failed part-way; retrying)"));
+      }
+      streamed = "";
+      working();
     },
     step(step) {
       switch (step.kind) {

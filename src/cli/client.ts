@@ -58,7 +58,7 @@ export interface PostedMessage {
 export type ConversationEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }
-  | { type: "delta"; turnId: string; text: string }
+  | { type: "delta"; turnId: string; text: string; reset?: true }
   | { type: "turn"; state: TurnState; turnId: string | null }
   /** Output of a running tool as it streams; the `tool` step holds the final result. */
   | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
@@ -303,7 +303,12 @@ async function* decodeEvents(
         break;
       case "delta":
         if (typeof fields.text === "string")
-          yield { type: "delta", turnId: String(fields.turnId), text: fields.text };
+          yield {
+            type: "delta",
+            turnId: String(fields.turnId),
+            text: fields.text,
+            ...(fields.reset === true ? { reset: true as const } : {}),
+          };
         break;
       case "turn":
         yield {

@@ -11,7 +11,8 @@ export type TurnState = "working" | "idle";
 
 export type ConversationEvent =
   | { type: "changed"; conversationId: string; seq: number }
-  | { type: "delta"; conversationId: string; turnId: string; text: string }
+  /** Model text as it streams; `reset` drops what this turn streamed since its last step (a retried call). */
+  | { type: "delta"; conversationId: string; turnId: string; text: string; reset?: true }
   | { type: "turn"; conversationId: string; state: TurnState; turnId: string | null }
   /** Output of a running computer tool, as it streams (the tool step holds the final result). */
   | {

@@ -223,6 +223,35 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(steps.map((step) => step.kind)).toEqual(["message", "reply"]);
   });
 
+  it("tells live views to drop text streamed by a model attempt that is being retried", async () => {
+    await send("hello");
+    const model: ModelClient = {
+      id: "flaky",
+      isDemo: false,
+      async infer(request) {
+        request.onTextDelta?.("Hal");
+        request.onRetry?.({ attempt: 1, delayMs: 10 });
+        request.onTextDelta?.("Hello");
+        return {
+          text: "Hello",
+          toolCalls: [],
+          usage: { inputTokens: 0, outputTokens: 0 },
+          finishReason: "stop",
+          model: "f",
+        };
+      },
+    };
+    await runConversation(createMemoryDurable(), deps(model), conversationId);
+    const deltas = events.filter((event) => event.type === "delta");
+    expect(
+      deltas.map((event) => (event.type === "delta" ? [event.text, event.reset === true] : [])),
+    ).toEqual([
+      ["Hal", false],
+      ["", true],
+      ["Hello", false],
+    ]);
+  });
+
   it("streams text deltas as events", async () => {
     await send("hello");
     const model: ModelClient = {

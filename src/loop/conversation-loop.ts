@@ -159,6 +159,8 @@ async function runTurn(
             messages,
             tools: context.tools,
             onTextDelta: (text) => events.publish({ type: "delta", conversationId, turnId, text }),
+            onRetry: () =>
+              events.publish({ type: "delta", conversationId, turnId, text: "", reset: true }),
           });
           return { ok: true, result };
         } catch (error) {

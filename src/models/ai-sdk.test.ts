@@ -197,6 +197,25 @@ describe("createAiSdkModel against a fake OpenAI-compatible server", () => {
     );
   });
 
+  test("tells live views before each retry, so text from the failed attempt can be dropped", async () => {
+    await withServer(
+      (_request, index) =>
+        index === 0 ? { type: "error", status: 503 } : fakeTextReply("second", " try"),
+      async (server) => {
+        const { sleep } = recordingSleep();
+        const seen: string[] = [];
+        const result = await compatible(server.baseUrl, { sleep }).infer(
+          hello({
+            onTextDelta: (text) => seen.push(text),
+            onRetry: ({ attempt }) => seen.push(`<retry after attempt ${attempt}>`),
+          }),
+        );
+        expect(result.text).toBe("second try");
+        expect(seen).toEqual(["<retry after attempt 1>", "second", " try"]);
+      },
+    );
+  });
+
   test("rate limited with retry-after-ms: honors the millisecond header", async () => {
     await withServer(
       (_request, index) =>

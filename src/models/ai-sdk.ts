@@ -201,6 +201,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
         random: options.random,
         signal: request.signal,
         context,
+        onRetry: request.onRetry,
       }),
   };
 }

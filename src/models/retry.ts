@@ -65,6 +65,8 @@ export interface RetryModelCallOptions {
   signal?: AbortSignal | undefined;
   /** Where the call goes, for the final error message. */
   context: Omit<ProviderFailureContext, "attempts" | "waitRefusedMs">;
+  /** Told before each wait for another attempt. */
+  onRetry?: ((info: { attempt: number; delayMs: number }) => void) | undefined;
 }
 
 /** Runs `operation` until it succeeds, fails terminally, or runs out of attempts. */
@@ -104,8 +106,14 @@ export async function retryModelCall<T>(
           },
         });
       }
+      const delayMs = serverWaitMs ?? backoffDelayMs(attempt, retry, random);
       try {
-        await sleep(serverWaitMs ?? backoffDelayMs(attempt, retry, random), options.signal); // R2
+        options.onRetry?.({ attempt, delayMs });
+      } catch {
+        // a live view's trouble must not fail the call
+      }
+      try {
+        await sleep(delayMs, options.signal); // R2
       } catch (sleepError) {
         options.signal?.throwIfAborted(); // R1
         throw sleepError;

@@ -34,6 +34,11 @@ export interface InferRequest {
   tools: ToolSpec[];
   /** Called with each piece of text as the provider streams it. Not journaled; for live views only. */
   onTextDelta?: (delta: string) => void;
+  /**
+   * Called when an attempt failed and another follows: text streamed so far belongs to the
+   * failed attempt, and live views should drop it.
+   */
+  onRetry?: (info: { attempt: number; delayMs: number }) => void;
   signal?: AbortSignal;
 }
 

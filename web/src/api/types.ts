@@ -111,7 +111,8 @@ export interface Listing {
 export type StreamEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }
-  | { type: "delta"; turnId: string; text: string }
+  /** `reset`: a model call is being retried; drop what this turn streamed since its last step. */
+  | { type: "delta"; turnId: string; text: string; reset?: boolean }
   | { type: "turn"; state: TurnState; turnId: string | null }
   | { type: "computer"; state: ComputerState; computerId?: string }
   /** Output of a running computer tool as it streams; the tool step holds the final result. */

@@ -345,7 +345,14 @@ export class ConversationFeed {
       case "delta": {
         // F4
         const last = this.segments.at(-1);
-        if (last !== undefined && last.turnId === event.turnId && last.after === this.announced)
+        if (event.reset === true) {
+          if (last !== undefined && last.turnId === event.turnId && last.after === this.announced)
+            last.text = "";
+        } else if (
+          last !== undefined &&
+          last.turnId === event.turnId &&
+          last.after === this.announced
+        )
           last.text += event.text;
         else this.segments.push({ turnId: event.turnId, after: this.announced, text: event.text });
         this.state = { ...this.state, turnState: "working", turnId: event.turnId };
