@@ -3,8 +3,18 @@
  * restart after SIGKILL to healthy, idle RSS of restate-server and of the watchdog.
  * Run: `node bench/restate.ts [runs]` (Linux: reads /proc).
  */
-import { startEmbeddedRestate, type EmbeddedRestate, type EngineEvent } from "../src/engine/index.ts";
-import { findProcesses, freePorts, makeTempDir, residentKib, waitFor } from "../src/engine/test-support.ts";
+import {
+  startEmbeddedRestate,
+  type EmbeddedRestate,
+  type EngineEvent,
+} from "../src/engine/index.ts";
+import {
+  findProcesses,
+  freePorts,
+  makeTempDir,
+  residentKib,
+  waitFor,
+} from "../src/engine/test-support.ts";
 
 const runs = Number(process.argv[2] ?? "3");
 const cold: number[] = [];
