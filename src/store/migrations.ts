@@ -95,4 +95,12 @@ export const migrations: readonly { version: number; statements: readonly string
       `ALTER TABLE computers ADD COLUMN network_policy TEXT`,
     ],
   },
+  {
+    version: 5,
+    statements: [
+      // The sweep and every take look for messages no loop has taken: keep that set indexed on
+      // its own (it is small; taken messages leave it).
+      `CREATE INDEX messages_waiting ON messages (conversation_id, seq) WHERE taken_by IS NULL`,
+    ],
+  },
 ];
