@@ -3,9 +3,10 @@
  *
  * Events are hints, never the record: a client that misses one reloads from the store by
  * sequence number. That is why this bus may drop events and needs no durability. With several
- * server nodes each node only sees its own loops' events; docs/operations.md says how that
- * scales (Postgres LISTEN/NOTIFY is the planned carrier).
+ * server nodes, a relay (postgres-relay.ts: Postgres LISTEN/NOTIFY) carries every published
+ * event to the other nodes, which `receive` it for their own subscribers.
  */
+export { connectPostgresRelay, type PostgresRelay } from "./postgres-relay.ts";
 
 export type TurnState = "working" | "idle";
 
@@ -32,13 +33,20 @@ export type AccountEvent = {
 
 type Listener<Event> = (event: Event) => void;
 
+export type HubEvent = ConversationEvent | AccountEvent;
+
 export interface EventHub {
+  /** Deliver to this node's subscribers and hand to the relay, if one is attached. */
   publish(event: ConversationEvent): void;
   subscribe(conversationId: string, listener: Listener<ConversationEvent>): () => void;
   publishAccount(event: AccountEvent): void;
   subscribeAccount(accountId: string, listener: Listener<AccountEvent>): () => void;
-  /** The last turn state seen for a conversation in this process (idle when unknown). */
+  /** The last turn state seen for a conversation on this node (idle when unknown). */
   turnState(conversationId: string): TurnState;
+  /** Deliver an event that another node published (never relayed again). */
+  receive(event: HubEvent): void;
+  /** Every event published on this node goes to `relay` as well. */
+  attachRelay(relay: (event: HubEvent) => void): void;
 }
 
 export function createEventHub(): EventHub {
@@ -74,17 +82,38 @@ export function createEventHub(): EventHub {
     }
   }
 
+  let relay: ((event: HubEvent) => void) | undefined;
+
+  function deliverLocally(event: HubEvent) {
+    if (event.type === "computer") {
+      deliver(accounts.get(event.accountId), event);
+      return;
+    }
+    if (event.type === "turn") {
+      if (event.state === "working") working.add(event.conversationId);
+      else working.delete(event.conversationId);
+    }
+    deliver(conversations.get(event.conversationId), event);
+  }
+
+  function publish(event: HubEvent) {
+    deliverLocally(event);
+    try {
+      relay?.(event);
+    } catch {
+      // Relaying is best effort, like every live event.
+    }
+  }
+
   return {
-    publish(event) {
-      if (event.type === "turn") {
-        if (event.state === "working") working.add(event.conversationId);
-        else working.delete(event.conversationId);
-      }
-      deliver(conversations.get(event.conversationId), event);
-    },
+    publish,
     subscribe: (conversationId, listener) => add(conversations, conversationId, listener),
-    publishAccount: (event) => deliver(accounts.get(event.accountId), event),
+    publishAccount: publish,
     subscribeAccount: (accountId, listener) => add(accounts, accountId, listener),
     turnState: (conversationId) => (working.has(conversationId) ? "working" : "idle"),
+    receive: deliverLocally,
+    attachRelay(next) {
+      relay = next;
+    },
   };
 }

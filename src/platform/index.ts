@@ -25,7 +25,7 @@ import {
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
-import { createEventHub, type EventHub } from "../events/index.ts";
+import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
 import { createConversationObject } from "../loop/index.ts";
@@ -102,6 +102,11 @@ export async function startPlatform(
       log,
     });
     const events = createEventHub();
+    if (config.store.kind === "postgres") {
+      // Several nodes may share this store: carry live events between them.
+      const relay = await connectPostgresRelay({ url: config.store.url, hub: events, log });
+      cleanups.push(() => relay.close());
+    }
 
     const models = createModelResolver(config.models, {
       retry: { maxAttempts: config.modelAttempts },

@@ -11,6 +11,8 @@ import { waitFor } from "./wait.ts";
 export interface RoostProcess {
   readonly url: string;
   readonly dataDir: string;
+  /** Port of the loop service endpoint Restate calls. */
+  readonly servicePort: number;
   readonly token: () => string;
   readonly output: () => string;
   pid(): number | undefined;
@@ -49,6 +51,7 @@ export async function createRoostProcess(options: {
 
   const handle: RoostProcess = {
     url,
+    servicePort: service,
     dataDir: options.dataDir,
     token: () => readFileSync(join(options.dataDir, "admin-token"), "utf8").trim(),
     output: () => output,
