@@ -10,7 +10,12 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { createLocalProvider, type LocalProvider } from "../src/computers/local/index.ts";
+import {
+  createLocalProvider,
+  insidePaths,
+  type LocalProvider,
+} from "../src/computers/local/index.ts";
+import { prepareWorkerBuild } from "../src/computers/worker-build.ts";
 import {
   isolationUnavailableReason,
   makeTempDir,
@@ -40,7 +45,14 @@ if (reason !== undefined) {
 }
 
 const dataDir = await makeTempDir("roost-bench-local-");
-const provider: LocalProvider = await createLocalProvider({ dataDir: dataDir.path });
+// As the platform runs it: the worker from its prebuilt JavaScript (src/computers/worker-build.ts).
+const workerBuild = await prepareWorkerBuild();
+const provider: LocalProvider = await createLocalProvider({
+  dataDir: dataDir.path,
+  ...(workerBuild === undefined
+    ? {}
+    : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
+});
 const gateways = new Map<string, TestGateway>();
 const created: string[] = [];
 

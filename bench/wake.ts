@@ -73,7 +73,7 @@ try {
     .find((entry) => {
       try {
         return (
-          readFileSync(`/proc/${entry}/cmdline`, "latin1").includes("worker/main.ts") &&
+          readFileSync(`/proc/${entry}/cmdline`, "latin1").includes("worker/main.") &&
           readFileSync(`/proc/${entry}/environ`, "latin1").includes(`COMPUTER_ID=${computer.id}\0`)
         );
       } catch {

@@ -22,7 +22,9 @@ export { createControlPlaneClient, type ControlPlaneClient } from "./client.ts";
 export { createProcessProvider, type ProcessProviderOptions } from "./process/index.ts";
 export {
   createLocalProvider,
+  insidePaths,
   type LocalProvider,
   type LocalProviderOptions,
 } from "./local/index.ts";
+export { prepareWorkerBuild, type WorkerBuild } from "./worker-build.ts";
 export { detectHost, chooseComputerProvider, type HostReport } from "./detect.ts";

@@ -9,6 +9,8 @@ import {
   createLocalProvider,
   createProcessProvider,
   detectHost,
+  insidePaths,
+  prepareWorkerBuild,
   type ComputerProvider,
 } from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
@@ -35,12 +37,17 @@ export async function startComputerRuntime(
   log: (message: string) => void,
 ): Promise<ComputerRuntime> {
   const choice = chooseComputerProvider(config.computers.provider, await detectHost());
+  const workerBuild = await prepareWorkerBuild({ log });
   if (choice.kind === "process") {
     log(
       "roost: WARNING: computers use the `process` provider: bots' commands run as this server's user with NO isolation and NO egress policy. Use it only for development.",
     );
     if (choice.warning !== undefined) log(`roost: ${choice.warning}`);
-    const provider = createProcessProvider({ root: config.computers.root, log });
+    const provider = createProcessProvider({
+      root: config.computers.root,
+      log,
+      ...(workerBuild === undefined ? {} : { workerEntry: workerBuild.entry }),
+    });
     return {
       provider,
       egress: undefined,
@@ -61,6 +68,9 @@ export async function startComputerRuntime(
   };
   const provider = await createLocalProvider({
     dataDir: config.computers.root,
+    ...(workerBuild === undefined
+      ? {}
+      : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
     egressProxy: { host: "127.0.0.1", port: address.port },
     onNetwork: (event) => {
       if (event.type === "up") {

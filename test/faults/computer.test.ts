@@ -26,7 +26,7 @@ function workerPids(computerId: string): number[] {
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "latin1");
       const environ = readFileSync(`/proc/${entry}/environ`, "latin1");
-      if (cmdline.includes("worker/main.ts") && environ.includes(`COMPUTER_ID=${computerId}\0`))
+      if (cmdline.includes("worker/main.") && environ.includes(`COMPUTER_ID=${computerId}\0`))
         pids.push(Number(entry));
     } catch {
       // exited while we looked

@@ -1,0 +1,277 @@
+/**
+ * Inputs and outputs of the computer tools, shared by the gateway (which checks outputs), the
+ * loop (which shows them to the model) and the worker (which checks inputs). Relative paths are
+ * resolved by the worker against its workspace directory; outputs always carry absolute paths.
+ */
+import { z } from "zod";
+
+/** Limits the worker applies; part of the protocol so every worker behaves the same. */
+export const toolLimits = {
+  /** Lines returned by `read` when no `limit` is given. */
+  readDefaultLines: 2000,
+  /** Bytes of text `read` returns at most; longer ranges end early with `truncated: true`. */
+  readMaxBytes: 256 * 1024,
+  /** Largest image `read` returns (before base64). */
+  readMaxImageBytes: 5 * 1024 * 1024,
+  /** Bytes of each shell stream kept in a result; longer output keeps head and tail. */
+  shellOutputBytes: 30_000,
+  /** Bytes of each stream a `shell_status` tail returns by default. */
+  shellStatusTailBytes: 4000,
+  /** Bytes of output a call streams as chunks at most; the result still has head and tail. */
+  streamMaxBytes: 1024 * 1024,
+  /** Entries `list` and matches `glob` return by default. */
+  listDefaultLimit: 1000,
+  listMaxLimit: 10_000,
+}         ;
+
+/** Error codes a tool result may carry. Workers may send others; treat unknown codes as `internal`. */
+export const toolErrorCodes = [
+  "invalid_input",
+  "unknown_tool",
+  "not_found",
+  "is_directory",
+  "not_a_directory",
+  "no_match",
+  "not_unique",
+  "binary_file",
+  "too_large",
+  "permission_denied",
+  "timeout",
+  "cancelled",
+  "interrupted",
+  "output_too_large",
+  "invalid_output",
+  "io_error",
+  "internal",
+]         ;
+
+                                                            
+
+const path = z.string().min(1).max(4096);
+const lineNumber = z.number().int().positive();
+const limit = z.number().int().positive().max(toolLimits.listMaxLimit);
+
+// ── shell ───────────────────────────────────────────────────────────────────────────────────────
+
+export const shellInputSchema = z.object({
+  /** Run with `bash -lc` in the workspace (or `cwd`). */
+  command: z.string().min(1).max(100_000),
+  /** Working directory; relative to the workspace. */
+  cwd: path.optional(),
+  /** Extra environment variables for this command. */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional(),
+  /** Start detached and return a job id at once; check it with `shell_status`. */
+  background: z.boolean().optional(),
+});
+
+export const shellCompletedOutputSchema = z.object({
+  kind: z.literal("completed"),
+  /** Null when the command was killed (timeout, cancel) or its status was lost. */
+  exitCode: z.number().int().nullable(),
+  timedOut: z.boolean(),
+  durationMs: z.number().nonnegative(),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdoutBytes: z.number().int().nonnegative(),
+  stderrBytes: z.number().int().nonnegative(),
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+  /** Set when the stream was truncated: the file holding its full text. */
+  stdoutPath: z.string().optional(),
+  stderrPath: z.string().optional(),
+  /** Set when something unusual happened (for example, the worker restarted while it ran). */
+  note: z.string().optional(),
+});
+
+export const shellStartedOutputSchema = z.object({
+  kind: z.literal("started"),
+  jobId: z.string(),
+  pid: z.number().int(),
+  stdoutPath: z.string(),
+  stderrPath: z.string(),
+});
+
+export const shellOutputSchema = z.discriminatedUnion("kind", [
+  shellCompletedOutputSchema,
+  shellStartedOutputSchema,
+]);
+
+export const shellStatusInputSchema = z.object({
+  jobId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a job id as returned by shell with background: true"),
+  /** Bytes of each stream's tail to return. */
+  tailBytes: z.number().int().nonnegative().max(toolLimits.readMaxBytes).optional(),
+});
+
+export const shellStatusOutputSchema = z.object({
+  jobId: z.string(),
+  command: z.string(),
+  /** `lost`: the process is gone and left no exit status (the computer restarted). */
+  state: z.enum(["running", "exited", "lost"]),
+  pid: z.number().int().nullable(),
+  exitCode: z.number().int().nullable(),
+  startedAt: z.string(),
+  endedAt: z.string().optional(),
+  durationMs: z.number().nonnegative(),
+  stdoutTail: z.string(),
+  stderrTail: z.string(),
+  stdoutBytes: z.number().int().nonnegative(),
+  stderrBytes: z.number().int().nonnegative(),
+  stdoutPath: z.string(),
+  stderrPath: z.string(),
+});
+
+// ── files ───────────────────────────────────────────────────────────────────────────────────────
+
+export const readInputSchema = z.object({
+  path,
+  /** First line to return, 1-based. @default 1 */
+  offset: lineNumber.optional(),
+  /** Lines to return. @default toolLimits.readDefaultLines */
+  limit: z.number().int().positive().optional(),
+  /** Bytes of text to return at most. @default toolLimits.readMaxBytes */
+  maxBytes: z.number().int().positive().max(toolLimits.readMaxBytes).optional(),
+});
+
+export const imageMimeTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"]         ;
+
+export const readOutputSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("text"),
+    path: z.string(),
+    content: z.string(),
+    /** First line returned (1-based); `endLine` is the last one, `startLine - 1` when none. */
+    startLine: z.number().int().positive(),
+    endLine: z.number().int().nonnegative(),
+    /** Absent for very large files, whose lines are not all counted. */
+    totalLines: z.number().int().nonnegative().optional(),
+    /** True when the range stopped early at `maxBytes` or more lines follow. */
+    truncated: z.boolean(),
+    sizeBytes: z.number().int().nonnegative(),
+  }),
+  z.object({
+    kind: z.literal("image"),
+    path: z.string(),
+    mimeType: z.enum(imageMimeTypes),
+    /** Base64 of the file's bytes. */
+    data: z.string(),
+    sizeBytes: z.number().int().nonnegative(),
+  }),
+  z.object({
+    kind: z.literal("binary"),
+    path: z.string(),
+    sizeBytes: z.number().int().nonnegative(),
+  }),
+]);
+
+export const writeInputSchema = z.object({
+  path,
+  content: z.string(),
+  /** How `content` is encoded. @default "utf8" */
+  encoding: z.enum(["utf8", "base64"]).optional(),
+});
+
+export const writeOutputSchema = z.object({
+  path: z.string(),
+  bytesWritten: z.number().int().nonnegative(),
+  created: z.boolean(),
+});
+
+export const editInputSchema = z.object({
+  path,
+  /** Exact text to find; must occur once unless `replaceAll`. */
+  oldString: z.string().min(1),
+  newString: z.string(),
+  replaceAll: z.boolean().optional(),
+});
+
+export const editOutputSchema = z.object({
+  path: z.string(),
+  replacements: z.number().int().positive(),
+});
+
+export const listInputSchema = z.object({
+  /** Directory to list. @default the workspace */
+  path: path.optional(),
+  limit: limit.optional(),
+});
+
+export const listEntrySchema = z.object({
+  name: z.string(),
+  type: z.enum(["file", "directory", "symlink", "other"]),
+  sizeBytes: z.number().int().nonnegative(),
+});
+
+export const listOutputSchema = z.object({
+  path: z.string(),
+  entries: z.array(listEntrySchema),
+  truncated: z.boolean(),
+});
+
+export const globInputSchema = z.object({
+  /** A glob such as `src/**\/*.ts`, matched under `path`. */
+  pattern: z.string().min(1).max(1000),
+  /** Directory to search from. @default the workspace */
+  path: path.optional(),
+  limit: limit.optional(),
+});
+
+export const globOutputSchema = z.object({
+  path: z.string(),
+  /** Matches relative to `path`, sorted. */
+  matches: z.array(z.string()),
+  truncated: z.boolean(),
+});
+
+// ── registry ────────────────────────────────────────────────────────────────────────────────────
+
+export const toolInputSchemas = {
+  shell: shellInputSchema,
+  shell_status: shellStatusInputSchema,
+  read: readInputSchema,
+  write: writeInputSchema,
+  edit: editInputSchema,
+  list: listInputSchema,
+  glob: globInputSchema,
+}         ;
+
+export const toolOutputSchemas = {
+  shell: shellOutputSchema,
+  shell_status: shellStatusOutputSchema,
+  read: readOutputSchema,
+  write: writeOutputSchema,
+  edit: editOutputSchema,
+  list: listOutputSchema,
+  glob: globOutputSchema,
+}         ;
+
+/** The computer tools every worker implements in protocol version 1. */
+                                                     
+export const toolNames = Object.keys(toolInputSchemas)              ;
+
+export function isToolName(value        )                    {
+  return Object.hasOwn(toolInputSchemas, value);
+}
+
+                                                                                  
+                                                                                     
+
+                                                           
+                                                             
+                                                                               
+                                                                           
+                                                                       
+                                                                         
+                                                         
+                                                           
+                                                           
+                                                             
+                                                         
+                                                           
+                                                         
+                                                         
+                                                           
+                                                         
+                                                           
+                                                            

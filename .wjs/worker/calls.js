@@ -1,0 +1,301 @@
+/**
+ * Runs calls, once each per call id, whatever the gateway sends and however often.
+ *
+ * Invariants:
+ *   W1 At most one execution per call id per worker process: a call id that is running is
+ *      attached to (the running execution's result answers it), never started again. The
+ *      `running` entry is created synchronously on receipt, before any await.
+ *   W2 A finished call's outcome is written to the done-log before its result is sent, and a
+ *      repeated call id is answered from the done-log without running anything.
+ *   W3 Side effects are preceded by a durable `started` record; after a worker restart, a call
+ *      with `started` but no `done` is recovered by its tool (shell attaches to the job it started,
+ *      edit checks the file's hash), never blindly re-run.
+ *   W4 Results stay in memory until the gateway acks them and are re-sent after a reconnect;
+ *      chunks and progress are best effort (dropped while disconnected).
+ */
+import {
+  encodeFrame,
+  frameBytes,
+  isToolName,
+  MAX_FRAME_BYTES,
+  toolInputSchemas,
+} from "../protocol/index.js";
+                                                                                          
+                                                                         
+import { editTool } from "./edit-tool.js";
+import { globTool, listTool } from "./list-tool.js";
+import { readTool } from "./read-tool.js";
+import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.js";
+                                                    
+import { toToolError } from "./tool-context.js";
+                                                     
+import { writeTool } from "./write-tool.js";
+import { jobsRoot, readJob } from "./jobs.js";
+import path from "node:path";
+
+                                    
+                    
+                   
+                   
+                                  
+                                               
+                                                                     
+                                    
+                                                                              
+                               
+                      
+                  
+                                                                                  
+                              
+                                                                                                    
+                             
+                       
+                     
+                               
+ 
+
+                             
+                                     
+                                  
+                                     
+                                                       
+                       
+                                                                        
+                        
+                                                                                        
+                                     
+                                                                           
+                        
+                
+ 
+
+                                                                             
+
+                   
+                              
+                    
+                      
+                                                                              
+                                  
+ 
+
+export function createCallRunner(options                   )             {
+  const now = options.now ?? Date.now;
+  const log = options.log ?? (() => undefined);
+  const maxFrameBytes = options.maxFrameBytes ?? (() => MAX_FRAME_BYTES);
+  const maxUnacked = options.maxUnackedResults ?? 100;
+  const durable = options.fsync ?? true;
+  const running = new Map                 ();
+  const unacked = new Map                     ();
+
+  const tools                               = {
+    shell: (input, context) =>
+      shellTool(toolInputSchemas.shell.parse(input), context, options.shell),
+    shell_status: (input, context) =>
+      shellStatusTool(toolInputSchemas.shell_status.parse(input), context),
+    read: (input, context) => readTool(toolInputSchemas.read.parse(input), context),
+    write: (input, context) => writeTool(toolInputSchemas.write.parse(input), context),
+    edit: (input, context) => editTool(toolInputSchemas.edit.parse(input), context),
+    list: (input, context) => listTool(toolInputSchemas.list.parse(input), context),
+    glob: (input, context) => globTool(toolInputSchemas.glob.parse(input), context),
+  };
+
+  const progressTimer = setInterval(() => {
+    const at = now();
+    for (const [callId, entry] of running) {
+      if (entry.result === undefined)
+        options.send({ type: "progress", callId, elapsedMs: Math.max(0, at - entry.startedAt) });
+    }
+  }, options.progressIntervalMs ?? 5000);
+  progressTimer.unref();
+
+  function sendResult(callId        , outcome             )              {
+    const frame              = outcome.ok
+      ? { type: "result", callId, ok: true, output: outcome.output }
+      : { type: "result", callId, ok: false, error: outcome.error };
+    unacked.delete(callId);
+    unacked.set(callId, frame);
+    if (unacked.size > maxUnacked) {
+      const oldest = unacked.keys().next().value;
+      if (oldest !== undefined) unacked.delete(oldest);
+    }
+    options.send(frame);
+    return frame;
+  }
+
+  async function execute(frame           , entry         )                {
+    const { callId } = frame;
+    const record = await options.doneLog.get(callId);
+    if (record?.state === "done") {
+      sendResult(callId, record.outcome); // W2
+      return;
+    }
+    if (!isToolName(frame.tool)) {
+      sendResult(callId, {
+        ok: false,
+        error: {
+          code: "unknown_tool",
+          message: `this worker has no tool ${JSON.stringify(frame.tool)}`,
+        },
+      });
+      return;
+    }
+    const schema = toolInputSchemas[frame.tool];
+    const parsed = schema.safeParse(frame.input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where =
+        issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`;
+      sendResult(callId, {
+        ok: false,
+        error: {
+          code: "invalid_input",
+          message: `invalid ${frame.tool} input${where}: ${issue?.message ?? "schema mismatch"}`,
+        },
+      });
+      return;
+    }
+    const previous = record?.state === "started" ? record : undefined;
+    const afterRecorded                             = [];
+    const startedAt = previous === undefined ? now() : Date.parse(previous.startedAt);
+    let marked = previous !== undefined;
+    const context              = {
+      callId,
+      workspace: options.workspace,
+      stateDir: options.stateDir,
+      commandEnv: options.commandEnv,
+      deadline: startedAt + frame.timeoutMs,
+      signal: entry.controller.signal,
+      emit: (stream, data) => {
+        options.send({ type: "chunk", callId, stream, data });
+      },
+      markStarted: async (detail) => {
+        if (marked) return;
+        marked = true;
+        await options.doneLog.markStarted(callId, frame.tool, {
+          timeoutMs: frame.timeoutMs,
+          tool: detail,
+        }); // W3
+      },
+      afterRecorded: (task) => afterRecorded.push(task),
+      previous:
+        previous === undefined
+          ? undefined
+          : { ...previous, detail: (previous.detail                                  )?.tool },
+      durable,
+      now,
+    };
+
+    let outcome             ;
+    try {
+      outcome = { ok: true, output: await tools[frame.tool](parsed.data, context) };
+    } catch (error) {
+      outcome = { ok: false, error: toToolError(error) };
+    }
+    const size = frameBytes(encodeFrame({ type: "result", callId, ...outcome }));
+    if (size > maxFrameBytes()) {
+      outcome = {
+        ok: false,
+        error: {
+          code: "output_too_large",
+          message: `the result is ${size} bytes, over the ${maxFrameBytes()}-byte frame limit; ask for less (a line range, a smaller limit)`,
+        },
+      };
+    }
+    let recorded = true;
+    try {
+      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
+    } catch (error) {
+      recorded = false;
+      log(`worker: could not record call ${callId} in the done-log: ${(error         ).message}`);
+    }
+    entry.result = sendResult(callId, outcome);
+    if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
+  }
+
+  function start(frame           )       {
+    const controller = new AbortController();
+    const entry          = {
+      controller,
+      startedAt: now(),
+      done: Promise.resolve(),
+      result: undefined,
+    };
+    running.set(frame.callId, entry); // W1: synchronously, before any await
+    entry.done = execute(frame, entry)
+      .catch((error         ) => {
+        // Only the done-log read or a bug gets here; the gateway will ask again.
+        log(
+          `worker: call ${frame.callId} failed inside the worker: ${(error         ).stack ?? String(error)}`,
+        );
+        sendResult(frame.callId, {
+          ok: false,
+          error: { code: "internal", message: (error         ).message },
+        });
+      })
+      .finally(() => running.delete(frame.callId));
+  }
+
+  return {
+    handleCall(frame) {
+      options.send({ type: "ack", callId: frame.callId });
+      const cached = unacked.get(frame.callId) ?? running.get(frame.callId)?.result;
+      if (cached !== undefined) {
+        options.send(cached);
+        return;
+      }
+      if (running.has(frame.callId)) return; // W1: attach; its result goes out when it ends
+      start(frame);
+    },
+    handleAck(callId) {
+      unacked.delete(callId);
+    },
+    handleCancel(callId) {
+      running.get(callId)?.controller.abort();
+    },
+    inflight() {
+      return [...running]
+        .filter(([, entry]) => entry.result === undefined)
+        .map(([callId]) => callId);
+    },
+    resendUnacked() {
+      for (const frame of unacked.values()) options.send(frame); // W4
+    },
+    async recoverUnfinished() {
+      for (const record of await options.doneLog.listUnfinished()) {
+        if (running.has(record.callId)) continue;
+        const frame = await recoveryFrame(record);
+        if (frame === undefined) continue; // recovered when the gateway repeats the call
+        log(
+          `worker: attaching to call ${record.callId} (${record.tool}) started before this worker restarted`,
+        );
+        start(frame);
+      }
+    },
+    async idle() {
+      while (running.size > 0) await Promise.all([...running.values()].map((entry) => entry.done));
+    },
+    close() {
+      clearInterval(progressTimer);
+    },
+  };
+
+  /** A foreground shell call whose job exists can be finished without the gateway's copy of the call. */
+  async function recoveryFrame(record               )                                 {
+    if (record.tool !== "shell") return undefined;
+    const job = await readJob(
+      path.join(jobsRoot(options.stateDir), jobIdFor(record.callId, false)),
+    );
+    // Without a pid the wrapper may not have claimed the job yet; the shell tool starts another
+    // wrapper and the claim lets only one of them run the command.
+    if (job === undefined) return undefined;
+    const timeoutMs = (record.detail                                      )?.timeoutMs ?? 1;
+    return {
+      type: "call",
+      callId: record.callId,
+      tool: "shell",
+      input: { command: job.meta.command, cwd: job.meta.cwd },
+      timeoutMs,
+    };
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The worker's one resolve step: flag > environment > default, validated once. Nothing else in
+ * the worker reads `process.env` for configuration.
+ */
+import { parseArgs } from "node:util";
+import path from "node:path";
+
+                               
+                                                                             
+                     
+                                                                                                     
+                            
+                                
+                                                                          
+                   
+                                                                             
+                    
+ 
+
+export class WorkerConfigError extends Error {
+                    name = "WorkerConfigError";
+}
+
+const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR]
+  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE`;
+
+export function resolveWorkerConfig(
+  argv                   ,
+  env                                              ,
+)               {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        "gateway-url": { type: "string" },
+        token: { type: "string" },
+        "token-file": { type: "string" },
+        "state-dir": { type: "string" },
+        workspace: { type: "string" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new WorkerConfigError(`worker: ${(error         ).message}\n${usage}`);
+  }
+  const pick = (flag                    , variable        )                     => {
+    const value = flag ?? env[variable];
+    return value === undefined || value === "" ? undefined : value;
+  };
+
+  const gatewayUrl = pick(values["gateway-url"], "ROOST_GATEWAY_URL");
+  if (gatewayUrl === undefined) {
+    throw new WorkerConfigError(
+      "worker: gateway URL is required (pass --gateway-url or set ROOST_GATEWAY_URL)",
+    );
+  }
+  let parsed     ;
+  try {
+    parsed = new URL(gatewayUrl);
+  } catch {
+    throw new WorkerConfigError(
+      `worker: gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://host:port/v1/gateway)`,
+    );
+  }
+  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
+    throw new WorkerConfigError(
+      `worker: gateway URL must start with ws:// or wss:// (got ${parsed.protocol}//)`,
+    );
+  }
+
+  const token = pick(values.token, "ROOST_WORKER_TOKEN");
+  const tokenFile = pick(values["token-file"], "ROOST_WORKER_TOKEN_FILE");
+  if (token === undefined && tokenFile === undefined) {
+    throw new WorkerConfigError(
+      "worker: token is required (pass --token or set ROOST_WORKER_TOKEN, or --token-file / ROOST_WORKER_TOKEN_FILE)",
+    );
+  }
+
+  const stateDir = pick(values["state-dir"], "ROOST_WORKER_STATE_DIR");
+  if (stateDir === undefined) {
+    throw new WorkerConfigError(
+      "worker: state directory is required (pass --state-dir or set ROOST_WORKER_STATE_DIR to a directory on the durable disk)",
+    );
+  }
+  const workspace = pick(values.workspace, "ROOST_WORKSPACE") ?? "/workspace";
+
+  return {
+    gatewayUrl: parsed.toString(),
+    token,
+    tokenFile: tokenFile === undefined ? undefined : path.resolve(tokenFile),
+    stateDir: path.resolve(stateDir),
+    workspace: path.resolve(workspace),
+  };
+}

@@ -1,0 +1,258 @@
+/**
+ * A job is one shell command running detached, with everything about it in a directory on the
+ * durable disk, so that a worker that restarts can find it again:
+ *
+ *   <stateDir>/jobs/<jobId>/job.json   what was started, when, and its deadline
+ *   <stateDir>/jobs/<jobId>/pid        the wrapper's pid (= the job's process group), written by the wrapper
+ *   <stateDir>/jobs/<jobId>/stdout     the command's output, written by the command itself (not through the worker)
+ *   <stateDir>/jobs/<jobId>/stderr
+ *   <stateDir>/jobs/<jobId>/exit       the exit status, written by the wrapper when the command ends
+ *
+ * Commands run as `sh -c WRAPPER` in a new session (so the job is its own process group) and
+ * write straight to the files, so they keep running, and their output and exit status are kept,
+ * when the worker dies. The wrapper claims the job by creating `pid` exclusively (noclobber): if
+ * two wrappers are ever started for one job (a restart racing a start), only one runs the command.
+ */
+import { spawn } from "node:child_process";
+                                                       
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { writeFileAtomic, isErrno } from "./fs-atomic.js";
+import { charBoundary } from "./read-tool.js";
+
+/** Exit status of a wrapper that found the job already claimed by another wrapper. */
+export const claimLostStatus = 97;
+
+const wrapperScript = [
+  "set -C",
+  `{ printf '%s\\n' "$$" > "$2/pid"; } 2>/dev/null || exit ${claimLostStatus}`,
+  "set +C",
+  'bash -lc "$1"',
+  "status=$?",
+  `printf '%s\\n' "$status" > "$2/exit"`,
+  'exit "$status"',
+].join("\n");
+
+                          
+                
+                 
+                  
+              
+                  
+                    
+                                                                          
+                            
+                      
+ 
+
+                           
+                
+                                                         
+                          
+                                                                             
+                               
+                                                        
+                               
+ 
+
+export function jobsRoot(stateDir        )         {
+  return path.join(stateDir, "jobs");
+}
+
+export function jobPaths(dir        ) {
+  return {
+    meta: path.join(dir, "job.json"),
+    pid: path.join(dir, "pid"),
+    stdout: path.join(dir, "stdout"),
+    stderr: path.join(dir, "stderr"),
+    exit: path.join(dir, "exit"),
+  };
+}
+
+/**
+ * Starts the wrapper for a job; `env` is the command's whole environment. `job.json` is written
+ * atomically but not fsync'd: the call's durable fact is its `started` record, and the job's
+ * own files (pid, output, exit) are written by the shell without fsync anyway.
+ */
+export async function spawnJob(
+  dir        ,
+  meta         ,
+  env                                  ,
+)                        {
+  const paths = jobPaths(dir);
+  await fs.mkdir(dir, { recursive: true });
+  await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
+  const stdout = await fs.open(paths.stdout, "a");
+  const stderr = await fs.open(paths.stderr, "a");
+  try {
+    const child = spawn("/bin/sh", ["-c", wrapperScript, "roost-job", meta.command, dir], {
+      cwd: meta.cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", stdout.fd, stderr.fd],
+    });
+    await new Promise      ((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", reject);
+    });
+    return child;
+  } finally {
+    await stdout.close();
+    await stderr.close();
+  }
+}
+
+export async function readJob(dir        )                                {
+  const paths = jobPaths(dir);
+  let meta         ;
+  try {
+    meta = JSON.parse(await fs.readFile(paths.meta, "utf8"))           ;
+  } catch (error) {
+    if (isErrno(error, "ENOENT") || error instanceof SyntaxError) return undefined;
+    throw error;
+  }
+  const pid = await readNumber(paths.pid);
+  const exitCode = await readNumber(paths.exit);
+  let exitedAt                    ;
+  if (exitCode !== undefined)
+    exitedAt = (await fs.stat(paths.exit).catch(() => undefined))?.mtimeMs;
+  return { meta, pid, exitCode, exitedAt };
+}
+
+/** Reads a file holding one integer and a newline; undefined if absent or not yet complete. */
+export async function readNumber(file        )                              {
+  try {
+    const text = await fs.readFile(file, "utf8");
+    return /^-?\d+\n$/.test(text) ? Number.parseInt(text, 10) : undefined;
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Whether the job's wrapper still runs. On Linux the process's command line must name the job
+ * directory, so a recycled pid is not mistaken for the job.
+ */
+export async function isJobAlive(pid        , dir        )                   {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return isErrno(error, "EPERM");
+  }
+  try {
+    const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, "utf8");
+    if (!cmdline.split("\0").includes(dir)) return false;
+    const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8");
+    // A zombie (state Z) has finished; its parent just has not reaped it yet.
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    // No /proc (macOS): trust kill(pid, 0).
+    return process.platform !== "linux";
+  }
+}
+
+/** Signals the job's whole process group; a group that is gone already is fine. */
+export function signalJob(pid        , signal                )       {
+  try {
+    process.kill(-pid, signal);
+  } catch (error) {
+    if (!isErrno(error, "ESRCH")) throw error;
+  }
+}
+
+                             
+               
+                
+                     
+ 
+
+/** A stream's output for a result: all of it, or its head and tail around a marker naming the file. */
+export async function readStreamText(file        , limitBytes        )                      {
+  let handle;
+  try {
+    handle = await fs.open(file, "r");
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) return { text: "", bytes: 0, truncated: false };
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size <= limitBytes) {
+      const buffer = Buffer.alloc(size);
+      const { bytesRead } = await handle.read(buffer, 0, size, 0);
+      return {
+        text: buffer.subarray(0, bytesRead).toString("utf8"),
+        bytes: size,
+        truncated: false,
+      };
+    }
+    const half = Math.floor(limitBytes / 2);
+    const head = Buffer.alloc(half + 4);
+    const headRead = (await handle.read(head, 0, head.length, 0)).bytesRead;
+    const headEnd = charBoundary(head.subarray(0, headRead), Math.min(half, headRead));
+    const tail = Buffer.alloc(half + 4);
+    const tailStart = size - half - 4;
+    const tailRead = (await handle.read(tail, 0, tail.length, tailStart)).bytesRead;
+    let from = 4;
+    while (from < tailRead && ((tail[from] ?? 0) & 0xc0) === 0x80) from += 1;
+    const omitted = size - headEnd - (tailRead - from);
+    const marker = `\n\n[... ${omitted} bytes omitted; the full output is in ${file} ...]\n\n`;
+    return {
+      text:
+        head.subarray(0, headEnd).toString("utf8") +
+        marker +
+        tail.subarray(from, tailRead).toString("utf8"),
+      bytes: size,
+      truncated: true,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The last `bytes` of a file, starting at a character boundary. */
+export async function readTail(
+  file        ,
+  bytes        ,
+)                                          {
+  let handle;
+  try {
+    handle = await fs.open(file, "r");
+  } catch (error) {
+    if (isErrno(error, "ENOENT")) return { text: "", size: 0 };
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    const start = Math.max(0, size - bytes);
+    const buffer = Buffer.alloc(size - start);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
+    let from = 0;
+    while (start > 0 && from < bytesRead && ((buffer[from] ?? 0) & 0xc0) === 0x80) from += 1;
+    return { text: buffer.subarray(from, bytesRead).toString("utf8"), size };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Removes finished jobs started more than `maxAgeMs` ago; returns how many. */
+export async function pruneJobs(stateDir        , maxAgeMs        , now        )                  {
+  const root = jobsRoot(stateDir);
+  const names = await fs.readdir(root).catch((error         ) => {
+    if (isErrno(error, "ENOENT")) return [];
+    throw error;
+  });
+  let removed = 0;
+  for (const name of names) {
+    const dir = path.join(root, name);
+    const job = await readJob(dir);
+    const startedAt = job?.meta.startedAt ?? (await fs.stat(dir)).mtimeMs;
+    if (now - startedAt < maxAgeMs) continue;
+    if (job?.pid !== undefined && job.exitCode === undefined && (await isJobAlive(job.pid, dir)))
+      continue;
+    await fs.rm(dir, { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
+}

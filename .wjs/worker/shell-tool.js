@@ -1,0 +1,384 @@
+/**
+ * `shell` and `shell_status`. A foreground command is a job (jobs.ts) the call waits for; a
+ * background command is a job the call only starts.
+ *
+ * After a worker restart (the call's `started` record exists but no `done` record), a repeated
+ * call never starts the command a second time: it attaches to the job if it still runs, reports
+ * its recorded exit status and output if it finished meanwhile, and fails with `interrupted` if
+ * the job vanished without an exit status (the computer itself restarted). Only a job whose
+ * wrapper never claimed it (the worker died between recording `started` and the wrapper's first
+ * instruction) is started then, and the claim makes sure only one wrapper runs the command.
+ */
+import { StringDecoder } from "node:string_decoder";
+                                                       
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { toolLimits } from "../protocol/index.js";
+             
+             
+              
+                   
+                    
+                              
+import { callKey } from "./done-log.js";
+import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.js";
+                                                     
+import {
+  claimLostStatus,
+  isJobAlive,
+  jobPaths,
+  jobsRoot,
+  readJob,
+  readNumber,
+  readStreamText,
+  readTail,
+  signalJob,
+  spawnJob,
+} from "./jobs.js";
+                                         
+
+                               
+                                                                                                     
+                  
+                                                                                                 
+                       
+ 
+
+/** Job ids are derived from the call id, so a repeated call finds the job its first attempt started. */
+export function jobIdFor(callId        , background         )         {
+  return `${background ? "job" : "call"}_${callKey(callId).slice(0, 24)}`;
+}
+
+export async function shellTool(
+  input            ,
+  context             ,
+  options               = {},
+)                       {
+  const background = input.background === true;
+  const jobId = jobIdFor(context.callId, background);
+  const dir = path.join(jobsRoot(context.stateDir), jobId);
+  const paths = jobPaths(dir);
+
+  let child                          ;
+  let meta         ;
+  const existing = context.previous === undefined ? undefined : await readJob(dir);
+  const recovered = existing?.pid !== undefined;
+  if (existing !== undefined && recovered) {
+    meta = existing.meta;
+  } else {
+    const cwd = resolveToolPath(context.workspace, input.cwd ?? ".");
+    const cwdStat = await fs.stat(cwd).catch((error         ) => {
+      throw toToolFailure(error, cwd);
+    });
+    if (!cwdStat.isDirectory())
+      throw new ToolFailure("not_a_directory", `cwd ${cwd} is not a directory`);
+    meta = {
+      jobId,
+      callId: context.callId,
+      command: input.command,
+      cwd,
+      startedAt: existing?.meta.startedAt ?? context.now(),
+      deadlineAt: background ? null : context.deadline,
+      background,
+    };
+    if (context.previous === undefined) await context.markStarted();
+    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch(
+      (error         ) => {
+        throw toToolFailure(error, `bash in ${cwd}`);
+      },
+    );
+  }
+
+  if (background) {
+    child?.unref();
+    const pid = await waitForClaim(paths.pid, () => context.now());
+    return { kind: "started", jobId, pid, stdoutPath: paths.stdout, stderrPath: paths.stderr };
+  }
+  const end = await superviseJob({ dir, meta, child, context, options, fromStart: !recovered });
+  return finishForeground(dir, meta, end, recovered, context);
+}
+
+export async function shellStatusTool(
+  input                  ,
+  context             ,
+)                             {
+  const dir = path.join(jobsRoot(context.stateDir), input.jobId);
+  const job = await readJob(dir);
+  if (job === undefined) {
+    throw new ToolFailure(
+      "not_found",
+      `no job ${input.jobId} on this computer (job ids come from shell with background: true)`,
+    );
+  }
+  const paths = jobPaths(dir);
+  const now = context.now();
+  let state                            ;
+  if (job.exitCode !== undefined) state = "exited";
+  else if (job.pid !== undefined) state = (await isJobAlive(job.pid, dir)) ? "running" : "lost";
+  else state = now - job.meta.startedAt < 5000 ? "running" : "lost"; // not yet claimed, or never will be
+  const tailBytes = input.tailBytes ?? toolLimits.shellStatusTailBytes;
+  const stdout = await readTail(paths.stdout, tailBytes);
+  const stderr = await readTail(paths.stderr, tailBytes);
+  const endedAt = job.exitedAt;
+  const output                    = {
+    jobId: input.jobId,
+    command: job.meta.command,
+    state,
+    pid: job.pid ?? null,
+    exitCode: job.exitCode ?? null,
+    startedAt: new Date(job.meta.startedAt).toISOString(),
+    durationMs: Math.max(0, (endedAt ?? now) - job.meta.startedAt),
+    stdoutTail: stdout.text,
+    stderrTail: stderr.text,
+    stdoutBytes: stdout.size,
+    stderrBytes: stderr.size,
+    stdoutPath: paths.stdout,
+    stderrPath: paths.stderr,
+  };
+  if (endedAt !== undefined) output.endedAt = new Date(endedAt).toISOString();
+  return output;
+}
+
+async function waitForClaim(pidFile        , now              )                  {
+  const giveUpAt = now() + 5000;
+  for (;;) {
+    const pid = await readNumber(pidFile);
+    if (pid !== undefined) return pid;
+    if (now() > giveUpAt)
+      throw new ToolFailure("internal", "the background job did not start within 5 s");
+    await sleep(5);
+  }
+}
+
+/**
+ * The pid that claimed a job. The claimant creates the file exclusively and then writes it, so
+ * a wrapper that lost the claim may exit before the number is there: wait for it.
+ */
+async function readClaim(pidFile        , context             )                              {
+  const giveUpAt = context.now() + 2000;
+  for (;;) {
+    const pid = await readNumber(pidFile);
+    if (pid !== undefined || context.now() > giveUpAt) return pid;
+    await sleep(5);
+  }
+}
+
+                  
+                          
+                                                 
+                                                 
+                
+                  
+ 
+
+                            
+              
+                
+                                                                                                  
+                                  
+                       
+                        
+                                                                                     
+                     
+ 
+
+/** Waits for a job to end, streaming its output and enforcing its deadline and cancellation. */
+async function superviseJob(supervise                  )                  {
+  const { dir, meta, context } = supervise;
+  const pollMs = supervise.options.pollMs ?? 50;
+  const killGraceMs = supervise.options.killGraceMs ?? 2000;
+  const paths = jobPaths(dir);
+  const pump = await createStreamPump(paths, context, supervise.fromStart);
+
+  let child = supervise.child;
+  let childExited                                    ;
+  const watchChild = (process              ) =>
+    process.exitCode !== null || process.signalCode !== null
+      ? Promise.resolve(process.exitCode)
+      : new Promise               ((resolve) => process.once("exit", (code) => resolve(code)));
+  if (child !== undefined) childExited = watchChild(child);
+
+  let pid = child?.pid ?? (await readJob(dir))?.pid;
+  let killedFor                     ;
+  const kill = (reason                         ) => {
+    if (killedFor !== undefined || pid === undefined) return;
+    killedFor = reason;
+    const group = pid;
+    signalJob(group, "SIGTERM");
+    // Not cleared when the wrapper exits: children that ignore SIGTERM keep the group (and so
+    // its id, which the kernel does not reuse while a member lives) until this SIGKILL.
+    setTimeout(() => signalJob(group, "SIGKILL"), killGraceMs).unref();
+  };
+  const onAbort = () => kill("cancelled");
+  context.signal.addEventListener("abort", onAbort);
+  if (context.signal.aborted) onAbort();
+  const deadlineTimer =
+    meta.deadlineAt === null
+      ? undefined
+      : setTimeout(() => kill("timeout"), Math.max(0, meta.deadlineAt - context.now()));
+
+  try {
+    for (;;) {
+      if (childExited !== undefined && child !== undefined) {
+        const code = await Promise.race([
+          childExited,
+          sleep(pollMs).then(() => "running"         ),
+        ]);
+        await pump.pump();
+        if (code === "running") continue;
+        const claimedBy =
+          code === claimLostStatus ? await readClaim(paths.pid, context) : undefined;
+        if (claimedBy !== undefined && claimedBy !== child.pid) {
+          // Another wrapper (started by the previous worker) runs this job: watch that one instead.
+          child = undefined;
+          childExited = undefined;
+          pid = claimedBy;
+          continue;
+        }
+        const recorded = await readNumber(paths.exit);
+        return {
+          exitCode: recorded ?? (killedFor === undefined ? code : null),
+          killedFor,
+          lost: false,
+          endedAt: context.now(),
+        };
+      }
+      // Attached to a job this process did not start: look for its exit status.
+      await sleep(pollMs);
+      await pump.pump();
+      const job = await readJob(dir);
+      pid ??= job?.pid;
+      if (job?.exitCode !== undefined) {
+        return {
+          exitCode: job.exitCode,
+          killedFor,
+          lost: false,
+          endedAt: job.exitedAt ?? context.now(),
+        };
+      }
+      if (pid !== undefined && !(await isJobAlive(pid, dir))) {
+        const exitCode = await readNumber(paths.exit); // it may have written its status just before exiting
+        if (exitCode !== undefined)
+          return { exitCode, killedFor, lost: false, endedAt: context.now() };
+        return { exitCode: null, killedFor, lost: killedFor === undefined, endedAt: context.now() };
+      }
+      if (pid === undefined && context.now() - meta.startedAt > 5000) {
+        return { exitCode: null, killedFor, lost: true, endedAt: context.now() };
+      }
+    }
+  } finally {
+    context.signal.removeEventListener("abort", onAbort);
+    clearTimeout(deadlineTimer);
+    await pump.pump();
+    await pump.close();
+  }
+}
+
+async function finishForeground(
+  dir        ,
+  meta         ,
+  end        ,
+  recovered         ,
+  context             ,
+)                       {
+  const paths = jobPaths(dir);
+  if (end.killedFor === "cancelled") {
+    throw new ToolFailure(
+      "cancelled",
+      `the command was cancelled and its process group killed; partial output is in ${dir}`,
+    );
+  }
+  if (end.lost) {
+    throw new ToolFailure(
+      "interrupted",
+      `the command stopped before it finished and left no exit status (the computer restarted while it ran); it was not run again. Partial output is in ${paths.stdout} and ${paths.stderr}`,
+    );
+  }
+  const stdout = await readStreamText(paths.stdout, toolLimits.shellOutputBytes);
+  const stderr = await readStreamText(paths.stderr, toolLimits.shellOutputBytes);
+  const output              = {
+    kind: "completed",
+    exitCode: end.exitCode,
+    timedOut: end.killedFor === "timeout",
+    durationMs: Math.max(0, Math.round(end.endedAt - meta.startedAt)),
+    stdout: stdout.text,
+    stderr: stderr.text,
+    stdoutBytes: stdout.bytes,
+    stderrBytes: stderr.bytes,
+    stdoutTruncated: stdout.truncated,
+    stderrTruncated: stderr.truncated,
+  };
+  if (stdout.truncated) output.stdoutPath = paths.stdout;
+  if (stderr.truncated) output.stderrPath = paths.stderr;
+  const notes           = [];
+  if (end.killedFor === "timeout") {
+    notes.push(
+      `timed out after ${Math.round(((meta.deadlineAt ?? end.endedAt) - meta.startedAt) / 1000)} s; its process group was killed`,
+    );
+  }
+  if (recovered)
+    notes.push("the worker restarted while this command ran; it was not started again");
+  if (notes.length > 0) output.note = notes.join("; ");
+  // Keep the job directory only when a result names a file in it.
+  if (!stdout.truncated && !stderr.truncated)
+    context.afterRecorded(() => fs.rm(dir, { recursive: true, force: true }));
+  return output;
+}
+
+                      
+                        
+                         
+ 
+
+/** Reads what the job appended to its output files since the last look and streams it as chunks. */
+async function createStreamPump(
+  paths                             ,
+  context             ,
+  fromStart         ,
+)                      {
+  let budget = toolLimits.streamMaxBytes;
+  const streams = await Promise.all(
+    (["stdout", "stderr"]         ).map(async (name) => {
+      const file = paths[name];
+      const offset = fromStart ? 0 : ((await fs.stat(file).catch(() => undefined))?.size ?? 0);
+      return {
+        name,
+        file,
+        offset,
+        decoder: new StringDecoder("utf8"),
+        handle: undefined                             ,
+      };
+    }),
+  );
+  let busy                = Promise.resolve();
+  const pumpOnce = async () => {
+    for (const stream of streams) {
+      if (budget <= 0) return;
+      stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
+      if (stream.handle === undefined) continue;
+      const { size } = await stream.handle.stat();
+      const length = Math.min(size - stream.offset, budget, 256 * 1024);
+      if (length <= 0) continue;
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await stream.handle.read(buffer, 0, length, stream.offset);
+      stream.offset += bytesRead;
+      budget -= bytesRead;
+      const text = stream.decoder.write(buffer.subarray(0, bytesRead));
+      if (text.length > 0) context.emit(stream.name, text);
+    }
+  };
+  return {
+    pump() {
+      busy = busy.then(pumpOnce, pumpOnce);
+      return busy;
+    },
+    async close() {
+      await busy.catch(() => undefined);
+      for (const stream of streams) await stream.handle?.close();
+    },
+  };
+}
+
+function sleep(ms        )                {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,303 @@
+/**
+ * The worker: dials out to the gateway, says hello, runs the calls it receives, and reconnects
+ * when the connection ends. Runs inside the computer; imports nothing of ours but protocol/.
+ *
+ * Invariants:
+ *   K1 Only `hello` is sent before `welcome`; calls are accepted only after it.
+ *   K2 One connection at a time: a new dial starts only after the previous socket closed.
+ *   K3 A connection that hears nothing (frames or pings) for 2.5 × the gateway's heartbeat is
+ *      dropped and redialled, so a half-open TCP connection cannot hold calls hostage.
+ *   K4 Reconnect delays grow until a connection stays up `minUptimeMs` (backoff.ts).
+ */
+import { randomBytes } from "node:crypto";
+import { promises as fs, readFileSync } from "node:fs";
+import path from "node:path";
+import WebSocket from "ws";
+import {
+  closeCodes,
+  encodeFrame,
+  MAX_FRAME_BYTES,
+  parseFrame,
+  PROTOCOL_VERSION,
+  toolNames,
+  truncateReason,
+} from "../protocol/index.js";
+                                                                      
+import { createBackoff } from "./backoff.js";
+                                                   
+import { createCallRunner } from "./calls.js";
+                                                
+import { openDoneLog } from "./done-log.js";
+import { isErrno, writeFileAtomic } from "./fs-atomic.js";
+import { pruneJobs } from "./jobs.js";
+                                                    
+
+                                                     
+                                                                                      
+                                               
+                                  
+                               
+                           
+                                                                    
+                          
+                      
+                              
+                                                                                                          
+                       
+                      
+                  
+                       
+                                                                                                     
+                                             
+ 
+
+                         
+                                                                 
+                            
+                              
+                          
+                         
+                         
+ 
+
+const defaultRetentionMs = 7 * 24 * 60 * 60 * 1000;
+
+export async function startWorker(options               )                  {
+  const log = options.log ?? ((line        ) => process.stderr.write(`${line}\n`));
+  const durable = options.fsync ?? true;
+  const retentionMs = options.retentionMs ?? defaultRetentionMs;
+  await fs.mkdir(options.stateDir, { recursive: true });
+  await fs.mkdir(options.workspace, { recursive: true });
+  const workerId = await loadWorkerId(options.stateDir, durable);
+  const bootId = `boot_${randomBytes(9).toString("base64url")}`;
+  const doneLog = await openDoneLog(options.stateDir, { fsync: durable });
+
+  const prune = async () => {
+    try {
+      await doneLog.prune(retentionMs);
+      await pruneJobs(options.stateDir, retentionMs, Date.now());
+    } catch (error) {
+      log(`worker: pruning old records failed: ${(error         ).message}`);
+    }
+  };
+  await prune();
+  const pruneTimer = setInterval(() => void prune(), 24 * 60 * 60 * 1000);
+  pruneTimer.unref();
+
+  let socket                       ;
+  let welcomed = false;
+  let closing = false;
+  let heartbeatMs = 0;
+  let maxFrameBytes = MAX_FRAME_BYTES;
+  let lastHeardAt = 0;
+  let reconnectTimer                            ;
+  let livenessTimer                            ;
+  let helloTimer                            ;
+  const backoff = createBackoff(options.backoff);
+
+  const sendNow = (ws           , frame             ) => ws.send(encodeFrame(frame));
+  const runner = createCallRunner({
+    workspace: options.workspace,
+    stateDir: options.stateDir,
+    doneLog,
+    commandEnv: options.commandEnv,
+    fsync: durable,
+    progressIntervalMs: options.progressIntervalMs ?? 5000,
+    maxFrameBytes: () => maxFrameBytes,
+    log,
+    ...(options.shell === undefined ? {} : { shell: options.shell }),
+    send(frame) {
+      if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
+      sendNow(socket, frame);
+      return true;
+    },
+  });
+  await runner.recoverUnfinished();
+
+  const readToken = ()                     => {
+    if (options.tokenFile === undefined) return options.token;
+    try {
+      return readFileSync(options.tokenFile, "utf8").trim();
+    } catch (error) {
+      log(`worker: cannot read the token file ${options.tokenFile}: ${(error         ).message}`);
+      return undefined;
+    }
+  };
+
+  const scheduleReconnect = () => {
+    if (closing) return;
+    const delayMs = backoff.nextDelayMs(); // K4
+    log(`worker: reconnecting in ${delayMs} ms (attempt ${backoff.attempt})`);
+    reconnectTimer = setTimeout(dial, delayMs);
+  };
+
+  function dial()       {
+    reconnectTimer = undefined;
+    if (closing) return;
+    const token = readToken();
+    if (token === undefined || token === "") {
+      scheduleReconnect();
+      return;
+    }
+    const ws = new WebSocket(options.gatewayUrl, {
+      headers: { authorization: `Bearer ${token}` },
+      maxPayload: MAX_FRAME_BYTES,
+      handshakeTimeout: options.helloTimeoutMs ?? 10_000,
+      perMessageDeflate: false,
+    });
+    socket = ws;
+    welcomed = false;
+
+    ws.on("open", () => {
+      lastHeardAt = Date.now();
+      sendNow(ws, {
+        type: "hello",
+        workerId,
+        bootId,
+        protocol: PROTOCOL_VERSION,
+        capabilities: [...toolNames],
+        inflight: runner.inflight(),
+      });
+      helloTimer = setTimeout(() => {
+        log("worker: no welcome from the gateway in time; reconnecting");
+        ws.terminate();
+      }, options.helloTimeoutMs ?? 10_000);
+    });
+
+    ws.on("message", (data, isBinary) => {
+      lastHeardAt = Date.now();
+      if (isBinary) {
+        ws.close(closeCodes.protocolError, "binary frames are not part of the protocol");
+        return;
+      }
+      const parsed = parseFrame(rawText(data), "gateway", { maxBytes: MAX_FRAME_BYTES });
+      if (!parsed.ok) {
+        log(`worker: closing the connection: ${parsed.error.message}`);
+        ws.close(closeCodes.protocolError, truncateReason(parsed.error.message));
+        return;
+      }
+      handleFrame(ws, parsed.frame);
+    });
+
+    ws.on("error", (error) => {
+      const hint = /\b401\b/.test(error.message)
+        ? " (the gateway refused the token: it may have expired or been rotated; restart the worker with the current token)"
+        : "";
+      log(`worker: connection error: ${error.message}${hint}`);
+    });
+
+    ws.on("close", (code, reason) => {
+      clearTimeout(helloTimer);
+      clearInterval(livenessTimer);
+      if (socket === ws) socket = undefined;
+      const wasWelcomed = welcomed;
+      welcomed = false;
+      if (wasWelcomed || code !== 1006)
+        log(`worker: disconnected (${code}${reason.length > 0 ? ` ${reason.toString()}` : ""})`);
+      scheduleReconnect(); // K2: the next dial starts only now
+    });
+  }
+
+  function handleFrame(ws           , frame              )       {
+    if (!welcomed && frame.type !== "welcome" && frame.type !== "ping") {
+      ws.close(closeCodes.protocolError, `expected welcome, got ${frame.type}`); // K1
+      return;
+    }
+    switch (frame.type) {
+      case "welcome": {
+        if (welcomed) {
+          ws.close(closeCodes.protocolError, "a second welcome");
+          return;
+        }
+        clearTimeout(helloTimer);
+        welcomed = true;
+        heartbeatMs = frame.heartbeatMs;
+        maxFrameBytes = Math.min(MAX_FRAME_BYTES, frame.maxFrameBytes);
+        backoff.connected();
+        livenessTimer = setInterval(
+          () => {
+            if (Date.now() - lastHeardAt > heartbeatMs * 2.5) {
+              log(
+                `worker: nothing heard from the gateway for ${Date.now() - lastHeardAt} ms; reconnecting`,
+              );
+              ws.terminate(); // K3
+            }
+          },
+          Math.max(50, Math.floor(heartbeatMs / 2)),
+        );
+        log(
+          `worker: connected to ${options.gatewayUrl} for computer ${frame.computerId} (worker ${workerId})`,
+        );
+        runner.resendUnacked();
+        options.onConnected?.(frame.computerId);
+        return;
+      }
+      case "call":
+        runner.handleCall(frame);
+        return;
+      case "ack":
+        runner.handleAck(frame.callId);
+        return;
+      case "cancel":
+        runner.handleCancel(frame.callId);
+        return;
+      case "ping":
+        sendNow(
+          ws,
+          frame.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: frame.nonce },
+        );
+        return;
+      case "pong":
+        return;
+      default:
+        assertNever(frame);
+    }
+  }
+
+  dial();
+
+  return {
+    workerId,
+    bootId,
+    isConnected: () => welcomed && socket?.readyState === WebSocket.OPEN,
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearTimeout(reconnectTimer);
+      clearInterval(pruneTimer);
+      runner.close();
+      const ws = socket;
+      if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
+        const closed = new Promise      ((resolve) => ws.once("close", () => resolve()));
+        if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+        else ws.close(closeCodes.goingAway, "worker shutting down");
+        const forced = setTimeout(() => ws.terminate(), 2000);
+        await closed;
+        clearTimeout(forced);
+      }
+    },
+  };
+}
+
+async function loadWorkerId(stateDir        , durable         )                  {
+  const file = path.join(stateDir, "worker-id");
+  try {
+    const existing = (await fs.readFile(file, "utf8")).trim();
+    if (existing !== "") return existing;
+  } catch (error) {
+    if (!isErrno(error, "ENOENT")) throw error;
+  }
+  const workerId = `wrk_${randomBytes(12).toString("base64url")}`;
+  await writeFileAtomic(file, `${workerId}\n`, durable);
+  return workerId;
+}
+
+function rawText(data                   )         {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
+  return data.toString("utf8");
+}
+
+function assertNever(value       )        {
+  throw new Error(`unexpected frame ${JSON.stringify(value)}`);
+}
