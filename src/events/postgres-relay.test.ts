@@ -58,6 +58,17 @@ describe.skipIf(!postgres.ok)("events relayed between nodes through Postgres", (
       });
       expect(seenA.filter((event) => event.type === "changed" && event.seq === 7)).toHaveLength(1);
       expect(seenB.filter((event) => event.type === "changed" && event.seq === 8)).toHaveLength(1);
+
+      // R4: a burst of deltas arrives in the order it was published (they build the text).
+      const pieces = Array.from({ length: 60 }, (_, index) => `${index} `);
+      for (const text of pieces)
+        nodeA.publish({ type: "delta", conversationId: "conv_1", turnId: "t2", text });
+      const relayed = () =>
+        seenB
+          .filter((event) => event.type === "delta" && event.turnId === "t2")
+          .map((event) => (event as { text: string }).text);
+      await waitFor(() => relayed().length === pieces.length, { what: "the burst of deltas" });
+      expect(relayed().join("")).toBe(pieces.join(""));
     } finally {
       await relayA.close();
       await relayB.close();

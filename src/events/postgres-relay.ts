@@ -8,6 +8,7 @@
  *      store, never data. Notifications larger than Postgres allows are cut (tool output) or
  *      dropped (anything else), never split.
  *   R3 a dropped LISTEN connection is re-established with backoff; events in between are lost (R2).
+ *   R4 a node's events reach the others in the order it published them (deltas build text).
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
@@ -50,7 +51,8 @@ function encode(origin: string, event: HubEvent): string | undefined {
 export async function connectPostgresRelay(options: PostgresRelayOptions): Promise<PostgresRelay> {
   const nodeId = options.nodeId ?? `node_${randomBytes(6).toString("hex")}`;
   const log = options.log ?? (() => undefined);
-  const sender = new pg.Pool({ connectionString: options.url, max: 2 });
+  // R4: one connection sends, so notifications leave (and arrive) in publishing order.
+  const sender = new pg.Pool({ connectionString: options.url, max: 1 });
   sender.on("error", () => undefined);
   let listener: pg.Client | undefined;
   let closed = false;
