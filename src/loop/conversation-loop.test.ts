@@ -200,6 +200,41 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     });
   });
 
+  it("ends a turn whose step keeps failing with an error step, and goes on with the next message", async () => {
+    await send("first");
+    let failing = true;
+    const tools: ToolRouter = {
+      specs: async () => {
+        if (failing) throw new Error("tool registry unavailable");
+        return [];
+      },
+      execute: async () => ({ output: "", isError: false }),
+    };
+    const model = scriptedModel(() => ({ text: "answered" }));
+    const durable = createMemoryDurable();
+    const run = runConversation(
+      durable,
+      deps(model, { tools, followUpWindowMs: 60_000 }),
+      conversationId,
+    );
+    await durable.waiting();
+    const failed = (await store.listSteps(conversationId)).at(-1)!;
+    expect(failed.kind).toBe("error");
+    expect(failed.payload).toMatchObject({
+      code: "step_failed",
+      message: expect.stringContaining("tool registry unavailable"),
+    });
+    failing = false;
+    await send("second");
+    durable.signal();
+    await durable.waiting();
+    durable.signal();
+    await run;
+    expect((await store.listSteps(conversationId)).at(-1)!.payload).toMatchObject({
+      text: "answered",
+    });
+  });
+
   it("stops a turn that never replies", async () => {
     await send("loop forever");
     const model = scriptedModel(() => ({ toolCalls: [{ id: "x", name: "shell", input: {} }] }));

@@ -11,6 +11,7 @@
  *   L5 a follow-up is never missed: the take before the wait records the waiter in the same
  *      transaction that message writers lock (S6), so a writer either had its message taken or
  *      sees the waiter and resolves it.
+ *   L6 a step that fails for good ends its turn with an `error` step; the loop goes on.
  */
 import { toRoostError, type RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
@@ -78,6 +79,23 @@ export async function runConversation(
         const endTurn = deps.tools.endTurn.bind(deps.tools);
         await durable.step("end-turn", () => endTurn({ accountId: turn.accountId, turnId }));
       }
+    } catch (error) {
+      // L6: a step that keeps failing ends the turn with an error the user sees, instead of the
+      // engine retrying the whole conversation forever.
+      if (!(error instanceof StepFailedError)) throw error;
+      await save(
+        {
+          conversationId,
+          id: `${turnId}:failed`,
+          turnId,
+          kind: "error",
+          payload: {
+            code: "step_failed",
+            message: `${error.message} (send the message again to retry)`,
+          },
+        },
+        "send-to-user",
+      );
     } finally {
       events.publish({ type: "turn", conversationId, state: "idle", turnId });
     }
