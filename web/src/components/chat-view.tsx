@@ -1,5 +1,5 @@
 /** A conversation: header with the bot and its state, the live timeline, and the composer. */
-import { Settings2, WifiOff } from "lucide-react";
+import { WifiOff } from "lucide-react";
 import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
 import type { Conversation } from "../api/types.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
@@ -8,7 +8,7 @@ import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
-import { EmptyState, Header, ModelBadge } from "./ui.tsx";
+import { EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
 
 type Activity = "working" | "waiting" | "idle" | "reconnecting" | "offline" | "loading";
 
@@ -107,17 +107,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
         }
       >
         <ComputerControls />
-        {bot !== undefined && (
-          <a
-            className="icon-button"
-            href={paths.editBot(bot.id)}
-            onClick={(event) => onLinkClick(event, paths.editBot(bot.id))}
-            aria-label={`Edit ${bot.name}`}
-            title={`Edit ${bot.name}`}
-          >
-            <Settings2 size={18} aria-hidden="true" />
-          </a>
-        )}
+        {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       {(snapshot.status === "reconnecting" || snapshot.status === "failed") && (
         <div

@@ -1,5 +1,4 @@
 /** A bot's start page: a new chat with it (the conversation is created with the first message). */
-import { Settings2 } from "lucide-react";
 import { useState } from "react";
 import { ApiError } from "../api/client.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
@@ -7,7 +6,7 @@ import { titleFrom } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
-import { Avatar, EmptyState, Header, ModelBadge } from "./ui.tsx";
+import { Avatar, EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
 
 export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
   const { api, bots, feed, upsertConversation } = useSession();
@@ -60,17 +59,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
         onMenu={onMenu}
       >
         <ComputerControls />
-        {bot !== undefined && (
-          <a
-            className="icon-button"
-            href={paths.editBot(bot.id)}
-            onClick={(event) => onLinkClick(event, paths.editBot(bot.id))}
-            aria-label={`Edit ${bot.name}`}
-            title={`Edit ${bot.name}`}
-          >
-            <Settings2 size={18} aria-hidden="true" />
-          </a>
-        )}
+        {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       <div className="timeline-wrap">
         <div className="timeline">

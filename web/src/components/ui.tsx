@@ -1,7 +1,8 @@
 /** Small shared pieces: the view header, empty states, the model badge, the turn state pill. */
-import { Menu } from "lucide-react";
+import { Menu, Settings2 } from "lucide-react";
 import type { ReactNode } from "react";
 import type { Bot } from "../api/types.ts";
+import { onLinkClick, paths } from "../lib/router.ts";
 
 export function Header({
   title,
@@ -48,6 +49,22 @@ export function EmptyState({
       {detail !== undefined && <p className="muted">{detail}</p>}
       {children}
     </div>
+  );
+}
+
+/** The header's link to a bot's settings. */
+export function EditBotLink({ bot }: { bot: Bot }) {
+  const href = paths.editBot(bot.id);
+  return (
+    <a
+      className="icon-button"
+      href={href}
+      onClick={(event) => onLinkClick(event, href)}
+      aria-label={`Edit ${bot.name}`}
+      title={`Edit ${bot.name}`}
+    >
+      <Settings2 size={18} aria-hidden="true" />
+    </a>
   );
 }
 
