@@ -1,26 +1,13 @@
 // @ts-check
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
-
-/** Folders and what they may import. protocol/ depends on nothing of ours; worker/ only on protocol/. */
-const layerRules = [
-  {
-    files: ["src/protocol/**/*.ts"],
-    patterns: ["../*", "!../protocol/*"],
-    message: "protocol/ depends on nothing else of ours",
-  },
-  {
-    files: ["src/worker/**/*.ts"],
-    patterns: ["../*", "!../protocol/*", "!../protocol"],
-    message: "worker/ may import only protocol/ (it runs inside the computer)",
-  },
-];
+import roost from "./scripts/eslint/boundaries.js";
 
 export default tseslint.config(
   {
     ignores: [
       "node_modules/**",
-      "web/**",
+      "web/dist/**",
       ".roost/**",
       "artifacts/**",
       "bin/**",
@@ -34,6 +21,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
+    plugins: { roost },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
@@ -43,52 +31,21 @@ export default tseslint.config(
       ],
       "@typescript-eslint/require-await": "off",
       "@typescript-eslint/only-throw-error": "off",
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              group: ["**/cli/*", "**/cli", "**/api/*", "**/api"],
-              message: "nothing imports cli/ or api/ (they are the edges)",
-            },
-            {
-              regex: "^\\.\\./[a-z-]+/(?!index\\.ts$)[^/]+",
-              message: "import another folder through its index.ts",
-            },
-          ],
-        },
-      ],
-    },
-  },
-  ...layerRules.map(({ files, patterns, message }) => ({
-    files,
-    rules: {
-      "no-restricted-imports": ["error", { patterns: [{ group: patterns, message }] }],
-    },
-  })),
-  {
-    files: ["src/cli/**/*.ts", "src/platform/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: "^\\.\\./[a-z-]+/(?!index\\.ts$)[^/]+",
-              message: "import another folder through its index.ts",
-            },
-          ],
-        },
-      ],
+      // Folder boundaries, layers and test-support isolation (scripts/eslint/boundaries.js).
+      "roost/boundaries": "error",
     },
   },
   {
-    files: ["**/*.test.ts", "test/**/*.ts", "bench/**/*.ts"],
+    // React components destructure the session's functions (`const { api } = useSession()`).
+    files: ["web/**/*.{ts,tsx}"],
+    rules: { "@typescript-eslint/unbound-method": "off" },
+  },
+  {
+    files: ["**/*.test.ts", "test/**/*.ts", "bench/**/*.ts", "**/testing/**/*.ts"],
     rules: {
       "@typescript-eslint/no-unsafe-assignment": "off",
       "@typescript-eslint/no-unsafe-member-access": "off",
       "@typescript-eslint/no-non-null-assertion": "off",
-      "no-restricted-imports": "off",
     },
   },
 );

@@ -14,7 +14,7 @@ import {
   makeTempDir,
   residentKib,
   waitFor,
-} from "../src/engine/test-support.ts";
+} from "../src/engine/testing/index.ts";
 
 const runs = Number(process.argv[2] ?? "3");
 const cold: number[] = [];

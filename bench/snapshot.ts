@@ -11,7 +11,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createFakeS3Server } from "../src/blobs/fake-s3-server.ts";
+import { createFakeS3Server } from "../src/blobs/testing/fake-s3-server.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../src/blobs/index.ts";
 import { createSnapshotter } from "../src/snapshots/index.ts";
 

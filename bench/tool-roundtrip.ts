@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { makeComputerDirs, spawnWorker, startTestGateway } from "../src/gateway/testing.ts";
+import { makeComputerDirs, spawnWorker, startTestGateway } from "../src/gateway/testing/index.ts";
 import { writeFileAtomic } from "../src/worker/fs-atomic.ts";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "500" } } });

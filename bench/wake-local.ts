@@ -22,7 +22,7 @@ import {
   shellStdout,
   startTestGateway,
   type TestGateway,
-} from "../src/computers/local/test-support.ts";
+} from "../src/computers/local/testing/index.ts";
 import { percentile, summarize } from "./support.ts";
 
 const { values } = parseArgs({

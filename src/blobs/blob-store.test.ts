@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { blobStoreContract } from "./blob-store.contract.ts";
-import { createFakeS3Server } from "./fake-s3-server.ts";
+import { createFakeS3Server } from "./testing/fake-s3-server.ts";
 import { createLocalBlobStore, createS3BlobStore } from "./index.ts";
 
 blobStoreContract("local folder", async () => {

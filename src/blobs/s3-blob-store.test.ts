@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createFakeS3Server, type FakeS3Server } from "./fake-s3-server.ts";
+import { createFakeS3Server, type FakeS3Server } from "./testing/fake-s3-server.ts";
 import { createS3BlobStore, type BlobStore, type S3BlobStoreOptions } from "./index.ts";
 
 async function withS3(

@@ -19,7 +19,7 @@
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
 import type { EventHub } from "../events/index.ts";
-import { durableObjectRetryPolicy } from "../loop/index.ts";
+import { durableObjectRetryPolicy } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
 import { nextComputerState, type ComputerInput, type ComputerState } from "./lifecycle.ts";
 import type { ComputerPaths, ComputerProvider } from "./provider.ts";

@@ -21,7 +21,7 @@ import {
   type EgressLogEntry,
   type EgressProxy,
 } from "./proxy.ts";
-import { connectThroughProxy, exchange, requestThroughProxy } from "./testing.ts";
+import { connectThroughProxy, exchange, requestThroughProxy } from "./testing/index.ts";
 
 function ipAvailable(): boolean {
   return spawnSync("ip", ["-V"], { stdio: "ignore" }).status === 0;

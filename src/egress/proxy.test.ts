@@ -21,7 +21,12 @@ import {
   type EgressProxyOptions,
 } from "./proxy.ts";
 import type { EgressAddress } from "./proxy.ts";
-import { connectThroughProxy, exchange, requestThroughProxy, startEchoServer } from "./testing.ts";
+import {
+  connectThroughProxy,
+  exchange,
+  requestThroughProxy,
+  startEchoServer,
+} from "./testing/index.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

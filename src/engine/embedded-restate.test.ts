@@ -24,7 +24,7 @@ import {
   sendIngress,
   serveServices,
   waitFor,
-} from "./test-support.ts";
+} from "./testing/index.ts";
 
 const embeddedRestateModule = new URL("./embedded-restate.ts", import.meta.url).pathname;
 

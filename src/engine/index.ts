@@ -27,3 +27,4 @@ export { probeRestateHealth, waitUntilHealthy } from "./health.ts";
 export type { HealthProbe } from "./health.ts";
 export { EngineUnavailableError } from "./errors.ts";
 export { restateConfigDefaults } from "./restate-config.ts";
+export { durableObjectRetryPolicy } from "./object-options.ts";

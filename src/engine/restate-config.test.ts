@@ -15,7 +15,7 @@ import {
   restateConfigDefaults,
   retryForeverAttempts,
 } from "./restate-config.ts";
-import { makeTempDir } from "./test-support.ts";
+import { makeTempDir } from "./testing/index.ts";
 
 describe("restate config", () => {
   // restate-server ignores unknown keys silently, so a typo would only show as a default value.

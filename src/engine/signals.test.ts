@@ -22,7 +22,7 @@ import {
   waitFor,
   waiter,
   type WaitOutcome,
-} from "./test-support.ts";
+} from "./testing/index.ts";
 
 describe("signal from a shared handler", () => {
   test("wakes an exclusive handler waiting with a timeout, times out without it, and survives a restate SIGKILL", async () => {

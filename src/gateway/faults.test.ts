@@ -9,8 +9,8 @@ import {
   startTestGateway,
   waitFor,
   waitForWorkerProcess,
-} from "./testing.ts";
-import type { WorkerProcess } from "./testing.ts";
+} from "./testing/index.ts";
+import type { WorkerProcess } from "./testing/index.ts";
 
 function completed(result: CallResult): ShellCompletedOutput {
   if (!result.ok) throw new Error(`call failed: ${result.error.code}: ${result.error.message}`);

@@ -12,8 +12,8 @@ import {
   startTestGateway,
   waitFor,
   waitForWorkerProcess,
-} from "./testing.ts";
-import type { TestComputerDirs, TestGateway, WorkerProcess } from "./testing.ts";
+} from "./testing/index.ts";
+import type { TestComputerDirs, TestGateway, WorkerProcess } from "./testing/index.ts";
 
 /** A gateway with one connected worker process for computer `cmp_a`. */
 async function withWorker(

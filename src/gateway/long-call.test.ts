@@ -10,7 +10,7 @@ import {
   spawnWorker,
   startTestGateway,
   waitForWorkerProcess,
-} from "./testing.ts";
+} from "./testing/index.ts";
 
 const threeMinutesMs = 180_000;
 

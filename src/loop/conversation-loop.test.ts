@@ -8,7 +8,7 @@ import type { InferRequest, InferResult, ModelClient } from "../models/index.ts"
 import { openStore, type Store } from "../store/index.ts";
 import type { ToolRouter } from "../tools/index.ts";
 import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
-import { createMemoryDurable } from "./memory-durable.ts";
+import { createMemoryDurable } from "./testing/memory-durable.ts";
 
 type Script = (
   request: InferRequest,

@@ -6,23 +6,11 @@
  * that is just exiting never strands one.
  */
 import * as restate from "@restatedev/restate-sdk";
+import { durableObjectRetryPolicy } from "../engine/index.ts";
 import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
 import { createRestateDurable } from "./restate-durable.ts";
 
 export const conversationObjectName = "conversation";
-
-/**
- * How Restate retries an invocation whose service endpoint failed or vanished (a server killed
- * mid-turn): quickly at first, never more than 2 s apart, practically forever. Shared by every
- * durable object of Roost.
- */
-export const durableObjectRetryPolicy = {
-  initialInterval: 100,
-  maxInterval: 2000,
-  exponentiationFactor: 2,
-  onMaxAttempts: "pause",
-  maxAttempts: 100_000,
-} as const;
 
 export function createConversationObject(deps: LoopDependencies) {
   return restate.object({

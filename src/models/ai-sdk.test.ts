@@ -2,8 +2,8 @@ import { describe, expect, test } from "vitest";
 import { ConfigError, ModelError } from "../errors/index.ts";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import type { AiSdkModelOptions } from "./ai-sdk.ts";
-import { fakeTextReply, startFakeOpenAiServer } from "./fake-openai-server.ts";
-import type { FakeOpenAiHandler } from "./fake-openai-server.ts";
+import { fakeTextReply, startFakeOpenAiServer } from "./testing/fake-openai-server.ts";
+import type { FakeOpenAiHandler } from "./testing/fake-openai-server.ts";
 import type { Sleep } from "./retry.ts";
 import type { InferRequest, ToolSpec } from "./types.ts";
 

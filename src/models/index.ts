@@ -23,14 +23,6 @@ export type { AiSdkModelOptions } from "./ai-sdk.ts";
 export { defaultRetryOptions, realSleep } from "./retry.ts";
 export type { RetryOptions, Sleep } from "./retry.ts";
 export { createDemoModel } from "./demo.ts";
-export { createScriptedModel } from "./scripted.ts";
-export type {
-  Script,
-  ScriptedModel,
-  ScriptedModelOptions,
-  ScriptedResponder,
-  ScriptedResponse,
-} from "./scripted.ts";
 export { createModelResolver, fallbackModels, parseModelSpec } from "./registry.ts";
 export type {
   HostedProviderConfig,
@@ -40,16 +32,3 @@ export type {
   OpenAiCompatibleProviderConfig,
   ProvidersConfig,
 } from "./registry.ts";
-/** Test support: a fake OpenAI-compatible HTTP server (see fake-openai-server.ts). */
-export { fakeTextReply, startFakeOpenAiServer } from "./fake-openai-server.ts";
-export type {
-  FakeChatCompletionBody,
-  FakeCompletionReply,
-  FakeErrorReply,
-  FakeHangUpReply,
-  FakeOpenAiHandler,
-  FakeOpenAiReply,
-  FakeOpenAiRequest,
-  FakeOpenAiServer,
-  FakeToolCall,
-} from "./fake-openai-server.ts";

@@ -1,10 +1,10 @@
 import { createAiSdkModel } from "./ai-sdk.ts";
 import { createDemoModel } from "./demo.ts";
-import { startFakeOpenAiServer } from "./fake-openai-server.ts";
-import type { FakeOpenAiReply, FakeOpenAiRequest } from "./fake-openai-server.ts";
+import { startFakeOpenAiServer } from "./testing/fake-openai-server.ts";
+import type { FakeOpenAiReply, FakeOpenAiRequest } from "./testing/fake-openai-server.ts";
 import { describeModelClientContract } from "./model-client-contract.ts";
-import { createScriptedModel } from "./scripted.ts";
-import type { ScriptedResponse } from "./scripted.ts";
+import { createScriptedModel } from "./testing/scripted.ts";
+import type { ScriptedResponse } from "./testing/scripted.ts";
 import type { InferRequest } from "./types.ts";
 
 /** The contract's prompts, answered the way a cooperative model would. */

@@ -70,10 +70,7 @@ export async function startPlatform(
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.reverse()) {
-      const began = Date.now();
       await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
-      if (process.env.ROOST_DEBUG_CLOSE)
-        log(`close step ${cleanup.toString().slice(0, 60)} ${Date.now() - began} ms`);
     }
   };
 

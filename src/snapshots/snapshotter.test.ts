@@ -19,7 +19,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createFakeS3Server } from "../blobs/fake-s3-server.ts";
+import { createFakeS3Server } from "../blobs/testing/fake-s3-server.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
 import {
   createSnapshotter,
@@ -27,7 +27,7 @@ import {
   type Snapshotter,
   type SnapshotterOptions,
 } from "./index.ts";
-import { describeTree } from "./tree.test-support.ts";
+import { describeTree } from "./testing/tree.ts";
 
 const asRoot = process.getuid?.() === 0;
 

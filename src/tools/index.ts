@@ -1,6 +1,6 @@
 /**
  * The loop's view of tools: which ones a turn offers the model, and how a call is carried out.
- * Server tools run in this process; computer tools go through the gateway (tools/computer.ts,
+ * Server tools run in this process; computer tools go through the gateway (computer-tools.ts,
  * from the computer issue). The loop journals every `execute` as its own step.
  */
 import type { ToolSpec } from "../models/index.ts";

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/index.ts";
+import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { apiClient } from "../support/api-client.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 import { openEventStream } from "../support/sse.ts";

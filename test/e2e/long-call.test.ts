@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/index.ts";
+import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { apiClient } from "../support/api-client.ts";
 import { testComputerProvider } from "../support/provider.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";

@@ -13,7 +13,7 @@ import {
   startFakeOpenAiServer,
   type FakeOpenAiReply,
   type FakeOpenAiServer,
-} from "../../src/models/index.ts";
+} from "../../src/models/testing/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";

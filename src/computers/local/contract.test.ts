@@ -4,7 +4,7 @@ import { describe } from "vitest";
 import { describeProviderContract } from "../provider.contract.ts";
 import { createLocalProvider } from "./local-provider.ts";
 import { insidePaths } from "./sandbox.ts";
-import { makeTempDir, skipReason, startTestGateway } from "./test-support.ts";
+import { makeTempDir, skipReason, startTestGateway } from "./testing/index.ts";
 
 const skip = await skipReason("contract.test.ts");
 

@@ -16,7 +16,7 @@ import {
   uniqueId,
   type BannerServer,
   type OutsideHost,
-} from "./test-support.ts";
+} from "./testing/index.ts";
 
 const skip = await skipReason("isolation.test.ts");
 

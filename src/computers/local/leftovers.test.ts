@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import { createLocalProvider } from "./local-provider.ts";
 import { processStartTicks, runCommand } from "./system.ts";
-import { makeTempDir, skipReason, startBannerServer, uniqueId } from "./test-support.ts";
+import { makeTempDir, skipReason, startBannerServer, uniqueId } from "./testing/index.ts";
 
 const skip = await skipReason("leftovers.test.ts");
 

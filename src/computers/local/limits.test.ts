@@ -17,7 +17,7 @@ import {
   uniqueId,
   type BannerServer,
   type TestGateway,
-} from "./test-support.ts";
+} from "./testing/index.ts";
 
 const skip = await skipReason("limits.test.ts");
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { createSlotRegistry, parseAddressPool, slotAddresses, type SlotRegistry } from "./slots.ts";
-import { makeTempDir } from "./test-support.ts";
+import { makeTempDir } from "./testing/index.ts";
 
 describe("address pool", () => {
   test("carves /30s: host side .1, computer side .2", () => {

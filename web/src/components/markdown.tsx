@@ -124,7 +124,7 @@ export function CodeBlock({ code, language }: { code: string; language: string |
 
 const components: Components = {
   pre({ children }) {
-    const child = Array.isArray(children) ? children[0] : children;
+    const child: unknown = Array.isArray(children) ? (children as unknown[])[0] : children;
     const className =
       (child as { props?: { className?: string } } | undefined)?.props?.className ?? "";
     const language = /language-([\w+#-]+)/.exec(className)?.[1]?.toLowerCase();

@@ -80,7 +80,7 @@ function detailLines(
   if (exitCode !== undefined)
     lines.push({
       label: "Exit code",
-      value: exitCode === null ? "none (killed)" : String(exitCode),
+      value: exitCode === null ? "none (killed)" : JSON.stringify(exitCode),
       warn: exitCode !== 0,
     });
   if (take("timedOut") === true) lines.push({ label: "Timed out", value: "yes", warn: true });

@@ -50,7 +50,8 @@ export function titleFrom(text: string): string {
 /** One-line summary of a tool call's arguments. */
 export function summarizeInput(input: unknown): string {
   if (input === null || input === undefined) return "";
-  if (typeof input !== "object") return String(input);
+  if (typeof input === "string") return input;
+  if (typeof input !== "object") return JSON.stringify(input) ?? "";
   const record = input as Record<string, unknown>;
   for (const key of ["command", "path", "url", "query", "pattern"]) {
     const value = record[key];

@@ -10,7 +10,7 @@ import {
   type Server,
   type Socket,
 } from "node:net";
-import type { EgressAddress } from "./proxy.ts";
+import type { EgressAddress } from "../proxy.ts";
 
 export interface ProxyResponse {
   status: number;

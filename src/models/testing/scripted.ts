@@ -22,8 +22,8 @@
  *    is still pending.
  * S3 Running past the end of a script array throws (a test that expects fewer calls should fail).
  */
-import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
-import type { InferRequest, InferResult, ModelClient } from "./types.ts";
+import { emitTextDelta, splitIntoWordPieces } from "../text-deltas.ts";
+import type { InferRequest, InferResult, ModelClient } from "../types.ts";
 
 /** What one scripted call returns; missing fields get defaults (empty text, no tool calls, zero usage). */
 export type ScriptedResponse = Partial<InferResult>;

@@ -7,8 +7,8 @@ import { createServer, type Http2Server } from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as restate from "@restatedev/restate-sdk";
-import { findFreePort } from "./embedded-restate.ts";
-import { readProcessArgv } from "./orphans.ts";
+import { findFreePort } from "../embedded-restate.ts";
+import { readProcessArgv } from "../orphans.ts";
 
 /** A fresh temp dir and its removal. */
 export async function makeTempDir(): Promise<{ path: string; remove: () => Promise<void> }> {

@@ -3,8 +3,8 @@
  * the follow-up wait is a plain timer that `signal()` cuts short. It journals nothing, so it
  * must never back a real conversation.
  */
-import type { DurableContext, StepOptions } from "./durable.ts";
-import { StepFailedError } from "./durable.ts";
+import type { DurableContext, StepOptions } from "../durable.ts";
+import { StepFailedError } from "../durable.ts";
 
 export interface MemoryDurable extends DurableContext {
   /** Names of the steps run so far, in order. */

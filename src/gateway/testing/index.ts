@@ -11,9 +11,9 @@ import type { Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { GATEWAY_PATH } from "../protocol/index.ts";
-import { createGateway } from "./gateway.ts";
-import type { Gateway, GatewayEvent, GatewayOptions } from "./gateway.ts";
+import { GATEWAY_PATH } from "../../protocol/index.ts";
+import { createGateway } from "../gateway.ts";
+import type { Gateway, GatewayEvent, GatewayOptions } from "../gateway.ts";
 
 /** Path of the worker's entry point (spawned, never imported: the worker is its own program). */
 export const workerMainPath = fileURLToPath(new URL("../worker/main.ts", import.meta.url));

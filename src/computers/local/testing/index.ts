@@ -10,8 +10,8 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MAX_FRAME_BYTES, PROTOCOL_VERSION } from "../../protocol/index.ts";
-import { findExecutable, runChecked, runCommand } from "./system.ts";
+import { MAX_FRAME_BYTES, PROTOCOL_VERSION } from "../../../protocol/index.ts";
+import { findExecutable, runChecked, runCommand } from "../system.ts";
 
 /** Why the namespace tests cannot run here, or undefined when they can. */
 export async function isolationUnavailableReason(): Promise<string | undefined> {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { createScriptedModel } from "./scripted.ts";
-import type { InferRequest } from "./types.ts";
+import type { InferRequest } from "../types.ts";
 
 function ask(text: string, extra: Partial<InferRequest> = {}): InferRequest {
   return { system: "", messages: [{ role: "user", text }], tools: [], ...extra };
