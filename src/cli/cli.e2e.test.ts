@@ -3,6 +3,7 @@
  * SQLite in a temp dir) and every command runs as a child process against it, the way a user
  * runs them, configured only by ROOST_URL and ROOST_TOKEN.
  */
+import { createMemoryLogger } from "../log/testing/index.ts";
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -29,7 +30,7 @@ let dataDir: string;
 let platform: Platform | undefined;
 let adminToken: string;
 let admin: RoostClient;
-const platformLog: string[] = [];
+const platformLog = createMemoryLogger();
 
 /**
  * A one-tool router standing in for the computer, so tool steps are deterministic and no worker
@@ -118,7 +119,7 @@ beforeAll(async () => {
     {},
   );
   platform = await startPlatform(config, {
-    log: (message) => platformLog.push(message),
+    logger: platformLog,
     tools: echoShell,
   });
   adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();

@@ -5,6 +5,20 @@ import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
 const options: Record<string, OptionSpec> = {
+  "log-level": {
+    type: "string",
+    value: "LEVEL",
+    description: "debug, info, warn, error or silent",
+    env: "ROOST_LOG_LEVEL",
+    default: "info",
+  },
+  "log-format": {
+    type: "string",
+    value: "FORMAT",
+    description: "json, pretty, or auto (pretty on a terminal)",
+    env: "ROOST_LOG_FORMAT",
+    default: "auto",
+  },
   "data-dir": {
     type: "string",
     value: "DIR",
@@ -256,15 +270,24 @@ export const upCommand: Command = {
 
 export async function up(flags: Flags, io: CliIo): Promise<number> {
   // Loaded here, not at the top: the other commands are HTTP clients and start faster without it.
-  const [{ resolveConfig }, { startPlatform }] = await Promise.all([
+  const [{ resolveConfig }, { startPlatform }, { createLogger }] = await Promise.all([
     import("../config/index.ts"),
     import("../platform/index.ts"),
+    import("../log/index.ts"),
   ]);
   const config = resolveConfig(flags, io.env);
   const started = Date.now();
-  const platform = await startPlatform(config, {
-    log: (message) => io.stderr.write(`${message}\n`),
+  const logger = createLogger({
+    level: config.log.level,
+    format:
+      config.log.format === "auto"
+        ? io.stderr.isTTY === true
+          ? "pretty"
+          : "json"
+        : config.log.format,
+    destination: io.stderr,
   });
+  const platform = await startPlatform(config, { logger });
   const out = (line: string) => io.stdout.write(`${line}\n`);
   out(`Roost is up at ${platform.url} (${Date.now() - started} ms)`);
   out(`  data:        ${config.dataDir}`);

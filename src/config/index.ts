@@ -47,6 +47,14 @@ export interface RoostConfig {
   /** Retries of a failed model call inside one journaled step. @default 4 */
   modelAttempts: number;
   computers: ComputersConfig;
+  log: LogConfig;
+}
+
+export interface LogConfig {
+  /** @default info */
+  level: "debug" | "info" | "warn" | "error" | "silent";
+  /** `auto`: `pretty` when the log goes to a terminal, `json` otherwise. @default auto */
+  format: "auto" | "json" | "pretty";
 }
 
 export interface ComputersConfig {
@@ -330,5 +338,22 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       max: 20,
     }),
     computers: resolveComputers(source, dataDir),
+    log: resolveLog(source),
   };
+}
+
+function resolveLog(source: Source): LogConfig {
+  const level = pick(source, "log-level", "ROOST_LOG_LEVEL") ?? "info";
+  if (!["debug", "info", "warn", "error", "silent"].includes(level)) {
+    throw new ConfigError(
+      `ROOST_LOG_LEVEL (--log-level) must be debug, info, warn, error or silent, got ${JSON.stringify(level)}`,
+    );
+  }
+  const format = pick(source, "log-format", "ROOST_LOG_FORMAT") ?? "auto";
+  if (!["auto", "json", "pretty"].includes(format)) {
+    throw new ConfigError(
+      `ROOST_LOG_FORMAT (--log-format) must be auto, json or pretty, got ${JSON.stringify(format)}`,
+    );
+  }
+  return { level: level as LogConfig["level"], format: format as LogConfig["format"] };
 }

@@ -35,12 +35,14 @@ import { createComputerTools, type ToolRouter } from "../tools/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { createKicker } from "./kicker.ts";
+import { createLogger, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
 
 export interface PlatformOptions {
-  log?: (message: string) => void;
+  /** @default a JSON logger on stderr */
+  logger?: Logger;
   /** Replace model resolution (tests script the model here). */
   resolveModel?: (spec: string | null) => ModelClient;
   /** Replace the tool router (tests). */
@@ -66,11 +68,13 @@ export async function startPlatform(
   config: RoostConfig,
   options: PlatformOptions = {},
 ): Promise<Platform> {
-  const log = options.log ?? ((message: string) => console.error(message));
+  const logger = options.logger ?? createLogger();
+  // Subsystems that take a plain line function log through this, as info.
+  const log = (message: string) => logger.info(message.replace(/^roost: /, ""));
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.reverse()) {
-      await cleanup().catch((error: unknown) => log(`roost: close: ${String(error)}`));
+      await cleanup().catch((error: unknown) => logger.warn("close failed", { error }));
     }
   };
 
@@ -205,7 +209,10 @@ export async function startPlatform(
             nodePort: config.restate.nodePort,
             onEvent: (event) => {
               if (event.type === "exited" && !event.expected)
-                log(`roost: restate-server exited (${event.signal ?? event.code}); restarting`);
+                logger.warn("restate-server exited; restarting", {
+                  signal: event.signal,
+                  code: event.code,
+                });
               if (event.type === "orphan-terminated")
                 log(
                   `roost: stopped a restate-server left over from an earlier run (pid ${event.pid})`,
@@ -300,9 +307,7 @@ export async function startPlatform(
     const sweep = () =>
       kicker
         .sweep()
-        .catch((error: unknown) =>
-          log(`roost: sweep of waiting messages failed: ${(error as Error).message}`),
-        );
+        .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error }));
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();

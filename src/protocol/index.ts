@@ -1,3 +1,8 @@
-/** The worker protocol: wire frames, limits and tool schemas shared by gateway, loop and worker. */
+/**
+ * protocol/: wire types and schemas, depending on nothing. The worker protocol (frames, limits
+ * and tool schemas shared by gateway, loop and worker) and the HTTP API's views, step payloads
+ * and events (api.ts, shared by the server, the CLI and the web app).
+ */
 export * from "./frames.ts";
 export * from "./tools.ts";
+export type * as Api from "./api.ts";

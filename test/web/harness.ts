@@ -7,6 +7,7 @@
  * it and passes `/v1/*` through to the platform unchanged (streams included). Once the platform
  * answers `/` with the app, the harness uses the platform's own URL.
  */
+import { createMemoryLogger } from "../../src/log/testing/index.ts";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -87,7 +88,7 @@ export async function startWebRoost(
   const ingress = await findFreePort();
   const admin = await findFreePort([ingress]);
   const node = await findFreePort([ingress, admin]);
-  const log: string[] = [];
+  const logger = createMemoryLogger();
   const config = resolveConfig(
     {
       "data-dir": dataDir,
@@ -103,7 +104,7 @@ export async function startWebRoost(
   );
   const model = streamSlowly(createDemoModel(), options.pieceDelayMs ?? 15);
   const platform = await startPlatform(config, {
-    log: (message) => log.push(message),
+    logger,
     sweepIntervalMs: 1000,
     // Every bot in these tests uses the demo model (no provider is configured).
     resolveModel: () => model,

@@ -16,7 +16,7 @@ import { createGateway } from "../gateway.ts";
 import type { Gateway, GatewayEvent, GatewayOptions } from "../gateway.ts";
 
 /** Path of the worker's entry point (spawned, never imported: the worker is its own program). */
-export const workerMainPath = fileURLToPath(new URL("../worker/main.ts", import.meta.url));
+export const workerMainPath = fileURLToPath(new URL("../../worker/main.ts", import.meta.url));
 
 export interface TestGateway {
   gateway: Gateway;
