@@ -5,6 +5,7 @@
 export type {
   InferRequest,
   InferResult,
+  MediaPart,
   ModelClient,
   ModelMessage,
   TokenUsage,

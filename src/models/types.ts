@@ -18,10 +18,27 @@ export interface ToolCall {
   input: unknown;
 }
 
+/** An image (or later other media) a tool returned, for models that accept it. */
+export interface MediaPart {
+  type: "image";
+  /** e.g. image/png */
+  mimeType: string;
+  /** base64 */
+  data: string;
+}
+
 export type ModelMessage =
   | { role: "user"; text: string }
   | { role: "assistant"; text: string; toolCalls: ToolCall[] }
-  | { role: "tool"; callId: string; name: string; output: string; isError: boolean };
+  | {
+      role: "tool";
+      callId: string;
+      name: string;
+      output: string;
+      isError: boolean;
+      /** Images the tool returned; dropped (the text says what they were) for models without image input. */
+      media?: MediaPart[];
+    };
 
 export interface TokenUsage {
   inputTokens: number;
