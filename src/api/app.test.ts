@@ -23,6 +23,7 @@ interface Harness {
   store: Store;
   events: EventHub;
   kicks: string[];
+  interrupts: string[];
   dbPath: string;
   admin: { id: string; token: string };
   alice: { id: string; token: string };
@@ -38,6 +39,7 @@ async function startHarness(overrides: Partial<ApiDependencies> = {}): Promise<H
   const store = await openStore({ kind: "sqlite", path: dbPath });
   const events = createEventHub();
   const kicks: string[] = [];
+  const interrupts: string[] = [];
   // The platform's model check, over a configuration with no provider (so only "demo" works).
   const models = createModelResolver({});
   const app = createApi({
@@ -54,6 +56,10 @@ async function startHarness(overrides: Partial<ApiDependencies> = {}): Promise<H
     },
     defaultModel: () => ({ id: "demo", isDemo: true }),
     maxBodyBytes: 1_048_576,
+    interrupt: (conversationId) => {
+      interrupts.push(conversationId);
+      return events.turnState(conversationId) === "working";
+    },
     ...overrides,
   });
   const account = async (name: string, isAdmin: boolean) => {
@@ -68,6 +74,7 @@ async function startHarness(overrides: Partial<ApiDependencies> = {}): Promise<H
     store,
     events,
     kicks,
+    interrupts,
     dbPath,
     admin,
     alice,
@@ -933,6 +940,63 @@ describe("POST /v1/conversations/{id}/messages", () => {
     } finally {
       await failing.close();
     }
+  });
+});
+
+describe("interrupting a turn", () => {
+  let h: Harness;
+  let conversationId: string;
+  beforeEach(async () => {
+    h = await startHarness();
+    const bot = await call<{ id: string }>(h, "POST", "/v1/bots", { json: { name: "b" } });
+    conversationId = (
+      await call<{ id: string }>(h, "POST", "/v1/conversations", { json: { botId: bot.body.id } })
+    ).body.id;
+  });
+  afterEach(() => h.close());
+
+  it("POST …/interrupt stops a running turn (202) and says when none was running (200)", async () => {
+    const idle = await call(h, "POST", `/v1/conversations/${conversationId}/interrupt`);
+    expect(idle).toMatchObject({ status: 200, body: { interrupted: false } });
+    h.events.publish({ type: "turn", conversationId, state: "working", turnId: "t1" });
+    const running = await call(h, "POST", `/v1/conversations/${conversationId}/interrupt`, {
+      json: {},
+    });
+    expect(running).toMatchObject({ status: 202, body: { interrupted: true } });
+    expect(h.interrupts).toEqual([conversationId, conversationId]);
+    const audit = await h.store.listAudit({ accountId: h.alice.id });
+    expect(audit.filter((entry) => entry.action === "conversation.interrupt")).toHaveLength(2);
+  });
+
+  it("another account cannot interrupt (404), and a body other than {} is refused", async () => {
+    const other = await call(h, "POST", `/v1/conversations/${conversationId}/interrupt`, {
+      token: h.bob.token,
+    });
+    expectError(other, 404, "not_found");
+    const junk = await call(h, "POST", `/v1/conversations/${conversationId}/interrupt`, {
+      json: { now: true },
+    });
+    expectError(junk, 400, "invalid_request");
+    expect(h.interrupts).toEqual([]);
+  });
+
+  it("a message with interrupt: true stops the running turn and is stored like any message", async () => {
+    h.events.publish({ type: "turn", conversationId, state: "working", turnId: "t1" });
+    const sent = await call(h, "POST", `/v1/conversations/${conversationId}/messages`, {
+      json: { text: "stop, do this instead", clientMessageId: "m1", interrupt: true },
+    });
+    expect(sent.status).toBe(202);
+    expect(h.interrupts).toEqual([conversationId]);
+    expect(h.kicks).toEqual([conversationId]);
+    const plain = await call(h, "POST", `/v1/conversations/${conversationId}/messages`, {
+      json: { text: "and this waits its turn", clientMessageId: "m2" },
+    });
+    expect(plain.status).toBe(202);
+    expect(h.interrupts).toEqual([conversationId]);
+    const bad = await call(h, "POST", `/v1/conversations/${conversationId}/messages`, {
+      json: { text: "x", clientMessageId: "m3", interrupt: "yes" },
+    });
+    expectError(bad, 400, "invalid_request");
   });
 });
 

@@ -31,6 +31,11 @@ export interface ApiDependencies {
   maxBodyBytes: number;
   /** The caller's computer (absent until the platform has computers). */
   computers?: ComputerService;
+  /**
+   * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
+   * whether a turn was running.
+   */
+  interrupt(conversationId: string): boolean;
   /** Keepalive comment interval of the events stream. @default 15000 */
   sseKeepAliveMs?: number;
   log?: (message: string) => void;
@@ -69,7 +74,10 @@ const createConversationBody = z.strictObject({
 const postMessageBody = z.strictObject({
   text: text("text", { min: 1, max: 100_000 }),
   clientMessageId: text("clientMessageId", { min: 1, max: 200 }),
+  /** The owner's message stops the running turn and starts the next one with itself. */
+  interrupt: z.boolean({ error: "interrupt must be true or false" }).optional(),
 });
+const interruptBody = z.strictObject({}).optional();
 const createAccountBody = z.strictObject({ name: text("name", { min: 1, max: 80 }) });
 const createTokenBody = z
   .strictObject({ name: text("name", { min: 1, max: 80 }).optional() })
@@ -336,6 +344,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     });
     if (created) {
       events.publish({ type: "changed", conversationId: conversation.id, seq: message.seq });
+      // Only the conversation's owner may stop its turn (every conversation has one owner today).
+      if (body.interrupt === true && conversation.accountId === context.get("account").id)
+        deps.interrupt(conversation.id);
       deps.kick(conversation.id, message.id, waiter).catch((error: unknown) => {
         deps.log?.(
           `api: could not hand ${conversation.id} to its loop (the sweep will retry): ${toRoostError(error).message}`,
@@ -343,6 +354,20 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       });
     }
     return context.json({ messageId: message.id, seq: message.seq, duplicate: !created }, 202);
+  });
+
+  app.post("/v1/conversations/:id/interrupt", async (context) => {
+    const conversation = await ownConversation(context, context.req.param("id"));
+    // The body is optional: nothing, or `{}` as JSON.
+    if (context.req.header("content-type") !== undefined) await readJson(context, interruptBody);
+    const interrupted = deps.interrupt(conversation.id);
+    await store.audit({
+      accountId: context.get("account").id,
+      action: "conversation.interrupt",
+      target: conversation.id,
+      detail: { interrupted },
+    });
+    return context.json({ interrupted }, interrupted ? 202 : 200);
   });
 
   app.get("/v1/conversations/:id/steps", async (context) => {
@@ -409,6 +434,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
             if (queue.length === 0 && !stream.aborted) await stream.write(": keepalive\n\n");
             continue;
           }
+          if (event.type === "interrupt") continue; // for nodes, not clients
           await stream.writeSSE({ event: event.type, data: JSON.stringify(eventData(event)) });
         }
       } finally {

@@ -62,6 +62,7 @@ describe("computer routes", () => {
       store,
       events: createEventHub(),
       kick: async () => undefined,
+      interrupt: () => false,
       health: async () => ({ ok: true, checks: {} }),
       checkModel: () => undefined,
       defaultModel: () => ({ id: "demo", isDemo: true }),

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveConfig } from "../config/index.ts";
 import { findFreePort } from "../engine/index.ts";
 import { startPlatform, type Platform } from "../platform/index.ts";
-import type { ToolRouter } from "../tools/index.ts";
+import { z } from "zod";
+import { defineToolSource, serverTool, type ToolSource } from "../tools/index.ts";
 import { createClient, type BotView, type RoostClient } from "./client.ts";
 import { runCli } from "./main.ts";
 
@@ -36,37 +37,30 @@ const platformLog = createMemoryLogger();
  * A one-tool router standing in for the computer, so tool steps are deterministic and no worker
  * process is started: `shell` answers `echo TEXT` with TEXT and exit code 0.
  */
-const echoShell: ToolRouter = {
-  specs: async () => [
-    {
-      name: "shell",
-      description: "Run a shell command.",
-      inputSchema: {
-        type: "object",
-        properties: { command: { type: "string" } },
-        required: ["command"],
-      },
+const echoShell: ToolSource = defineToolSource("test", [
+  serverTool({
+    name: "shell",
+    description: "Run a shell command.",
+    input: z.object({ command: z.string() }),
+    run: async ({ command }, context) => {
+      // Like the computer's shell, stream the output as it comes (in two pieces, split mid-line).
+      for (const data of ["live ", "output\n"]) {
+        platform?.events.publish({
+          type: "tool-output",
+          conversationId: context.conversationId,
+          callId: context.callId,
+          stream: "stdout",
+          data,
+        });
+      }
+      return {
+        output: `${command.replace(/^echo /, "")}\n`,
+        isError: false,
+        details: { exitCode: 0 },
+      };
     },
-  ],
-  execute: async (_name, input, context) => {
-    const command = (input as { command: string }).command;
-    // Like the computer's shell, stream the output as it comes (in two pieces, split mid-line).
-    for (const data of ["live ", "output\n"]) {
-      platform?.events.publish({
-        type: "tool-output",
-        conversationId: context.conversationId,
-        callId: context.callId,
-        stream: "stdout",
-        data,
-      });
-    }
-    return {
-      output: `${command.replace(/^echo /, "")}\n`,
-      isError: false,
-      details: { exitCode: 0 },
-    };
-  },
-};
+  }),
+]);
 
 /** A bot of the admin account for one test, so tests do not depend on each other's bots. */
 async function ensureBot(name: string): Promise<{ id: string; name: string }> {
@@ -120,7 +114,7 @@ beforeAll(async () => {
   );
   platform = await startPlatform(config, {
     logger: platformLog,
-    tools: echoShell,
+    toolSources: [echoShell],
   });
   adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
   admin = createClient({ url: platform.url, token: adminToken });

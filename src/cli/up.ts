@@ -5,6 +5,13 @@ import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
 const options: Record<string, OptionSpec> = {
+  timezone: {
+    type: "string",
+    value: "ZONE",
+    description: "the users' timezone (IANA name), for the date in prompts",
+    env: "ROOST_TIMEZONE",
+    default: "UTC",
+  },
   "log-level": {
     type: "string",
     value: "LEVEL",

@@ -1,7 +1,9 @@
 /**
- * How the rest of the server talks to the control plane: Restate ingress calls to the
- * `computer` virtual object. Used from inside journaled steps (tool routing) and from the API.
+ * How the API talks to the control plane: calls to the `computer` virtual object through
+ * Restate's ingress, with the SDK's client. Durable code (the loop's tools) does not use this: it
+ * calls the object through its own journaled context (DurableContext.call / send).
  */
+import * as clients from "@restatedev/restate-sdk-clients";
 import { RoostError } from "../errors/index.ts";
 import {
   computerObjectName,
@@ -10,69 +12,51 @@ import {
 } from "./control-plane.ts";
 
 export interface ControlPlaneClient {
-  ensureAwake(
-    computerId: string,
-    request: EnsureAwakeRequest,
-    idempotencyKey?: string,
-  ): Promise<ComputerStatus>;
-  release(computerId: string, holder: string): Promise<void>;
-  touch(computerId: string): Promise<void>;
+  ensureAwake(computerId: string, request: EnsureAwakeRequest): Promise<ComputerStatus>;
   wake(computerId: string, accountId: string): Promise<ComputerStatus>;
   sleep(computerId: string, options?: { force?: boolean }): Promise<ComputerStatus>;
   status(computerId: string): Promise<ComputerStatus>;
 }
 
-export function createControlPlaneClient(ingressUrl: () => string): ControlPlaneClient {
-  async function invoke<T>(
-    computerId: string,
-    handler: string,
-    body: unknown,
-    options: { send?: boolean; idempotencyKey?: string } = {},
-  ) {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey;
-    const url = `${ingressUrl()}/${computerObjectName}/${encodeURIComponent(computerId)}/${handler}${options.send === true ? "/send" : ""}`;
-    let response: Response;
+export function createControlPlaneClient(ingress: () => clients.Ingress): ControlPlaneClient {
+  async function invoke<T>(computerId: string, handler: string, body: unknown): Promise<T> {
     try {
-      response = await fetch(url, { method: "POST", headers, body: JSON.stringify(body ?? null) });
+      return await ingress().call<unknown, T>({
+        service: computerObjectName,
+        handler,
+        key: computerId,
+        parameter: body ?? null,
+        opts: clients.Opts.from({
+          input: clients.serde.json,
+          output: clients.serde.json as clients.Serde<T>,
+        }),
+      });
     } catch (error) {
-      throw new RoostError(
-        "unavailable",
-        `the control plane is unreachable (${(error as Error).message})`,
-        { retryAfterMs: 1000 },
-      );
-    }
-    const text = await response.text();
-    if (!response.ok) {
-      let message = text;
-      try {
-        message = (JSON.parse(text) as { message?: string }).message ?? text;
-      } catch {
-        // not JSON: keep the text
+      if (error instanceof clients.HttpCallError) {
+        let message = error.responseText;
+        try {
+          message = (JSON.parse(error.responseText) as { message?: string }).message ?? message;
+        } catch {
+          // not JSON: keep the text
+        }
+        // A handler's terminal failure (e.g. a wake that failed) is the caller's to read.
+        throw new RoostError(
+          "computer_unavailable",
+          message,
+          error.status >= 500 && error.status !== 500 ? { retryAfterMs: 1000 } : {},
+        );
       }
       throw new RoostError(
-        "computer_unavailable",
-        message,
-        response.status >= 500 && response.status !== 500 ? { retryAfterMs: 1000 } : {},
+        "unavailable",
+        `the control plane is unreachable (${error instanceof Error ? error.message : String(error)})`,
+        { retryAfterMs: 1000, cause: error },
       );
     }
-    return (text === "" ? undefined : JSON.parse(text)) as T;
   }
 
   return {
-    ensureAwake: (computerId, request, idempotencyKey) =>
-      invoke<ComputerStatus>(
-        computerId,
-        "ensureAwake",
-        request,
-        idempotencyKey === undefined ? {} : { idempotencyKey },
-      ),
-    release: async (computerId, holder) => {
-      await invoke(computerId, "release", { holder }, { send: true });
-    },
-    touch: async (computerId) => {
-      await invoke(computerId, "touch", null, { send: true });
-    },
+    ensureAwake: (computerId, request) =>
+      invoke<ComputerStatus>(computerId, "ensureAwake", request),
     wake: (computerId, accountId) => invoke<ComputerStatus>(computerId, "wake", { accountId }),
     sleep: (computerId, options = {}) => invoke<ComputerStatus>(computerId, "sleep", options),
     status: (computerId) => invoke<ComputerStatus>(computerId, "status", null),

@@ -19,6 +19,7 @@
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
 import type { EventHub } from "../events/index.ts";
+import { silentLogger, type Logger } from "../log/index.ts";
 import { durableObjectRetryPolicy } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
 import { nextComputerState, type ComputerInput, type ComputerState } from "./lifecycle.ts";
@@ -52,6 +53,8 @@ export interface ControlPlaneDependencies {
   workerTokenTtlMs: number;
   /** Longest a turn's hold keeps a computer awake without renewal. @default 1800000 (30 min) */
   holdLeaseMs: number;
+  /** @default silent */
+  logger?: Logger;
 }
 
 interface ComputerRecord {
@@ -89,6 +92,7 @@ function activeHolders(record: ComputerRecord, now: number): string[] {
 }
 
 export function createComputerObject(deps: ControlPlaneDependencies) {
+  const logger = (deps.logger ?? silentLogger).child({ component: "control-plane" });
   async function load(ctx: restate.ObjectContext, accountId?: string): Promise<ComputerRecord> {
     const record = await ctx.get<ComputerRecord>(recordKey);
     if (record !== null) return record;
@@ -166,6 +170,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
+      logger.error("waking the computer failed", { computerId: ctx.key, error: message });
       await ctx.run("stop-failed", async () => {
         await deps.provider.sleep(ctx.key);
         await deps.store.clearWorkerToken(ctx.key);
@@ -209,6 +214,10 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       );
     } catch (error) {
       record.failure = `putting the computer to sleep failed: ${error instanceof Error ? error.message : String(error)}`;
+      logger.error("putting the computer to sleep failed", {
+        computerId: ctx.key,
+        error: record.failure,
+      });
       transition(ctx, record, "sleep-failed");
       return;
     }

@@ -48,6 +48,8 @@ export interface RoostConfig {
   modelAttempts: number;
   computers: ComputersConfig;
   log: LogConfig;
+  /** The users' timezone (IANA name) until accounts have their own; the prompt states the date in it. @default UTC */
+  timezone: string;
 }
 
 export interface LogConfig {
@@ -339,7 +341,20 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     }),
     computers: resolveComputers(source, dataDir),
     log: resolveLog(source),
+    timezone: resolveTimezone(source),
   };
+}
+
+function resolveTimezone(source: Source): string {
+  const timezone = pick(source, "timezone", "ROOST_TIMEZONE") ?? "UTC";
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: timezone });
+  } catch {
+    throw new ConfigError(
+      `ROOST_TIMEZONE (--timezone) must be an IANA timezone name such as Europe/Berlin or UTC, got ${JSON.stringify(timezone)}`,
+    );
+  }
+  return timezone;
 }
 
 function resolveLog(source: Source): LogConfig {

@@ -28,3 +28,14 @@ export type { HealthProbe } from "./health.ts";
 export { EngineUnavailableError } from "./errors.ts";
 export { restateConfigDefaults } from "./restate-config.ts";
 export { durableObjectRetryPolicy } from "./object-options.ts";
+export {
+  CallFailedError,
+  StepFailedError,
+  waitForMessages,
+  type DurableContext,
+  type ExternalPromise,
+  type ObjectTarget,
+  type SendOptions,
+  type StepOptions,
+} from "./durable.ts";
+export { createRestateDurable } from "./restate-durable.ts";

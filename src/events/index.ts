@@ -22,7 +22,9 @@ export type ConversationEvent =
       callId: string;
       stream: "stdout" | "stderr";
       data: string;
-    };
+    }
+  /** The owner asked to stop the running turn (loop/interrupts.ts); for nodes, not for clients. */
+  | { type: "interrupt"; conversationId: string; requestedAt: number };
 
 export type AccountEvent = {
   type: "computer";
@@ -41,6 +43,8 @@ export interface EventHub {
   subscribe(conversationId: string, listener: Listener<ConversationEvent>): () => void;
   publishAccount(event: AccountEvent): void;
   subscribeAccount(accountId: string, listener: Listener<AccountEvent>): () => void;
+  /** Every conversation event, published here or received from another node. */
+  subscribeAll(listener: Listener<ConversationEvent>): () => void;
   /** The last turn state seen for a conversation on this node (idle when unknown). */
   turnState(conversationId: string): TurnState;
   /** Deliver an event that another node published (never relayed again). */
@@ -53,6 +57,7 @@ export function createEventHub(): EventHub {
   const conversations = new Map<string, Set<Listener<ConversationEvent>>>();
   const accounts = new Map<string, Set<Listener<AccountEvent>>>();
   const working = new Set<string>();
+  const everything = new Set<Listener<ConversationEvent>>();
 
   function add<Event>(
     map: Map<string, Set<Listener<Event>>>,
@@ -94,6 +99,7 @@ export function createEventHub(): EventHub {
       else working.delete(event.conversationId);
     }
     deliver(conversations.get(event.conversationId), event);
+    deliver(everything, event);
   }
 
   function publish(event: HubEvent) {
@@ -110,6 +116,10 @@ export function createEventHub(): EventHub {
     subscribe: (conversationId, listener) => add(conversations, conversationId, listener),
     publishAccount: publish,
     subscribeAccount: (accountId, listener) => add(accounts, accountId, listener),
+    subscribeAll(listener) {
+      everything.add(listener);
+      return () => everything.delete(listener);
+    },
     turnState: (conversationId) => (working.has(conversationId) ? "working" : "idle"),
     receive: deliverLocally,
     attachRelay(next) {

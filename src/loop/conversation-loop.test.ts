@@ -2,13 +2,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ModelError } from "../errors/index.ts";
+import { createMemoryDurable } from "../engine/testing/index.ts";
+import { ModelError, RoostError } from "../errors/index.ts";
 import { createEventHub, type ConversationEvent } from "../events/index.ts";
 import type { InferRequest, InferResult, ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
-import type { ToolRouter } from "../tools/index.ts";
-import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
-import { createMemoryDurable } from "./testing/memory-durable.ts";
+import { z } from "zod";
+import { createToolRouter, defineToolSource, serverTool, type ToolRouter } from "../tools/index.ts";
+import { callIdFor, runConversation, type LoopDependencies } from "./conversation-loop.ts";
+import { createTurnInterrupts } from "./interrupts.ts";
 
 type Script = (
   request: InferRequest,
@@ -34,6 +36,27 @@ function scriptedModel(script: Script): ModelClient & { requests: InferRequest[]
       };
     },
   };
+}
+
+/** A router with one `shell` server tool that runs `run`. */
+function shellTool(
+  run: (
+    input: { command?: string },
+    signal: AbortSignal,
+  ) => Promise<{ output: string; isError: boolean }>,
+): ToolRouter {
+  return createToolRouter({
+    sources: [
+      defineToolSource("test", [
+        serverTool({
+          name: "shell",
+          description: "run",
+          input: z.object({ command: z.string().optional() }),
+          run: (input, _context, signal) => run(input, signal),
+        }),
+      ]),
+    ],
+  });
 }
 
 const lastUserTexts = (request: InferRequest) =>
@@ -75,8 +98,9 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       store,
       events: hub,
       resolveModel: () => model,
-      tools: { specs: async () => [], execute: async () => ({ output: "", isError: false }) },
+      tools: createToolRouter({ sources: [] }),
       followUpWindowMs: 20,
+      interrupts: createTurnInterrupts(),
       ...overrides,
     };
   }
@@ -117,13 +141,10 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
 
   it("injects a message sent mid-turn at the next step boundary, in the same turn", async () => {
     await send("list files");
-    const tools: ToolRouter = {
-      specs: async () => [{ name: "shell", description: "run", inputSchema: { type: "object" } }],
-      execute: async () => {
-        await send("also show hidden ones"); // arrives while the tool runs
-        return { output: "a.txt", isError: false };
-      },
-    };
+    const tools = shellTool(async () => {
+      await send("also show hidden ones"); // arrives while the tool runs
+      return { output: "a.txt", isError: false };
+    });
     const model = scriptedModel((_request, index) =>
       index === 0
         ? { toolCalls: [{ id: "provider-1", name: "shell", input: { command: "ls" } }] }
@@ -142,12 +163,42 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     const kinds = (await store.listSteps(conversationId)).map((step) => step.kind);
     expect(kinds).toEqual(["message", "model", "message", "tool", "reply"]);
     const tool = (await store.listSteps(conversationId)).find((step) => step.kind === "tool")!;
-    // The call id comes from the journal position, not from the provider.
+    // The call id comes from the journal position, not from the provider, in a form every
+    // provider accepts (Anthropic: ^[a-zA-Z0-9_-]+$; OpenAI: at most 40 characters).
     expect(tool.payload).toMatchObject({
-      callId: "inv1:turn:0:0:0",
+      callId: callIdFor("inv1:turn:0:0:0"),
       name: "shell",
       output: "a.txt",
     });
+    expect(tool.payload.callId).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+  });
+
+  it("two model calls of one turn send the same system prompt and record the same section hashes (PRM2, PRM3)", async () => {
+    await send("list files");
+    const model = scriptedModel((_request, index) =>
+      index === 0
+        ? { toolCalls: [{ id: "p", name: "shell", input: { command: "ls" } }] }
+        : { text: "done" },
+    );
+    await runConversation(
+      createMemoryDurable(),
+      deps(model, { tools: shellTool(async () => ({ output: "a.txt", isError: false })) }),
+      conversationId,
+    );
+    expect(model.requests[1]!.system).toBe(model.requests[0]!.system);
+    const steps = await store.listSteps(conversationId);
+    const prompts = steps
+      .filter((step) => step.kind === "model" || step.kind === "reply")
+      .map((step) => step.payload.prompt);
+    expect(prompts).toHaveLength(2);
+    expect(prompts[1]).toEqual(prompts[0]);
+    expect((prompts[0] as { name: string }[]).map((hash) => hash.name)).toEqual([
+      "platform-rules",
+      "bot-instructions",
+      "tool-names",
+      "turn-context",
+      "history",
+    ]);
   });
 
   it("waits for follow-ups after a reply, runs another turn, then exits when the window passes", async () => {
@@ -175,15 +226,36 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(durable.steps.slice(-2)).toEqual(["take-inbox", "take-inbox"]);
   });
 
-  it("starts the next turn at once for a message that arrived during the reply", async () => {
+  it("a message sent while the bot writes its final answer gets its own model call, after that answer", async () => {
     await send("one");
     const model = scriptedModel(async (_request, index) => {
-      if (index === 0) await send("two");
+      if (index === 0) {
+        await send("two"); // lands inside the delay of the first reply
+        await send("three");
+      }
       return { text: `reply ${index}` };
     });
     const durable = createMemoryDurable();
     expect(await runConversation(durable, deps(model), conversationId)).toEqual({ turns: 2 });
-    expect(lastUserTexts(model.requests[1]!)).toEqual(["one", "two"]);
+    expect(model.requests[1]!.messages).toEqual([
+      { role: "user", text: "one" },
+      { role: "assistant", text: "reply 0", toolCalls: [] },
+      { role: "user", text: "two" },
+      { role: "user", text: "three" },
+    ]);
+    // A later turn, which rebuilds the history from the store, keeps that order.
+    await send("four");
+    const later = scriptedModel(() => ({ text: "reply 2" }));
+    await runConversation(createMemoryDurable("inv-later"), deps(later), conversationId);
+    expect(
+      later.requests[0]!.messages.map((message) =>
+        message.role === "tool"
+          ? "tool"
+          : message.role === "user"
+            ? message.text
+            : `bot: ${message.text}`,
+      ),
+    ).toEqual(["one", "bot: reply 0", "two", "three", "bot: reply 1", "four"]);
   });
 
   it("reports a model failure as an error step the user can read", async () => {
@@ -203,13 +275,18 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
   it("ends a turn whose step keeps failing with an error step, and goes on with the next message", async () => {
     await send("first");
     let failing = true;
-    const tools: ToolRouter = {
-      specs: async () => {
-        if (failing) throw new Error("tool registry unavailable");
-        return [];
-      },
-      execute: async () => ({ output: "", isError: false }),
-    };
+    const tools: ToolRouter = createToolRouter({
+      sources: [
+        {
+          name: "flaky",
+          specs: async () => {
+            if (failing) throw new Error("tool registry unavailable");
+            return [];
+          },
+          execute: async () => ({ output: "", isError: false }),
+        },
+      ],
+    });
     const model = scriptedModel(() => ({ text: "answered" }));
     const durable = createMemoryDurable();
     const run = runConversation(
@@ -240,7 +317,10 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     const model = scriptedModel(() => ({ toolCalls: [{ id: "x", name: "shell", input: {} }] }));
     await runConversation(
       createMemoryDurable(),
-      deps(model, { maxModelCallsPerTurn: 3 }),
+      deps(model, {
+        maxModelCallsPerTurn: 3,
+        tools: shellTool(async () => ({ output: "", isError: false })),
+      }),
       conversationId,
     );
     const last = (await store.listSteps(conversationId)).at(-1)!;
@@ -309,5 +389,185 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
         .filter((event) => event.type === "delta")
         .map((event) => event.type === "delta" && event.text),
     ).toEqual(["Hel", "lo"]);
+  });
+
+  describe("the owner's interrupt", () => {
+    it("stops a running model call: the turn ends with an interrupted step and the next message starts a turn", async () => {
+      await send("write a long essay");
+      const interrupts = createTurnInterrupts();
+      const model = scriptedModel(async (request, index) => {
+        if (index > 0) return { text: `answer to ${lastUserTexts(request).at(-1)}` };
+        await send("stop, answer this instead");
+        interrupts.request(conversationId, Date.now());
+        // A real provider stream ends with an abort error when its signal fires.
+        await new Promise((_resolve, reject) => {
+          if (request.signal?.aborted === true) reject(new Error("aborted"));
+          request.signal?.addEventListener("abort", () => reject(new Error("aborted")), {
+            once: true,
+          });
+        });
+        return { text: "never" };
+      });
+      const result = await runConversation(
+        createMemoryDurable(),
+        deps(model, { interrupts }),
+        conversationId,
+      );
+      expect(result.turns).toBe(2);
+      const steps = await store.listSteps(conversationId);
+      expect(steps.map((step) => step.kind)).toEqual([
+        "message",
+        "message",
+        "interrupted",
+        "reply",
+      ]);
+      expect(steps[2]!.payload).toEqual({ reason: "owner", stopped: [{ kind: "model" }] });
+      expect(steps[3]!.payload.text).toBe("answer to stop, answer this instead");
+      expect(events.some((event) => event.type === "delta" && event.reset === true)).toBe(true);
+    });
+
+    it("stops a running tool call and keeps the history valid: the call gets a result saying it was stopped", async () => {
+      await send("run it");
+      const interrupts = createTurnInterrupts();
+      let toolSawAbort = false;
+      const tools = shellTool(
+        (_input, signal) =>
+          new Promise((resolve) => {
+            signal.addEventListener("abort", () => {
+              toolSawAbort = true;
+              resolve({ output: "killed", isError: true });
+            });
+            interrupts.request(conversationId, Date.now());
+          }),
+      );
+      const model = scriptedModel((_request, index) =>
+        index === 0
+          ? {
+              toolCalls: [
+                { id: "a", name: "shell", input: { command: "sleep 60" } },
+                { id: "b", name: "shell", input: { command: "echo never" } },
+              ],
+            }
+          : { text: "unused" },
+      );
+      await runConversation(
+        createMemoryDurable(),
+        deps(model, { interrupts, tools }),
+        conversationId,
+      );
+      expect(toolSawAbort).toBe(true);
+      const steps = await store.listSteps(conversationId);
+      expect(steps.map((step) => step.kind)).toEqual([
+        "message",
+        "model",
+        "tool",
+        "tool",
+        "interrupted",
+      ]);
+      // The running call's own result, and the second call never started.
+      expect(steps[2]!.payload).toMatchObject({ output: "killed" });
+      expect(steps[3]!.payload).toMatchObject({
+        output: expect.stringContaining("stopped") as unknown,
+        details: { interrupted: true },
+      });
+      expect(steps[4]!.payload).toMatchObject({
+        stopped: [{ kind: "tool", name: "shell" }],
+      });
+      expect(model.requests).toHaveLength(1);
+    });
+
+    it("does not stop a turn that starts after the interrupt was requested (INT1)", async () => {
+      const interrupts = createTurnInterrupts();
+      interrupts.request(conversationId, Date.now() - 1000);
+      await send("hello");
+      const model = scriptedModel(() => ({ text: "hi" }));
+      await runConversation(createMemoryDurable(), deps(model, { interrupts }), conversationId);
+      expect((await store.listSteps(conversationId)).at(-1)!.kind).toBe("reply");
+    });
+  });
+
+  it("a crash after a tool ran: the replayed invocation runs neither the model nor the tool again", async () => {
+    await send("list files");
+    let toolRuns = 0;
+    const tools = shellTool(async () => {
+      toolRuns++;
+      return { output: "a.txt", isError: false };
+    });
+    const model = scriptedModel((_request, index) =>
+      index === 0
+        ? { toolCalls: [{ id: "p1", name: "shell", input: { command: "ls" } }] }
+        : { text: "done" },
+    );
+    const first = createMemoryDurable("inv-replay");
+    await runConversation(first, deps(model, { tools }), conversationId);
+    // The process died right after the tool result was journaled: replay that prefix.
+    const cut = first.journal.findIndex(
+      (entry) => entry.type === "step" && entry.name === "tool:shell",
+    );
+    const replayed = createMemoryDurable({
+      invocationId: "inv-replay",
+      journal: first.journal.slice(0, cut + 1),
+    });
+    const requestsBefore = model.requests.length;
+    await runConversation(replayed, deps(model, { tools }), conversationId);
+    expect(toolRuns).toBe(1);
+    expect(model.requests.length - requestsBefore).toBe(1); // only the call after the tool
+    expect(replayed.steps).not.toContain("tool:shell");
+    expect((await store.listSteps(conversationId)).map((step) => step.kind)).toEqual([
+      "message",
+      "model",
+      "tool",
+      "reply",
+    ]);
+  });
+
+  it("the store unavailable mid-turn: steps wait it out and the turn completes (DUR1)", async () => {
+    await send("hello");
+    let outage = 5;
+    const flaky: Store = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (property !== "appendStep" || typeof value !== "function") return value;
+        return async (...args: unknown[]) => {
+          if (outage-- > 0)
+            throw new RoostError("unavailable", "the store is unreachable", { retryAfterMs: 10 });
+          return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        };
+      },
+    });
+    const model = scriptedModel(() => ({ text: "made it" }));
+    await runConversation(createMemoryDurable(), deps(model, { store: flaky }), conversationId);
+    const last = (await store.listSteps(conversationId)).at(-1)!;
+    expect(last.kind).toBe("reply");
+    expect(last.payload.text).toBe("made it");
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("passes images from tool results to the model as media", async () => {
+    await send("look at the chart");
+    const tools = createToolRouter({
+      sources: [
+        defineToolSource("test", [
+          serverTool({
+            name: "read",
+            description: "read",
+            input: z.object({}),
+            run: async () => ({
+              output: "chart.png is an image",
+              isError: false,
+              media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+            }),
+          }),
+        ]),
+      ],
+    });
+    const model = scriptedModel((_request, index) =>
+      index === 0 ? { toolCalls: [{ id: "r", name: "read", input: {} }] } : { text: "a chart" },
+    );
+    await runConversation(createMemoryDurable(), deps(model, { tools }), conversationId);
+    const toolMessage = model.requests[1]!.messages.find((message) => message.role === "tool");
+    expect(toolMessage).toMatchObject({
+      media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+    });
   });
 });

@@ -2,29 +2,44 @@
  * The conversation loop (ARCHITECTURE.md §4): one durable run per conversation at a time.
  *
  * Invariants:
- *   L1 every call to the outside world (store, model, tools) is a journaled step; this function
- *      itself only decides, so a replay after a crash takes the same path without redoing work.
- *   L2 step ids are derived from the invocation id and counters, so saving is idempotent (S2).
- *   L3 messages that arrive together form one turn; messages that arrive mid-turn join it at the
- *      next step boundary; none is lost, none is answered twice (takes are idempotent by id).
- *   L4 after a reply the loop waits up to the follow-up window for more messages, then exits.
- *   L5 a follow-up is never missed: the take before the wait records the waiter in the same
- *      transaction that message writers lock (S6), so a writer either had its message taken or
- *      sees the waiter and resolves it.
- *   L6 a step that fails for good ends its turn with an `error` step; the loop goes on.
+ *   LOOP1 every call to the outside world (store, model, tools, other objects) is journaled; this
+ *         function itself only decides, so a replay after a crash takes the same path without
+ *         redoing work. Every decision depends only on journaled results.
+ *   LOOP2 step ids are derived from the invocation id and counters, so saving is idempotent (S2);
+ *         tool call ids sent to providers are short hashes of those ids (callIdFor), so a replay
+ *         sends the same ids and every provider accepts them.
+ *   LOOP3 messages that arrive together form one turn; messages that arrive mid-turn join it at
+ *         the next step boundary; none is lost, none is answered twice (takes are idempotent).
+ *         Messages that arrive during the turn's last model call start the next turn at once.
+ *   LOOP4 after a reply the loop waits up to the follow-up window for more messages, then exits.
+ *   LOOP5 a follow-up is never missed: the take before the wait records the waiter in the same
+ *         transaction that message writers lock (S6), so a writer either had its message taken or
+ *         sees the waiter and resolves it.
+ *   LOOP6 a step that fails for good ends its turn with an `error` step; the loop goes on.
+ *         Infrastructure outages never fail a step (DUR1): the turn waits them out.
+ *   LOOP7 the owner's interrupt stops the running model call or tool call at once; the turn ends
+ *         with an `interrupted` step, and every tool call the model made gets a result, so the
+ *         history stays valid for every provider.
+ *   LOOP8 a conversation deleted while its loop runs ends the loop quietly.
  */
-import { toRoostError, type RoostError } from "../errors/index.ts";
+import { createHash } from "node:crypto";
+import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
+import { NotFoundError, toRoostError, type RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
+import { silentLogger, type Logger } from "../log/index.ts";
 import type { InferResult, ModelClient, ModelMessage, ToolCall } from "../models/index.ts";
-import type { Message, Step, Store } from "../store/index.ts";
+import type { Api } from "../protocol/index.ts";
+import type { Message, Store } from "../store/index.ts";
 import type { ToolResult, ToolRouter } from "../tools/index.ts";
+import { historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
+import type { TurnInterrupts } from "./interrupts.ts";
 import {
-  buildSystemPrompt,
-  historyStepLimit,
-  stepsToMessages,
-  type TurnContext,
-} from "./context.ts";
-import { StepFailedError, type DurableContext } from "./durable.ts";
+  assembleSystemPrompt,
+  hashMessages,
+  loopSections,
+  type PromptSection,
+  type PromptSectionSource,
+} from "./prompt.ts";
 
 export interface LoopDependencies {
   store: Store;
@@ -36,14 +51,29 @@ export interface LoopDependencies {
   followUpWindowMs: number;
   /** A turn that has not replied after this many model calls ends with an error. @default 50 */
   maxModelCallsPerTurn?: number;
+  /** The owner's interrupts, on this node (LOOP7). */
+  interrupts: TurnInterrupts;
+  /** Sections other modules add to the prompt (memory, skills, summary…). @default none */
+  promptSections?: readonly PromptSectionSource[];
+  /** The users' timezone until accounts have their own. @default "UTC" */
+  timezone?: string;
+  /** @default silent */
+  logger?: Logger;
 }
 
 type InferOutcome =
-  { ok: true; result: InferResult } | { ok: false; error: { code: string; message: string } };
+  | { ok: true; result: InferResult }
+  | { ok: false; interrupted: true }
+  | { ok: false; interrupted?: false; error: { code: string; message: string } };
 
-interface SavedStep {
-  seq: number;
+type StepInput = Parameters<Store["appendStep"]>[0];
+
+/** LOOP2: a provider-safe tool call id (`^[A-Za-z0-9_-]{1,40}$`) derived from the journal. */
+export function callIdFor(journalId: string): string {
+  return `call_${createHash("sha256").update(journalId).digest("base64url").slice(0, 24)}`;
 }
+
+class ConversationGone extends Error {}
 
 /** Runs turns for one conversation until its inbox stays empty for the follow-up window. */
 export async function runConversation(
@@ -52,61 +82,85 @@ export async function runConversation(
   conversationId: string,
 ): Promise<{ turns: number }> {
   const { store, events } = deps;
+  const logger = (deps.logger ?? silentLogger).child({ conversationId });
   let takes = 0;
   let turns = 0;
   const take = (waiterId: string | null = null) => {
-    const takeId = `${durable.invocationId}:take:${takes++}`; // L2, L3
+    const takeId = `${durable.invocationId}:take:${takes++}`; // LOOP2, LOOP3
     return durable.step("take-inbox", async () =>
       toInbox(await store.takeInbox(conversationId, takeId, waiterId)),
     );
   };
-  const save = (step: Parameters<Store["appendStep"]>[0], name = "save-step") =>
-    durable.step(name, async (): Promise<SavedStep> => {
-      const saved = await store.appendStep(step);
-      events.publish({ type: "changed", conversationId, seq: saved.seq });
-      return { seq: saved.seq };
-    });
-
-  let batch = await take();
-  if (batch.length === 0) return { turns };
-
-  for (;;) {
-    const turnId = `${durable.invocationId}:turn:${turns++}`;
-    events.publish({ type: "turn", conversationId, state: "working", turnId });
-    try {
-      const turn = await runTurn(durable, deps, conversationId, turnId, take, save);
-      if (turn.usedTools && deps.tools.endTurn !== undefined) {
-        const endTurn = deps.tools.endTurn.bind(deps.tools);
-        await durable.step("end-turn", () => endTurn({ accountId: turn.accountId, turnId }));
+  const save = (step: StepInput, name = "save-step") =>
+    durable.step(name, async () => {
+      try {
+        const saved = await store.appendStep(step);
+        events.publish({ type: "changed", conversationId, seq: saved.seq });
+        return { seq: saved.seq, gone: false };
+      } catch (error) {
+        if (error instanceof NotFoundError) return { seq: 0, gone: true }; // LOOP8
+        throw error;
       }
-    } catch (error) {
-      // L6: a step that keeps failing ends the turn with an error the user sees, instead of the
-      // engine retrying the whole conversation forever.
-      if (!(error instanceof StepFailedError)) throw error;
-      await save(
-        {
-          conversationId,
-          id: `${turnId}:failed`,
-          turnId,
-          kind: "error",
-          payload: {
-            code: "step_failed",
-            message: `${error.message} (send the message again to retry)`,
-          },
-        },
-        "send-to-user",
-      );
-    } finally {
-      events.publish({ type: "turn", conversationId, state: "idle", turnId });
-    }
+    });
+  const saveOrStop = async (step: StepInput, name?: string) => {
+    const saved = await save(step, name);
+    if (saved.gone) throw new ConversationGone();
+    return saved;
+  };
 
-    // Messages that came in while the last model call ran start the next turn at once. L4
-    batch = await take();
-    if (batch.length > 0) continue;
-    const woken = await durable.waitForMessage(deps.followUpWindowMs, (waiterId) => take(waiterId)); // L5
-    if (woken === "timeout") return { turns };
-    batch = woken;
+  try {
+    let batch = await take();
     if (batch.length === 0) return { turns };
+
+    for (;;) {
+      const turnId = `${durable.invocationId}:turn:${turns++}`;
+      const turnLogger = logger.child({ turnId });
+      events.publish({ type: "turn", conversationId, state: "working", turnId });
+      let settled = false;
+      try {
+        await runTurn(durable, deps, turnLogger, conversationId, turnId, batch, take, saveOrStop);
+        settled = true;
+      } catch (error) {
+        // LOOP6: a step that keeps failing ends the turn with an error the user sees, instead of
+        // the engine retrying the whole conversation forever.
+        if (!(error instanceof StepFailedError)) throw error;
+        turnLogger.error("turn failed", { step: error.stepName, error: error.message });
+        await saveOrStop(
+          {
+            conversationId,
+            id: `${turnId}:failed`,
+            turnId,
+            kind: "error",
+            payload: {
+              code: "step_failed",
+              message: `${error.message} (send the message again to retry)`,
+            } satisfies Api.ErrorPayload,
+          },
+          "send-to-user",
+        );
+        settled = true;
+      } finally {
+        // A failed attempt that the engine retries is still the same working turn: only a settled
+        // turn goes idle (otherwise live views would see idle mid-turn).
+        if (settled) events.publish({ type: "turn", conversationId, state: "idle", turnId });
+      }
+
+      // LOOP3: messages that came in while the last model call ran start the next turn at once.
+      batch = await take();
+      if (batch.length > 0) continue;
+      const woken = await waitForMessages(durable, deps.followUpWindowMs, (waiterId) =>
+        take(waiterId),
+      ); // LOOP4, LOOP5
+      if (woken === "timeout") return { turns };
+      batch = woken;
+      if (batch.length === 0) return { turns };
+    }
+  } catch (error) {
+    if (error instanceof ConversationGone) {
+      logger.info("conversation deleted while its loop ran; the loop ends");
+      return { turns };
+    }
+    throw error;
   }
 }
 
@@ -123,38 +177,130 @@ function toInbox(messages: Message[]): InboxMessage[] {
 async function runTurn(
   durable: DurableContext,
   deps: LoopDependencies,
+  logger: Logger,
   conversationId: string,
   turnId: string,
+  batch: readonly InboxMessage[],
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
-  save: (step: Parameters<Store["appendStep"]>[0], name?: string) => Promise<SavedStep>,
-): Promise<{ accountId: string; usedTools: boolean }> {
-  const { store, events } = deps;
-  const context = await durable.step("load-context", async (): Promise<TurnContext> => {
+  save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
+): Promise<void> {
+  const { store } = deps;
+  const startedAt = await durable.now();
+  const context = await durable.step("load-context", async (): Promise<TurnContext | null> => {
     const conversation = await store.getConversation(conversationId);
-    if (conversation === undefined) throw new Error(`conversation ${conversationId} is gone`);
+    if (conversation === undefined) return null; // LOOP8
     const bot = await store.getBot(conversation.botId);
-    if (bot === undefined) throw new Error(`bot ${conversation.botId} is gone`);
+    if (bot === undefined) return null;
     const fromSeq = Math.max(0, conversation.lastSeq - historyStepLimit);
-    const [steps, pending, tools] = await Promise.all([
+    const turn = {
+      accountId: conversation.accountId,
+      botId: bot.id,
+      conversationId,
+      turnId,
+    };
+    const [steps, messages, tools] = await Promise.all([
       store.listSteps(conversationId, { afterSeq: fromSeq, limit: historyStepLimit + 1 }),
-      store.pendingMessages(conversationId),
-      deps.tools.specs({ accountId: conversation.accountId, botId: bot.id }),
+      store.listMessages(conversationId, { afterSeq: fromSeq, limit: historyStepLimit + 1 }),
+      deps.tools.specs(turn),
     ]);
+    const sectionInput = {
+      accountId: conversation.accountId,
+      botId: bot.id,
+      conversationId,
+      newMessages: batch.map((message) => message.text),
+      now: startedAt,
+    };
+    const contributed = await Promise.all(
+      (deps.promptSections ?? []).map(async (source): Promise<PromptSection | undefined> => {
+        const text = await source.build(sectionInput);
+        return text === undefined ? undefined : { name: source.section, text };
+      }),
+    );
+    const sections = [
+      ...loopSections({ bot, tools, now: startedAt, timezone: deps.timezone ?? "UTC" }),
+      ...contributed.filter((section): section is PromptSection => section !== undefined),
+    ];
+    const { system, hashes } = assembleSystemPrompt(sections);
+    const history = stepsToMessages(steps, messages);
     return {
       accountId: conversation.accountId,
       bot: { id: bot.id, name: bot.name, instructions: bot.instructions, model: bot.model },
       tools,
-      history: stepsToMessages(steps satisfies Step[], pending),
+      history,
+      system,
+      // PRM2: what was sent before this turn's new work began.
+      promptHashes: [...hashes, hashMessages(history)],
+      startedAt,
     };
   });
+  if (context === null) throw new ConversationGone();
 
-  const system = buildSystemPrompt(context);
+  const running = deps.interrupts.begin(conversationId, startedAt);
+  let ended: unknown;
+  try {
+    await turnCalls(
+      durable,
+      deps,
+      logger,
+      conversationId,
+      turnId,
+      context,
+      running.signal,
+      take,
+      save,
+    );
+  } catch (error) {
+    running.end();
+    // An attempt the engine will retry stops here; the retry runs the turn again from the journal.
+    if (!(error instanceof StepFailedError || error instanceof ConversationGone)) throw error;
+    ended = error;
+  }
+  running.end();
+  // The turn is over, however it ended: sources release what they held (the computer's hold).
+  await deps.tools.endTurn({
+    accountId: context.accountId,
+    botId: context.bot.id,
+    conversationId,
+    turnId,
+    durable,
+  });
+  if (ended !== undefined) throw ended;
+}
+
+async function turnCalls(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  logger: Logger,
+  conversationId: string,
+  turnId: string,
+  context: TurnContext,
+  interrupt: AbortSignal,
+  take: (waiterId?: string | null) => Promise<InboxMessage[]>,
+  save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
+): Promise<void> {
+  const { events } = deps;
   const messages: ModelMessage[] = [...context.history];
   const maxCalls = deps.maxModelCallsPerTurn ?? 50;
-  let usedTools = false;
   const fail = (index: number, error: { code: string; message: string }) =>
     save(
-      { conversationId, id: `${turnId}:${index}:error`, turnId, kind: "error", payload: error },
+      {
+        conversationId,
+        id: `${turnId}:${index}:error`,
+        turnId,
+        kind: "error",
+        payload: error satisfies Api.ErrorPayload,
+      },
+      "send-to-user",
+    );
+  const stop = (index: number, stopped: Api.InterruptedPayload["stopped"]) =>
+    save(
+      {
+        conversationId,
+        id: `${turnId}:${index}:interrupted`,
+        turnId,
+        kind: "interrupted",
+        payload: { reason: "owner", stopped } satisfies Api.InterruptedPayload,
+      },
       "send-to-user",
     );
 
@@ -164,36 +310,29 @@ async function runTurn(
         code: "turn_too_long",
         message: `The bot stopped after ${maxCalls} model calls without replying. Send a message to let it continue.`,
       });
-      return { accountId: context.accountId, usedTools };
+      return;
     }
 
-    let outcome: InferOutcome;
-    try {
-      outcome = await durable.step("infer", async (): Promise<InferOutcome> => {
-        try {
-          const model = deps.resolveModel(context.bot.model);
-          const result = await model.infer({
-            system,
-            messages,
-            tools: context.tools,
-            onTextDelta: (text) => events.publish({ type: "delta", conversationId, turnId, text }),
-            onRetry: () =>
-              events.publish({ type: "delta", conversationId, turnId, text: "", reset: true }),
-          });
-          return { ok: true, result };
-        } catch (error) {
-          const roost = toRoostError(error);
-          if (isReportable(roost))
-            return { ok: false, error: { code: roost.code, message: roost.message } };
-          throw error;
-        }
-      });
-    } catch (error) {
-      outcome = { ok: false, error: stepFailure(error) };
-    }
+    const outcome = await infer(
+      durable,
+      deps,
+      logger,
+      conversationId,
+      turnId,
+      context,
+      messages,
+      interrupt,
+      index,
+    );
     if (!outcome.ok) {
-      await fail(index, outcome.error);
-      return { accountId: context.accountId, usedTools };
+      if (outcome.interrupted === true) {
+        // The streamed text of the stopped call belongs to nothing now.
+        events.publish({ type: "delta", conversationId, turnId, text: "", reset: true });
+        await stop(index, [{ kind: "model" }]); // LOOP7
+      } else {
+        await fail(index, outcome.error);
+      }
+      return;
     }
 
     const { result } = outcome;
@@ -213,49 +352,59 @@ async function runTurn(
             model: result.model,
             usage,
             finishReason: result.finishReason,
-          },
+            prompt: context.promptHashes,
+          } satisfies Api.ReplyPayload,
         },
         "send-to-user",
       );
-      return { accountId: context.accountId, usedTools };
+      return;
     }
 
-    // Provider call ids differ between providers and attempts; ours come from the journal.
+    // Provider call ids differ between providers and attempts; ours come from the journal (LOOP2).
     const toolCalls: ToolCall[] = result.toolCalls.map((call, callIndex) => ({
       ...call,
-      id: `${turnId}:${index}:${callIndex}`,
+      id: callIdFor(`${turnId}:${index}:${callIndex}`),
     }));
     await save({
       conversationId,
       id: `${turnId}:${index}:model`,
       turnId,
       kind: "model",
-      payload: { text: result.text, toolCalls, model: result.model, usage },
+      payload: {
+        text: result.text,
+        toolCalls,
+        model: result.model,
+        usage,
+        prompt: context.promptHashes,
+      } satisfies Api.ModelPayload,
     });
     messages.push({ role: "assistant", text: result.text, toolCalls });
-    usedTools = true;
 
+    const stopped: Api.InterruptedPayload["stopped"] = [];
     for (const call of toolCalls) {
-      let toolResult: ToolResult & { durationMs: number };
+      let toolResult: ToolResult;
       try {
-        toolResult = await durable.step(`tool:${call.name}`, async () => {
-          const started = Date.now();
-          const executed = await deps.tools.execute(call.name, call.input, {
-            accountId: context.accountId,
-            botId: context.bot.id,
-            conversationId,
-            turnId,
-            callId: call.id,
-          });
-          return { ...executed, durationMs: Date.now() - started };
+        toolResult = await deps.tools.execute(call.name, call.input, {
+          accountId: context.accountId,
+          botId: context.bot.id,
+          conversationId,
+          turnId,
+          callId: call.id,
+          durable,
+          signal: interrupt,
         });
       } catch (error) {
-        toolResult = {
-          output: `The tool failed: ${stepFailure(error).message}`,
-          isError: true,
-          durationMs: 0,
-        };
+        if (!(error instanceof StepFailedError)) throw error;
+        toolResult = { output: `The tool failed: ${error.message}`, isError: true };
       }
+      if (toolResult.details?.interrupted === true)
+        stopped.push({ kind: "tool", callId: call.id, name: call.name });
+      if (toolResult.isError && toolResult.details?.interrupted !== true)
+        logger.warn("tool call failed", {
+          tool: call.name,
+          callId: call.id,
+          output: toolResult.output.slice(0, 500),
+        });
       await save({
         conversationId,
         id: `${call.id}:result`,
@@ -268,8 +417,8 @@ async function runTurn(
           output: toolResult.output,
           isError: toolResult.isError,
           details: toolResult.details ?? {},
-          durationMs: toolResult.durationMs,
-        },
+          durationMs: toolResult.durationMs ?? 0,
+        } satisfies Api.ToolPayload,
       });
       messages.push({
         role: "tool",
@@ -277,22 +426,71 @@ async function runTurn(
         name: call.name,
         output: toolResult.output,
         isError: toolResult.isError,
+        ...(toolResult.media === undefined ? {} : { media: toolResult.media }),
       });
     }
+    if (stopped.length > 0) {
+      await stop(index, stopped); // LOOP7
+      return;
+    }
 
-    // Step boundary: messages sent while the tools ran join this turn. L3
+    // Step boundary: messages sent while the tools ran join this turn. LOOP3
     const steer = await take();
     for (const message of steer) messages.push({ role: "user", text: message.text });
+  }
+}
+
+async function infer(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  logger: Logger,
+  conversationId: string,
+  turnId: string,
+  context: TurnContext,
+  messages: readonly ModelMessage[],
+  interrupt: AbortSignal,
+  index: number,
+): Promise<InferOutcome> {
+  const { events } = deps;
+  try {
+    return await durable.step("infer", async (attempt): Promise<InferOutcome> => {
+      if (interrupt.aborted) return { ok: false, interrupted: true }; // LOOP7
+      try {
+        const model = deps.resolveModel(context.bot.model);
+        const result = await model.infer({
+          system: context.system,
+          messages: [...messages],
+          tools: context.tools,
+          signal: AbortSignal.any([attempt, interrupt]),
+          onTextDelta: (text) => events.publish({ type: "delta", conversationId, turnId, text }),
+          onRetry: (info) => {
+            logger.warn("model call failed; retrying", { call: index, ...info });
+            events.publish({ type: "delta", conversationId, turnId, text: "", reset: true });
+          },
+        });
+        return { ok: true, result };
+      } catch (error) {
+        if (interrupt.aborted) return { ok: false, interrupted: true }; // LOOP7
+        const roost = toRoostError(error);
+        if (isReportable(roost)) {
+          logger.error("model call failed", {
+            call: index,
+            code: roost.code,
+            error: roost.message,
+          });
+          return { ok: false, error: { code: roost.code, message: roost.message } };
+        }
+        throw error;
+      }
+    });
+  } catch (error) {
+    if (!(error instanceof StepFailedError)) throw error;
+    logger.error("model call failed for good", { call: index, error: error.message });
+    return { ok: false, error: { code: "step_failed", message: error.message } };
   }
 }
 
 /** Errors the user should read about, rather than ones the engine should retry. */
 function isReportable(error: RoostError): boolean {
   return !error.retryable && error.code !== "internal";
-}
-
-function stepFailure(error: unknown): { code: string; message: string } {
-  if (error instanceof StepFailedError) return { code: "step_failed", message: error.message };
-  const roost = toRoostError(error);
-  return { code: roost.code, message: roost.message };
 }

@@ -2,13 +2,12 @@
  * The `conversation` virtual object, keyed by conversation id: Restate runs one `run` at a time
  * per key, which is what makes "one turn at a time per conversation" true. Messages reach a
  * running loop through the store (takes at step boundaries) and wake a waiting one through its
- * awakeable (restate-durable.ts); a `run` is queued for every new message as well, so a loop
+ * awakeable (engine/restate-durable.ts); a `run` is queued for every new message as well, so a loop
  * that is just exiting never strands one.
  */
 import * as restate from "@restatedev/restate-sdk";
-import { durableObjectRetryPolicy } from "../engine/index.ts";
+import { createRestateDurable, durableObjectRetryPolicy } from "../engine/index.ts";
 import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
-import { createRestateDurable } from "./restate-durable.ts";
 
 export const conversationObjectName = "conversation";
 

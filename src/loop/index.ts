@@ -1,9 +1,26 @@
-export { runConversation, type LoopDependencies } from "./conversation-loop.ts";
+/**
+ * loop/: the conversation loop (ARCHITECTURE.md §4), a Restate virtual object per conversation,
+ * with its prompt sections and the owner's interrupts.
+ */
+export { callIdFor, runConversation, type LoopDependencies } from "./conversation-loop.ts";
 export {
   createConversationObject,
   conversationObjectName,
   type ConversationObject,
 } from "./conversation-object.ts";
-export type { DurableContext, StepOptions } from "./durable.ts";
-export { StepFailedError } from "./durable.ts";
-export { buildSystemPrompt, stepsToMessages, platformRules, type TurnContext } from "./context.ts";
+export { historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
+export { createTurnInterrupts, type RunningTurn, type TurnInterrupts } from "./interrupts.ts";
+export {
+  assembleSystemPrompt,
+  computerRules,
+  describeNow,
+  hashText,
+  loopSections,
+  platformRules,
+  sectionOrder,
+  type PromptSection,
+  type PromptSectionSource,
+  type SectionHash,
+  type SectionInput,
+  type SectionName,
+} from "./prompt.ts";

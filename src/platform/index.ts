@@ -28,13 +28,13 @@ import { parseEgressPolicy } from "../egress/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
-import { createConversationObject } from "../loop/index.ts";
+import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
-import { createComputerTools, type ToolRouter } from "../tools/index.ts";
+import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
-import { createKicker } from "./kicker.ts";
+import { createKicker, lazyIngress } from "./kicker.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
@@ -45,8 +45,8 @@ export interface PlatformOptions {
   logger?: Logger;
   /** Replace model resolution (tests script the model here). */
   resolveModel?: (spec: string | null) => ModelClient;
-  /** Replace the tool router (tests). */
-  tools?: ToolRouter;
+  /** Replace the tool sources (tests); by default the computer's tools. */
+  toolSources?: ToolSource[];
   /** Replace the computer provider (tests). */
   provider?: ComputerProvider;
   /** How often waiting messages are re-kicked. @default 5000 */
@@ -148,10 +148,19 @@ export async function startPlatform(
       config.computers.gatewayUrl ??
       `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
 
-    const controlPlane = createControlPlaneClient(ingressUrl);
-    const tools =
-      options.tools ??
-      createComputerTools({ store, controlPlane, gateway, events, providerKind: provider.kind });
+    const ingress = lazyIngress(ingressUrl);
+    const controlPlane = createControlPlaneClient(ingress);
+    const tools = createToolRouter({
+      sources: options.toolSources ?? [
+        createComputerTools({ store, gateway, events, providerKind: provider.kind }),
+      ],
+    });
+    // The owner's interrupts reach the node running the turn through the events (and the relay).
+    const interrupts = createTurnInterrupts();
+    const unsubscribeInterrupts = events.subscribeAll((event) => {
+      if (event.type === "interrupt") interrupts.request(event.conversationId, event.requestedAt);
+    });
+    cleanups.push(async () => unsubscribeInterrupts());
 
     // The durable objects' service endpoint, called by Restate.
     const conversationObject = createConversationObject({
@@ -160,6 +169,9 @@ export async function startPlatform(
       resolveModel,
       tools,
       followUpWindowMs: config.followUpWindowMs,
+      interrupts,
+      timezone: config.timezone,
+      logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
       provider,
@@ -184,6 +196,7 @@ export async function startPlatform(
       wakeTimeoutMs: config.computers.wakeTimeoutMs,
       workerTokenTtlMs: config.computers.workerTokenTtlMs,
       holdLeaseMs: 30 * 60_000,
+      logger,
     });
     const serviceServer = http2.createServer(
       restate.createEndpointHandler({
@@ -228,12 +241,17 @@ export async function startPlatform(
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
-    const kicker = createKicker(ingressUrl, store);
+    const kicker = createKicker(ingress, store);
 
     const api = createApi({
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
+      interrupt: (conversationId) => {
+        const running = events.turnState(conversationId) === "working";
+        events.publish({ type: "interrupt", conversationId, requestedAt: Date.now() });
+        return running;
+      },
       maxBodyBytes: config.maxBodyBytes,
       log,
       checkModel: (spec) => {

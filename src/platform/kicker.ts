@@ -1,13 +1,22 @@
 /**
- * Handing conversations to their loops through Restate's ingress.
+ * Handing conversations to their loops through Restate's ingress, with the SDK's own client
+ * (idempotent sends, awakeable resolution).
  *
  *   kick   after a message is stored: resolve the loop's follow-up awakeable when one waits (the
  *          store returned it with the message, S6), and queue a `run` (idempotent per message)
  *          for when no loop is running.
  *   sweep  a safety net for kicks that failed (engine down, process killed between storing and
- *          kicking): every conversation with a waiting message gets a `run`, idempotent per
- *          oldest waiting message, so repeated sweeps queue at most one run per message.
+ *          kicking): every conversation with a waiting message gets its recorded waiter resolved
+ *          (KICK2) and a `run`, idempotent per oldest waiting message, so repeated sweeps queue at
+ *          most one run per message.
+ *
+ * Invariants:
+ *   KICK1 a queued run is idempotent: the same message never queues two runs.
+ *   KICK2 a loop waiting for follow-ups is woken, not only queued behind: after a crash that lost
+ *         the kick, the sweep resolves the waiter the store recorded, so the message is answered
+ *         within a sweep interval instead of after the follow-up window.
  */
+import * as clients from "@restatedev/restate-sdk-clients";
 import { RoostError } from "../errors/index.ts";
 import { conversationObjectName } from "../loop/index.ts";
 import type { Store } from "../store/index.ts";
@@ -17,60 +26,71 @@ export interface Kicker {
   sweep(): Promise<number>;
 }
 
-export function createKicker(ingressUrl: () => string, store: Store): Kicker {
-  async function post(path: string, idempotencyKey: string | undefined, body: string) {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
-    let response: Response;
+const requestTimeoutMs = 5000;
+
+/** An ingress client on the engine's URL, connected on first use (the URL is known after start). */
+export function lazyIngress(ingressUrl: () => string): () => clients.Ingress {
+  let ingress: clients.Ingress | undefined;
+  let connectedTo: string | undefined;
+  return () => {
+    const url = ingressUrl();
+    if (ingress === undefined || connectedTo !== url) {
+      ingress = clients.connect({ url });
+      connectedTo = url;
+    }
+    return ingress;
+  };
+}
+
+function unavailable(what: string, error: unknown): RoostError {
+  return new RoostError(
+    "unavailable",
+    `the durable engine did not take ${what} (${error instanceof Error ? error.message : String(error)})`,
+    { retryAfterMs: 1000, cause: error },
+  );
+}
+
+export function createKicker(ingress: () => clients.Ingress, store: Store): Kicker {
+  async function queueRun(conversationId: string, idempotencyKey: string) {
     try {
-      response = await fetch(`${ingressUrl()}${path}`, {
-        method: "POST",
-        headers,
-        body,
-        signal: AbortSignal.timeout(5000),
+      await ingress().send({
+        service: conversationObjectName,
+        handler: "run",
+        key: conversationId,
+        parameter: null,
+        opts: clients.SendOpts.from({
+          idempotencyKey, // KICK1
+          input: clients.serde.json,
+          timeout: requestTimeoutMs,
+        }),
       });
     } catch (error) {
-      throw new RoostError(
-        "unavailable",
-        `the durable engine did not take the message (${(error as Error).message})`,
-        {
-          retryAfterMs: 1000,
-        },
-      );
+      throw unavailable("the message", error);
     }
-    const text = await response.text();
-    return { status: response.status, text };
   }
 
-  async function queueRun(conversationId: string, idempotencyKey: string) {
-    const result = await post(
-      `/${conversationObjectName}/${encodeURIComponent(conversationId)}/run/send`,
-      idempotencyKey,
-      "null",
-    );
-    if (result.status >= 300) {
-      throw new RoostError(
-        "unavailable",
-        `the durable engine answered ${result.status}: ${result.text}`,
-        { retryAfterMs: 1000 },
-      );
+  async function resolveWaiter(waiter: string) {
+    try {
+      await ingress().resolveAwakeable(waiter, true, clients.serde.json);
+    } catch (error) {
+      // A waiter whose loop already went on (or ended) is answered 4xx; the queued run covers it.
+      if (error instanceof clients.HttpCallError && error.status < 500) return;
+      throw unavailable("the wake-up", error);
     }
   }
 
   return {
     async kick(conversationId, messageId, waiter) {
-      if (waiter !== null) {
-        // A stale waiter (its loop already gone) answers 4xx; the queued run covers that case.
-        await post(`/restate/awakeables/${encodeURIComponent(waiter)}/resolve`, undefined, "true");
-      }
+      if (waiter !== null) await resolveWaiter(waiter);
       await queueRun(conversationId, `message:${messageId}`);
     },
     async sweep() {
       const waiting = await store.listWaitingConversations();
       await Promise.all(
-        waiting.map(({ conversationId, oldestMessageId }) =>
-          queueRun(conversationId, `sweep:${oldestMessageId}`),
-        ),
+        waiting.map(async ({ conversationId, oldestMessageId, waiter }) => {
+          if (waiter !== null) await resolveWaiter(waiter); // KICK2
+          await queueRun(conversationId, `sweep:${oldestMessageId}`);
+        }),
       );
       return waiting.length;
     },

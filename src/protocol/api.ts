@@ -51,6 +51,8 @@ export interface ModelPayload {
   toolCalls: ToolCall[];
   model: string;
   usage?: { inputTokens: number; outputTokens: number };
+  /** The prompt sections this call was sent, hashed (PRM2). */
+  prompt?: PromptHash[];
 }
 export interface ToolPayload {
   callId: string;
@@ -66,10 +68,23 @@ export interface ReplyPayload {
   model: string;
   usage?: { inputTokens: number; outputTokens: number };
   finishReason?: string;
+  /** The prompt sections this call was sent, hashed (PRM2). */
+  prompt?: PromptHash[];
 }
 export interface ErrorPayload {
   code: string;
   message: string;
+}
+/** A turn the owner stopped, and what was running when they did. */
+export interface InterruptedPayload {
+  reason: "owner";
+  stopped: ({ kind: "model" } | { kind: "tool"; callId: string; name: string })[];
+}
+/** PRM2: a hash of each prompt section a model call was sent (and of the history it started with). */
+export interface PromptHash {
+  name: string;
+  hash: string;
+  chars: number;
 }
 
 interface StepBase {
@@ -83,7 +98,8 @@ export type Step =
   | (StepBase & { kind: "model"; payload: ModelPayload })
   | (StepBase & { kind: "tool"; payload: ToolPayload })
   | (StepBase & { kind: "reply"; payload: ReplyPayload })
-  | (StepBase & { kind: "error"; payload: ErrorPayload });
+  | (StepBase & { kind: "error"; payload: ErrorPayload })
+  | (StepBase & { kind: "interrupted"; payload: InterruptedPayload });
 
 export type ComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
 

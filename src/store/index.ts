@@ -1,4 +1,5 @@
 import type { StoreConfig } from "../config/index.ts";
+import { classifyOutages } from "./outages.ts";
 import { createPostgresDriver } from "./postgres-driver.ts";
 import { createSqlStore, type SqlStoreOptions } from "./sql-store.ts";
 import { createSqliteDriver } from "./sqlite-driver.ts";
@@ -6,14 +7,16 @@ import type { Store } from "./types.ts";
 
 export type * from "./types.ts";
 export { stepKinds } from "./types.ts";
+export { isStoreOutage } from "./outages.ts";
 
 /** Open the configured store and bring its schema up to date. */
 export async function openStore(
   config: StoreConfig,
   options: SqlStoreOptions = {},
 ): Promise<Store> {
-  const driver =
-    config.kind === "sqlite" ? createSqliteDriver(config.path) : createPostgresDriver(config.url);
+  const driver = classifyOutages(
+    config.kind === "sqlite" ? createSqliteDriver(config.path) : createPostgresDriver(config.url),
+  );
   const store = createSqlStore(driver, options);
   try {
     await store.migrate();

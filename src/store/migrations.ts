@@ -103,4 +103,12 @@ export const migrations: readonly { version: number; statements: readonly string
       `CREATE INDEX messages_waiting ON messages (conversation_id, seq) WHERE taken_by IS NULL`,
     ],
   },
+  {
+    version: 6,
+    statements: [
+      // How far the conversation had got (its last_seq) when a loop took the message, so the
+      // model's history places it after whatever was written meanwhile (loop/context.ts HIS1).
+      `ALTER TABLE messages ADD COLUMN taken_at_seq BIGINT`,
+    ],
+  },
 ];

@@ -27,6 +27,8 @@ export function createPostgresDriver(connectionString: string): SqlDriver {
   const pool = new pg.Pool({
     connectionString,
     max: 10,
+    // A database that does not answer fails the operation (retryable, outages.ts) instead of hanging.
+    connectionTimeoutMillis: 5000,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary"): unknown =>
         oid === int8Oid

@@ -53,6 +53,7 @@ interface MessageRow {
   seq: number;
   taken_by: string | null;
   created_at: number;
+  taken_at_seq: number | null;
 }
 interface StepRow {
   conversation_id: string;
@@ -104,6 +105,7 @@ const toMessage = (row: MessageRow): Message => ({
   text: row.text,
   seq: Number(row.seq),
   takenBy: row.taken_by,
+  takenAtSeq: row.taken_at_seq === null ? null : Number(row.taken_at_seq),
   createdAt: Number(row.created_at),
 });
 const toStep = (row: StepRow): Step => ({
@@ -137,7 +139,7 @@ const toAudit = (row: AuditRow): AuditEntry => ({
 });
 
 const messageColumns =
-  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at";
+  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 
 /**
@@ -429,10 +431,11 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               text,
               seq,
               takenBy: null,
+              takenAtSeq: null,
               createdAt: at,
             };
             await tx.run(
-              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)`,
+              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
               [message.id, conversationId, clientMessageId, authorAccountId, text, seq, at],
             );
             await tx.run(
@@ -460,9 +463,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return driver.transaction(async (tx) => {
         // S6: lock the conversation row first, as appendMessage does, and record the waiter.
         await tx.run("UPDATE conversations SET waiter = ? WHERE id = ?", [waiter, conversationId]);
+        // HIS1: remember how far the conversation had got when the loop took each message.
         await tx.run(
-          "UPDATE messages SET taken_by = ? WHERE conversation_id = ? AND taken_by IS NULL",
-          [takeId, conversationId],
+          `UPDATE messages SET taken_by = ?,
+             taken_at_seq = (SELECT last_seq FROM conversations WHERE id = ?)
+           WHERE conversation_id = ? AND taken_by IS NULL`,
+          [takeId, conversationId, conversationId],
         );
         const rows = await tx.all<MessageRow>(
           `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND taken_by = ? ORDER BY seq`,
@@ -473,14 +479,19 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     },
 
     async listWaitingConversations({ limit = 1000 } = {}) {
-      const rows = await driver.all<{ conversation_id: string; id: string }>(
-        `SELECT m.conversation_id, m.id FROM messages m
+      const rows = await driver.all<{ conversation_id: string; id: string; waiter: string | null }>(
+        `SELECT m.conversation_id, m.id, c.waiter FROM messages m
+         JOIN conversations c ON c.id = m.conversation_id
          WHERE m.taken_by IS NULL AND m.seq = (
            SELECT MIN(w.seq) FROM messages w WHERE w.conversation_id = m.conversation_id AND w.taken_by IS NULL)
          ORDER BY m.created_at LIMIT ?`,
         [limit],
       );
-      return rows.map((row) => ({ conversationId: row.conversation_id, oldestMessageId: row.id }));
+      return rows.map((row) => ({
+        conversationId: row.conversation_id,
+        oldestMessageId: row.id,
+        waiter: row.waiter,
+      }));
     },
 
     async pendingMessages(conversationId) {
@@ -491,10 +502,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return rows.map(toMessage);
     },
 
-    async listMessages(conversationId, { limit = 1000 } = {}) {
+    async listMessages(conversationId, { limit = 1000, afterSeq = 0 } = {}) {
       const rows = await driver.all<MessageRow>(
-        `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?`,
-        [conversationId, limit],
+        `SELECT ${messageColumns} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+        [conversationId, afterSeq, limit],
       );
       return rows.map(toMessage);
     },

@@ -15,7 +15,9 @@ export function createSqliteDriver(path: string): SqlDriver {
   const database = new DatabaseSync(path);
   database.exec("PRAGMA journal_mode = WAL");
   database.exec("PRAGMA synchronous = NORMAL");
-  database.exec("PRAGMA busy_timeout = 5000");
+  // Short: a write that waits blocks the whole process (node:sqlite is synchronous); an outage
+  // surfaces as a retryable error instead (outages.ts) and the durable step waits it out.
+  database.exec("PRAGMA busy_timeout = 250");
   database.exec("PRAGMA foreign_keys = ON");
 
   const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();

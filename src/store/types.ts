@@ -57,10 +57,12 @@ export interface Message {
   seq: number;
   /** Which inbox take picked the message up; null while it waits. */
   takenBy: string | null;
+  /** The conversation's last seq when the message was taken (null while it waits). */
+  takenAtSeq: number | null;
   createdAt: number;
 }
 
-export const stepKinds = ["message", "model", "tool", "reply", "error"] as const;
+export const stepKinds = ["message", "model", "tool", "reply", "error", "interrupted"] as const;
 export type StepKind = (typeof stepKinds)[number];
 
 export interface Step {
@@ -152,10 +154,14 @@ export interface Store {
   /** Conversations with messages no loop has taken yet, with the oldest waiting message's id. */
   listWaitingConversations(options?: {
     limit?: number;
-  }): Promise<{ conversationId: string; oldestMessageId: string }[]>;
+  }): Promise<{ conversationId: string; oldestMessageId: string; waiter: string | null }[]>;
   /** Messages not yet taken by any loop, oldest first. */
   pendingMessages(conversationId: string): Promise<Message[]>;
-  listMessages(conversationId: string, options?: { limit?: number }): Promise<Message[]>;
+  /** Messages with seq > `afterSeq` (default 0), oldest first. */
+  listMessages(
+    conversationId: string,
+    options?: { limit?: number; afterSeq?: number },
+  ): Promise<Message[]>;
 
   /** S1, S2. */
   appendStep(input: {

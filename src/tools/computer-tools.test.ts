@@ -1,71 +1,100 @@
 import { describe, expect, it } from "vitest";
-import { asleepMessage, createComputerTools } from "./computer-tools.ts";
-import type { ControlPlaneClient } from "../computers/index.ts";
+import { createMemoryDurable, type MemoryDurable } from "../engine/testing/index.ts";
 import type { Store } from "../store/index.ts";
-import { RoostError } from "../errors/index.ts";
+import { asleepMessage, createComputerTools } from "./computer-tools.ts";
+import { createToolRouter } from "./router.ts";
+import type { ToolCallRequest, ToolRouter } from "./types.ts";
 
-const context = {
+const turn = {
   accountId: "acct_1",
   botId: "bot_1",
   conversationId: "conv_1",
   turnId: "turn_1",
-  callId: "turn_1:0:0",
 };
 
-function router(state: string, calls: unknown[] = []) {
-  const controlPlane = {
-    ensureAwake: async (_id: string, request: { allowWake: boolean }) => {
-      calls.push(["ensureAwake", request]);
-      return {
-        id: "cmp_1",
-        state: request.allowWake ? "awake" : state,
-        lastActiveAt: null,
-        holders: 0,
-        failure: null,
-      };
+const store = {
+  ensureComputer: async () => ({
+    id: "cmp_1",
+    accountId: "acct_1",
+    provider: "process",
+    createdAt: 0,
+  }),
+} as unknown as Store;
+
+const completed = {
+  kind: "completed",
+  exitCode: 0,
+  timedOut: false,
+  durationMs: 5,
+  stdout: "hi\n",
+  stderr: "",
+  stdoutBytes: 3,
+  stderrBytes: 0,
+  stdoutTruncated: false,
+  stderrTruncated: false,
+};
+
+interface Setup {
+  router: ToolRouter;
+  durable: MemoryDurable;
+  calls: unknown[];
+  request: (callId?: string, signal?: AbortSignal) => ToolCallRequest;
+}
+
+/** The computer tools against a test control plane (a memory object) and a test gateway. */
+function setup(
+  state: string,
+  options: {
+    ensureAwake?: (input: { allowWake: boolean }) => Promise<unknown>;
+    gatewayCall?: (request: unknown, signal: AbortSignal | undefined) => Promise<unknown>;
+  } = {},
+): Setup {
+  const calls: unknown[] = [];
+  const durable = createMemoryDurable({
+    objects: {
+      computer: async (key, handler, input) => {
+        calls.push([handler, key, input]);
+        if (handler !== "ensureAwake") return null;
+        if (options.ensureAwake !== undefined)
+          return options.ensureAwake(input as { allowWake: boolean });
+        const { allowWake } = input as { allowWake: boolean };
+        return {
+          id: key,
+          state: allowWake ? "awake" : state,
+          lastActiveAt: null,
+          holders: 0,
+          failure: null,
+        };
+      },
     },
-    touch: async () => undefined,
-    release: async (...args: unknown[]) => void calls.push(["release", ...args]),
-  } as unknown as ControlPlaneClient;
-  const store = {
-    ensureComputer: async () => ({
-      id: "cmp_1",
-      accountId: "acct_1",
-      provider: "process",
-      createdAt: 0,
-    }),
-  } as unknown as Store;
+  });
   const gateway = {
-    call: async (computerId: string, request: unknown) => {
-      calls.push(["call", computerId, request]);
-      return {
-        ok: true,
-        output: {
-          kind: "completed",
-          exitCode: 0,
-          timedOut: false,
-          durationMs: 5,
-          stdout: "hi\n",
-          stderr: "",
-          stdoutBytes: 3,
-          stderrBytes: 0,
-          stdoutTruncated: false,
-          stderrTruncated: false,
-        },
-      };
+    call: async (computerId: string, request: unknown, callOptions: { signal?: AbortSignal }) => {
+      calls.push(["gateway", computerId, request]);
+      if (options.gatewayCall !== undefined)
+        return options.gatewayCall(request, callOptions.signal);
+      return { ok: true, output: completed };
     },
   };
-  return createComputerTools({
-    store,
-    controlPlane,
-    gateway: gateway as never,
-    providerKind: "process",
+  const router = createToolRouter({
+    sources: [createComputerTools({ store, gateway: gateway as never, providerKind: "process" })],
   });
+  return {
+    router,
+    durable,
+    calls,
+    request: (callId = "call_abc", signal = new AbortController().signal) => ({
+      ...turn,
+      callId,
+      durable,
+      signal,
+    }),
+  };
 }
 
 describe("computer tools", () => {
   it("describes every tool in at most 4,000 characters (description + schema)", async () => {
-    const specs = await router("awake").specs({ accountId: "acct_1", botId: "bot_1" });
+    const specs = await setup("awake").router.specs(turn);
     expect(specs.map((spec) => spec.name).sort()).toEqual([
       "edit",
       "glob",
@@ -82,67 +111,104 @@ describe("computer tools", () => {
   });
 
   it("answers a non-waking tool on a sleeping computer with the exact text, without calling the worker", async () => {
-    const calls: unknown[] = [];
-    const result = await router("asleep", calls).execute("list", {}, context);
+    const { router, request, calls } = setup("asleep");
+    const result = await router.execute("list", {}, request());
     expect(result).toMatchObject({ output: asleepMessage, isError: true });
     expect(asleepMessage).toBe(
       "The computer is asleep. Use Shell or Read to wake it, then try again.",
     );
-    expect(calls.filter((call) => (call as unknown[])[0] === "call")).toHaveLength(0);
+    expect(calls.filter((call) => (call as unknown[])[0] === "gateway")).toHaveLength(0);
   });
 
-  it("lets shell wake the computer, sends the journal's call id and converts timeoutSeconds", async () => {
-    const calls: unknown[] = [];
-    const result = await router("asleep", calls).execute(
+  it("lets shell wake the computer through a journaled call, sends the journal's call id and converts timeoutSeconds", async () => {
+    const { router, request, calls, durable } = setup("asleep");
+    const result = await router.execute(
       "shell",
       { command: "echo hi", timeoutSeconds: 30 },
-      context,
+      request("call_abc"),
     );
     expect(result.output).toContain("Exit code 0");
     expect(result.output).toContain("hi");
     expect(calls[0]).toEqual([
       "ensureAwake",
+      "cmp_1",
       { accountId: "acct_1", holder: "turn_1", allowWake: true },
     ]);
     expect(calls[1]).toEqual([
-      "call",
+      "gateway",
       "cmp_1",
-      { callId: "turn_1:0:0", tool: "shell", input: { command: "echo hi" }, timeoutMs: 30_000 },
+      { callId: "call_abc", tool: "shell", input: { command: "echo hi" }, timeoutMs: 30_000 },
+    ]);
+    // CT4: the control plane was reached through the durable context's own call.
+    expect(durable.journal.map((entry) => entry.type)).toEqual(["step", "call", "step"]);
+  });
+
+  it("releases its hold when the turn ends, with a journaled send", async () => {
+    const { router, request, durable } = setup("awake");
+    await router.execute("shell", { command: "true" }, request());
+    await router.endTurn({ ...turn, durable });
+    expect(durable.sent).toEqual([
+      {
+        target: { object: "computer", key: "cmp_1", handler: "release" },
+        input: { holder: "turn_1" },
+        options: {},
+      },
     ]);
   });
 
+  it("a replayed call neither wakes the computer again nor runs the command again", async () => {
+    const first = setup("asleep");
+    await first.router.execute("shell", { command: "echo once" }, first.request());
+    const replayed = createMemoryDurable({ journal: first.durable.journal });
+    const again = setup("asleep");
+    const result = await again.router.execute(
+      "shell",
+      { command: "echo once" },
+      {
+        ...again.request(),
+        durable: replayed,
+      },
+    );
+    expect(result.output).toContain("hi");
+    expect(again.calls).toEqual([]);
+  });
+
   it("reports a computer that cannot be woken as a tool error, at once", async () => {
-    const failing = createComputerTools({
-      store: {
-        ensureComputer: async () => ({
-          id: "cmp_1",
-          accountId: "acct_1",
-          provider: "local",
-          createdAt: 0,
-        }),
-      } as unknown as Store,
-      controlPlane: {
-        ensureAwake: async () => {
-          throw new RoostError(
-            "computer_unavailable",
-            "waking the computer failed: no worker within 60 s",
-          );
-        },
-      } as unknown as ControlPlaneClient,
-      gateway: { call: async () => ({ ok: true, output: {} }) } as never,
-      providerKind: "local",
+    const { router, request } = setup("asleep", {
+      ensureAwake: async () => {
+        throw new Error("waking the computer failed: no worker within 60 s");
+      },
     });
-    const result = await failing.execute("shell", { command: "true" }, context);
+    const result = await router.execute("shell", { command: "true" }, request());
     expect(result).toMatchObject({
       isError: true,
       output: "The computer could not be woken: waking the computer failed: no worker within 60 s",
     });
   });
 
+  it("an interrupt cancels the running call through the gateway and tells the model it was stopped (CT5)", async () => {
+    const interrupt = new AbortController();
+    const { router, request } = setup("awake", {
+      gatewayCall: (_request, signal) =>
+        new Promise((_resolve, reject) => {
+          signal?.addEventListener("abort", () => reject(new Error("cancelled")));
+          setTimeout(() => interrupt.abort(), 10);
+        }),
+    });
+    const result = await router.execute(
+      "shell",
+      { command: "sleep 60" },
+      request("call_x", interrupt.signal),
+    );
+    expect(result).toMatchObject({ isError: true, details: { interrupted: true } });
+    expect(result.output).toContain("stopped");
+  });
+
   it("rejects bad input with a message the model can act on", async () => {
-    const result = await router("awake").execute("edit", { path: "f" }, context);
+    const { router, request } = setup("awake");
+    const result = await router.execute("edit", { path: "f" }, request());
     expect(result.isError).toBe(true);
     expect(result.output).toMatch(/Invalid input for edit/);
-    expect((await router("awake").execute("rm", {}, context)).output).toContain("no tool named");
+    expect((await router.execute("rm", {}, request())).output).toContain("no tool named");
   });
 });

@@ -2,15 +2,22 @@
  * Computer tools (ARCHITECTURE.md §5): run on the user's computer through the gateway.
  *
  * Invariants:
- *   T1 on a sleeping computer only waking tools (shell, read) may wake it; any other computer tool
- *      answers exactly `asleepMessage`.
- *   T2 the call id comes from the journal (ToolContext.callId), so an engine retry of the step
- *      sends the same id and the worker's done-log answers it instead of running it again.
- *   T3 a turn that used the computer holds it (no idle sleep) until `endTurn` releases it.
+ *   CT1 on a sleeping computer only waking tools (shell, read) may wake it; any other computer
+ *       tool answers exactly `asleepMessage`.
+ *   CT2 the call id comes from the journal (ToolCallContext.callId), so an engine retry of the
+ *       step sends the same id and the worker's done-log answers it instead of running it again.
+ *   CT3 a turn that used the computer holds it (no idle sleep) until `endTurn` releases it.
+ *   CT4 the control plane is reached through the engine's own journaled calls and sends (never a
+ *       raw request from inside a step), so a replay neither wakes twice nor loses a release.
+ *   CT5 an interrupted turn stops its running call: the gateway tells the worker to cancel it
+ *       (the shell kills its process group) and the model is told the call was stopped.
  */
 import { z } from "zod";
-import type { ControlPlaneClient } from "../computers/index.ts";
-import { RoostError } from "../errors/index.ts";
+import {
+  computerObjectName,
+  type ComputerStatus,
+  type EnsureAwakeRequest,
+} from "../computers/index.ts";
 import type { EventHub } from "../events/index.ts";
 import type { Gateway } from "../gateway/index.ts";
 import type { ToolSpec } from "../models/index.ts";
@@ -22,10 +29,13 @@ import {
   type ToolName,
   type ToolOutput,
 } from "../protocol/index.ts";
+import { CallFailedError } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
-import type { ToolContext, ToolResult, ToolRouter } from "./index.ts";
+import { interruptedResult } from "./define.ts";
+import type { ToolSource } from "./router.ts";
+import type { ToolCallContext, ToolResult } from "./types.ts";
 
-/** T1: the exact text a non-waking tool returns on a sleeping computer. */
+/** CT1: the exact text a non-waking tool returns on a sleeping computer. */
 export const asleepMessage =
   "The computer is asleep. Use Shell or Read to wake it, then try again.";
 
@@ -66,7 +76,6 @@ function inputSchemaFor(name: ToolName): z.ZodType {
 
 export interface ComputerToolsOptions {
   store: Store;
-  controlPlane: ControlPlaneClient;
   gateway: Pick<Gateway, "call">;
   events?: EventHub;
   /** The provider new computers get (recorded with the computer). */
@@ -74,18 +83,26 @@ export interface ComputerToolsOptions {
   wakingTools?: readonly ToolName[];
 }
 
-export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
+export function createComputerTools(options: ComputerToolsOptions): ToolSource {
   const waking = new Set<string>(options.wakingTools ?? defaultWakingTools);
   const specs: ToolSpec[] = (Object.keys(toolInputSchemas) as ToolName[]).map((name) => ({
     name,
     description: descriptions[name],
     inputSchema: z.toJSONSchema(inputSchemaFor(name), { io: "input" }),
   }));
+  // Turns that used the computer, and its id (CT3). Rebuilt by replay, which re-runs execute.
+  const used = new Map<string, string>();
+  const computerTarget = (computerId: string, handler: string) => ({
+    object: computerObjectName,
+    key: computerId,
+    handler,
+  });
 
   return {
+    name: "computer",
     specs: async () => specs,
 
-    async execute(name: string, input: unknown, context: ToolContext): Promise<ToolResult> {
+    async execute(name: string, input: unknown, context: ToolCallContext): Promise<ToolResult> {
       if (!isToolName(name))
         return { output: `There is no tool named ${JSON.stringify(name)}.`, isError: true };
       const parsed = inputSchemaFor(name).safeParse(input);
@@ -106,61 +123,82 @@ export function createComputerTools(options: ComputerToolsOptions): ToolRouter {
         );
       }
 
-      const computer = await options.store.ensureComputer(context.accountId, options.providerKind);
-      let status;
+      const computerId =
+        used.get(context.turnId) ??
+        (await context.run("computer", async () => {
+          const computer = await options.store.ensureComputer(
+            context.accountId,
+            options.providerKind,
+          );
+          return computer.id;
+        }));
+      let status: ComputerStatus;
       try {
-        status = await options.controlPlane.ensureAwake(computer.id, {
-          accountId: context.accountId,
-          holder: context.turnId, // T3
-          allowWake: waking.has(name), // T1
-        });
+        status = await context.durable.call<ComputerStatus>(
+          computerTarget(computerId, "ensureAwake"),
+          {
+            accountId: context.accountId,
+            holder: context.turnId, // CT3
+            allowWake: waking.has(name), // CT1
+          } satisfies EnsureAwakeRequest,
+        ); // CT4
       } catch (error) {
         // The control plane already retried the wake; tell the model now rather than retry here
         // (each attempt could wait for a worker for a whole wake timeout).
-        if (
-          error instanceof RoostError &&
-          error.code === "computer_unavailable" &&
-          !error.retryable
-        ) {
+        if (error instanceof CallFailedError) {
           return {
             output: `The computer could not be woken: ${error.message}`,
             isError: true,
-            details: { error: error.code },
+            details: { error: "computer_unavailable" },
           };
         }
         throw error;
       }
+      used.set(context.turnId, computerId);
       if (status.state !== "awake")
         return { output: asleepMessage, isError: true, details: { computerState: status.state } };
 
-      const result = await options.gateway.call(
-        computer.id,
-        { callId: context.callId, tool: name, input: toolInput, timeoutMs }, // T2
-        {
-          onChunk: (chunk) =>
-            options.events?.publish({
-              type: "tool-output",
-              conversationId: context.conversationId,
-              callId: context.callId,
-              stream: chunk.stream,
-              data: chunk.data,
-            }),
-        },
-      );
-      options.controlPlane.touch(computer.id).catch(() => undefined);
-      if (!result.ok) {
-        return {
-          output: `${name} failed (${result.error.code}): ${result.error.message}`,
-          isError: true,
-          details: { error: result.error },
-        };
-      }
-      return formatOutput(name, result.output as ToolOutput<ToolName>);
+      return context.run(`tool:${name}`, async (signal) => {
+        const started = Date.now();
+        if (signal.aborted) return interruptedResult(name);
+        try {
+          const result = await options.gateway.call(
+            computerId,
+            { callId: context.callId, tool: name, input: toolInput, timeoutMs }, // CT2
+            {
+              signal, // CT5
+              onChunk: (chunk) =>
+                options.events?.publish({
+                  type: "tool-output",
+                  conversationId: context.conversationId,
+                  callId: context.callId,
+                  stream: chunk.stream,
+                  data: context.redact(chunk.data),
+                }),
+            },
+          );
+          const durationMs = Date.now() - started;
+          if (!result.ok) {
+            return {
+              output: `${name} failed (${result.error.code}): ${result.error.message}`,
+              isError: true,
+              details: { error: result.error },
+              durationMs,
+            };
+          }
+          return { ...formatOutput(name, result.output as ToolOutput<ToolName>), durationMs };
+        } catch (error) {
+          if (signal.aborted) return interruptedResult(name, Date.now() - started);
+          throw error;
+        }
+      });
     },
 
     async endTurn(context) {
-      const computer = await options.store.ensureComputer(context.accountId, options.providerKind);
-      await options.controlPlane.release(computer.id, context.turnId);
+      const computerId = used.get(context.turnId);
+      if (computerId === undefined) return;
+      used.delete(context.turnId);
+      context.durable.send(computerTarget(computerId, "release"), { holder: context.turnId }); // CT3, CT4
     },
   };
 }
@@ -212,8 +250,9 @@ function formatOutput(name: ToolName, output: ToolOutput<ToolName>): ToolResult 
       const read = output as ToolOutput<"read">;
       if (read.kind === "image")
         return {
-          output: `${read.path} is an image (${read.mimeType}, ${read.sizeBytes} bytes).`,
+          output: `${read.path} is an image (${read.mimeType}, ${read.sizeBytes} bytes); it is attached for models that can see images.`,
           isError: false,
+          media: [{ type: "image", mimeType: read.mimeType, data: read.data }],
           details: { path: read.path, mimeType: read.mimeType, sizeBytes: read.sizeBytes },
         };
       if (read.kind === "binary")

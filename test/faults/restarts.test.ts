@@ -14,6 +14,7 @@ import {
   type FakeOpenAiReply,
   type FakeOpenAiServer,
 } from "../../src/models/testing/index.ts";
+import { openStore } from "../../src/store/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
@@ -53,11 +54,15 @@ describe("faults: restarts mid-turn", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function startRoost(store: "sqlite" | "postgres" = "sqlite") {
+  async function startRoost(
+    store: "sqlite" | "postgres" = "sqlite",
+    extraEnv: Record<string, string> = {},
+  ) {
     const env: Record<string, string> = {
       ROOST_MODEL: "openai-compatible:fake-model",
       ROOST_OPENAI_COMPATIBLE_BASE_URL: fake!.baseUrl,
       ROOST_FOLLOW_UP_WINDOW_MS: "200",
+      ...extraEnv,
     };
     if (store === "postgres") {
       database = await createTestDatabase();
@@ -201,5 +206,34 @@ describe("faults: restarts mid-turn", () => {
     await roost!.start();
     const steps = await api.waitForSteps(conversationId, "reply");
     expectOneCleanTurn(steps);
+  });
+
+  it("a message sent just before a crash, its wake-up lost: after restart it is answered within seconds, not after the follow-up window", async () => {
+    // A long follow-up window: the loop is still waiting in Restate when the server dies.
+    const { api, conversationId } = await startRoost("sqlite", {
+      ROOST_FOLLOW_UP_WINDOW_MS: "120000",
+    });
+    await api.send(conversationId, "first");
+    await api.waitForSteps(conversationId, "reply");
+    await roost!.kill("SIGKILL");
+    // The message was stored, but the process died before its wake-up reached the waiting loop.
+    const store = await openStore({ kind: "sqlite", path: join(dataDir, "roost.db") });
+    try {
+      const account = await store.findAdminAccount();
+      const { waiter } = await store.appendMessage({
+        conversationId,
+        clientMessageId: "lost-kick",
+        authorAccountId: account!.id,
+        text: "second",
+      });
+      expect(waiter).not.toBeNull(); // the loop was waiting for it
+    } finally {
+      await store.close();
+    }
+    const restarted = Date.now();
+    await roost!.start();
+    const steps = await api.waitForSteps(conversationId, "reply", 2, 30_000);
+    expect(Date.now() - restarted).toBeLessThan(30_000);
+    expect(steps.map((step) => step.kind)).toEqual(["message", "reply", "message", "reply"]);
   });
 });

@@ -10,6 +10,15 @@ import * as restate from "@restatedev/restate-sdk";
 import { findFreePort } from "../embedded-restate.ts";
 import { readProcessArgv } from "../orphans.ts";
 
+export {
+  createMemoryDurable,
+  ReplayMismatchError,
+  type JournalEntry,
+  type MemoryDurable,
+  type MemoryDurableOptions,
+  type MemoryObjects,
+} from "./memory-durable.ts";
+
 /** A fresh temp dir and its removal. */
 export async function makeTempDir(): Promise<{ path: string; remove: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), "roost-engine-"));

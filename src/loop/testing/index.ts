@@ -1,2 +1,0 @@
-/** Test support for loop/: a durable context without an engine. Never imported by production code. */
-export { createMemoryDurable, type MemoryDurable } from "./memory-durable.ts";
