@@ -10,6 +10,8 @@
  * A3 Text deltas from an attempt that later fails have already reached `onTextDelta` and cannot be
  *    taken back; the returned result holds only the successful attempt's text.
  * A4 A stream that stays silent for `idleTimeoutMs` is aborted and counted as a retryable timeout.
+ * A5 Tool call ids in the prompt are provider-safe (CID2) and tool images take the provider's own
+ *    route, or a note for models without image input (M4).
  */
 import { streamText } from "ai";
 import type { LanguageModel, LanguageModelUsage, FinishReason } from "ai";
@@ -19,6 +21,8 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createXai } from "@ai-sdk/xai";
 import { ConfigError } from "../errors/index.ts";
 import { toAiSdkMessages, toAiSdkTools } from "./ai-sdk-messages.ts";
+import type { ToolMediaMode } from "./ai-sdk-messages.ts";
+import { modelAcceptsImages } from "./media.ts";
 import { ProviderTimeoutError } from "./provider-failure.ts";
 import { providerEnvironmentVariables } from "./providers.ts";
 import type { ModelProvider } from "./providers.ts";
@@ -43,6 +47,12 @@ export interface AiSdkModelOptions {
   sleep?: Sleep | undefined;
   /** Injectable jitter source in [0, 1), for tests. @default Math.random */
   random?: (() => number) | undefined;
+  /**
+   * Whether the model reads images in tool results.
+   * @default by provider and model name (`modelAcceptsImages`): hosted vision models yes, local
+   * models only when their name says so (llava, qwen2.5vl, gemma3, ...)
+   */
+  acceptsImages?: boolean | undefined;
 }
 
 /** Default for `AiSdkModelOptions.idleTimeoutMs`: long enough for reasoning models to think. */
@@ -88,6 +98,14 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
   }
 }
 
+/** Where a provider's API takes tool images (M4): Chat Completions tool messages hold text only. */
+const toolMediaRoutes: Record<ModelProvider, Exclude<ToolMediaMode, "drop">> = {
+  openai: "user-message",
+  "openai-compatible": "user-message",
+  anthropic: "tool-result",
+  xai: "tool-result",
+};
+
 function toFinishReason(
   reason: FinishReason | undefined,
   toolCallCount: number,
@@ -117,6 +135,9 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
   const languageModel = createLanguageModel(options);
   const id = `${options.provider}:${options.model}`;
   const idleTimeoutMs = options.idleTimeoutMs ?? defaultIdleTimeoutMs;
+  const acceptsImages =
+    options.acceptsImages ?? modelAcceptsImages(options.provider, options.model);
+  const media: ToolMediaMode = acceptsImages ? toolMediaRoutes[options.provider] : "drop";
   const context = {
     provider: options.provider,
     model: options.model,
@@ -140,7 +161,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
       const stream = streamText({
         model: languageModel,
         instructions: request.system,
-        messages: toAiSdkMessages(request.messages),
+        messages: toAiSdkMessages(request.messages, { media }), // A5
         tools: toAiSdkTools(request.tools),
         maxRetries: 0, // A1
         abortSignal,
@@ -194,6 +215,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
   return {
     id,
     isDemo: false,
+    acceptsImages,
     infer: (request) =>
       retryModelCall(() => attempt(request), {
         retry: options.retry,
