@@ -499,6 +499,40 @@ describe("createAiSdkModel providers", () => {
     expect(server.requests[0]?.rejected?.status).toBe(400);
   });
 
+  test("a stray OPENAI_BASE_URL or ANTHROPIC_BASE_URL in the environment does not redirect the key (A2)", async () => {
+    await using openAiTrap = await startFakeOpenAiServer(() => fakeTextReply("captured"));
+    await using anthropicTrap = await startFakeAnthropicServer(() => fakeTextReply("captured"));
+    const saved = {
+      openai: process.env.OPENAI_BASE_URL,
+      anthropic: process.env.ANTHROPIC_BASE_URL,
+    };
+    process.env.OPENAI_BASE_URL = openAiTrap.baseUrl;
+    process.env.ANTHROPIC_BASE_URL = anthropicTrap.baseUrl;
+    try {
+      for (const provider of ["openai", "anthropic"] as const) {
+        const model = createAiSdkModel({
+          provider,
+          model: "m",
+          apiKey: "secret-key",
+          retry: { maxAttempts: 1 },
+          // Only the trap would answer quickly; the public endpoint is not reachable from tests.
+          idleTimeoutMs: 2000,
+        });
+        await model.infer(hello()).catch(() => undefined);
+      }
+      expect(openAiTrap.requests).toEqual([]);
+      expect(anthropicTrap.requests).toEqual([]);
+    } finally {
+      for (const [name, value] of [
+        ["OPENAI_BASE_URL", saved.openai],
+        ["ANTHROPIC_BASE_URL", saved.anthropic],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   test("hosted providers without an API key fail at creation, naming the variable", () => {
     expect(() => createAiSdkModel({ provider: "openai", model: "gpt-4.1-mini" })).toThrow(
       ConfigError,

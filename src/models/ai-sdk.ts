@@ -5,8 +5,9 @@
  * Invariants:
  * A1 One model step per `infer`: tools have no `execute` and the SDK's own retries are off
  *    (`maxRetries: 0`); `retryModelCall` does the retrying so it can classify and explain errors.
- * A2 Credentials come only from options: providers are never left to read `OPENAI_API_KEY` and
- *    friends from the environment (only config/ reads the environment).
+ * A2 Credentials and endpoints come only from options: providers are never left to read
+ *    `OPENAI_API_KEY`, `OPENAI_BASE_URL` and friends from the environment (only config/ reads the
+ *    environment; a stray `OPENAI_BASE_URL` would send the key to another host).
  * A3 Text deltas from an attempt that later fails have already reached `onTextDelta` and cannot be
  *    taken back; the returned result holds only the successful attempt's text.
  * A4 A stream that stays silent for `idleTimeoutMs` is aborted and counted as a retryable timeout.
@@ -62,6 +63,13 @@ function trimTrailingSlash(url: string): string {
   return url.replace(/\/+$/, "");
 }
 
+/** The providers' public endpoints, passed explicitly (A2). */
+const defaultBaseUrls: Record<Exclude<ModelProvider, "openai-compatible">, string> = {
+  openai: "https://api.openai.com/v1",
+  anthropic: "https://api.anthropic.com/v1",
+  xai: "https://api.x.ai/v1",
+};
+
 /** Builds the AI SDK language model for a provider (A2). */
 function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
   const { provider, model } = options;
@@ -85,7 +93,8 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
       `${provider}: an API key is required (set ${providerEnvironmentVariables[provider].apiKey})`,
     );
   }
-  const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
+  // A2: always a base URL, else @ai-sdk/openai and @ai-sdk/anthropic read *_BASE_URL themselves.
+  const settings = { apiKey, baseURL: baseURL ?? defaultBaseUrls[provider] };
   switch (provider) {
     case "openai":
       // Chat Completions rather than Responses: the same wire format as every OpenAI-compatible
