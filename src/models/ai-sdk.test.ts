@@ -2,7 +2,9 @@ import { describe, expect, test } from "vitest";
 import { ConfigError, ModelError } from "../errors/index.ts";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import type { AiSdkModelOptions } from "./ai-sdk.ts";
+import { startFakeAnthropicServer } from "./testing/fake-anthropic-server.ts";
 import { fakeTextReply, startFakeOpenAiServer } from "./testing/fake-openai-server.ts";
+import { startFakeXaiServer } from "./testing/fake-xai-server.ts";
 import type { FakeOpenAiHandler } from "./testing/fake-openai-server.ts";
 import type { Sleep } from "./retry.ts";
 import type { InferRequest, ToolSpec } from "./types.ts";
@@ -449,40 +451,86 @@ describe("createAiSdkModel providers", () => {
     );
   });
 
-  test("anthropic sends its key to <baseUrl>/messages and its errors are classified", async () => {
-    await withServer(
-      () => ({ type: "error", status: 401 }),
-      async (server) => {
-        const model = createAiSdkModel({
-          provider: "anthropic",
-          model: "claude-sonnet-4-5",
-          apiKey: "sk-ant-test",
-          baseUrl: server.baseUrl,
-        });
-        const error = await rejectionOf(model.infer(hello()));
-        expect(error.message).toContain("set ROOST_ANTHROPIC_API_KEY to a valid key");
-        expect(server.requests[0]?.path).toBe("/v1/messages");
-        expect(server.requests[0]?.headers["x-api-key"]).toBe("sk-ant-test");
-      },
-    );
+  test("anthropic sends its key to <baseUrl>/messages and a rejected key names the variable", async () => {
+    await using server = await startFakeAnthropicServer(() => fakeTextReply("never"), {
+      apiKey: "sk-ant-right",
+    });
+    const model = createAiSdkModel({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      apiKey: "sk-ant-test",
+      baseUrl: server.baseUrl,
+    });
+    const error = await rejectionOf(model.infer(hello()));
+    expect(error.message).toContain("401 Unauthorized — the API key was rejected");
+    expect(error.message).toContain("set ROOST_ANTHROPIC_API_KEY to a valid key");
+    expect(error.message).toContain('provider said: "invalid x-api-key"');
+    expect(server.requests[0]?.path).toBe("/v1/messages");
+    expect(server.requests[0]?.headers["x-api-key"]).toBe("sk-ant-test");
   });
 
   test("xai sends its key to <baseUrl>/responses and its errors are classified", async () => {
-    await withServer(
-      () => ({ type: "error", status: 403 }),
-      async (server) => {
+    await using server = await startFakeXaiServer(() => ({ type: "error", status: 403 }));
+    const model = createAiSdkModel({
+      provider: "xai",
+      model: "grok-4",
+      apiKey: "xai-test",
+      baseUrl: server.baseUrl,
+    });
+    const error = await rejectionOf(model.infer(hello()));
+    expect(error.message).toContain('403 Forbidden — this API key may not use model "grok-4"');
+    expect(server.requests[0]?.path).toBe("/v1/responses");
+    expect(server.requests[0]?.headers.authorization).toBe("Bearer xai-test");
+  });
+
+  test("xai's 400 for a wrong key (its way of saying 401) is reported as a rejected key", async () => {
+    await using server = await startFakeXaiServer(() => fakeTextReply("never"), {
+      apiKey: "xai-right",
+    });
+    const model = createAiSdkModel({
+      provider: "xai",
+      model: "grok-4",
+      apiKey: "xai-wrong",
+      baseUrl: server.baseUrl,
+    });
+    const error = await rejectionOf(model.infer(hello()));
+    expect(error.message).toContain("400 Bad Request — the API key was rejected");
+    expect(error.message).toContain("set ROOST_XAI_API_KEY to a valid key");
+    expect(server.requests[0]?.rejected?.status).toBe(400);
+  });
+
+  test("a stray OPENAI_BASE_URL or ANTHROPIC_BASE_URL in the environment does not redirect the key (A2)", async () => {
+    await using openAiTrap = await startFakeOpenAiServer(() => fakeTextReply("captured"));
+    await using anthropicTrap = await startFakeAnthropicServer(() => fakeTextReply("captured"));
+    const saved = {
+      openai: process.env.OPENAI_BASE_URL,
+      anthropic: process.env.ANTHROPIC_BASE_URL,
+    };
+    process.env.OPENAI_BASE_URL = openAiTrap.baseUrl;
+    process.env.ANTHROPIC_BASE_URL = anthropicTrap.baseUrl;
+    try {
+      for (const provider of ["openai", "anthropic"] as const) {
         const model = createAiSdkModel({
-          provider: "xai",
-          model: "grok-4",
-          apiKey: "xai-test",
-          baseUrl: server.baseUrl,
+          provider,
+          model: "m",
+          apiKey: "secret-key",
+          retry: { maxAttempts: 1 },
+          // Only the trap would answer quickly; the public endpoint is not reachable from tests.
+          idleTimeoutMs: 2000,
         });
-        const error = await rejectionOf(model.infer(hello()));
-        expect(error.message).toContain('403 Forbidden — this API key may not use model "grok-4"');
-        expect(server.requests[0]?.path).toBe("/v1/responses");
-        expect(server.requests[0]?.headers.authorization).toBe("Bearer xai-test");
-      },
-    );
+        await model.infer(hello()).catch(() => undefined);
+      }
+      expect(openAiTrap.requests).toEqual([]);
+      expect(anthropicTrap.requests).toEqual([]);
+    } finally {
+      for (const [name, value] of [
+        ["OPENAI_BASE_URL", saved.openai],
+        ["ANTHROPIC_BASE_URL", saved.anthropic],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   test("hosted providers without an API key fail at creation, naming the variable", () => {

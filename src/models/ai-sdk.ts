@@ -5,11 +5,14 @@
  * Invariants:
  * A1 One model step per `infer`: tools have no `execute` and the SDK's own retries are off
  *    (`maxRetries: 0`); `retryModelCall` does the retrying so it can classify and explain errors.
- * A2 Credentials come only from options: providers are never left to read `OPENAI_API_KEY` and
- *    friends from the environment (only config/ reads the environment).
+ * A2 Credentials and endpoints come only from options: providers are never left to read
+ *    `OPENAI_API_KEY`, `OPENAI_BASE_URL` and friends from the environment (only config/ reads the
+ *    environment; a stray `OPENAI_BASE_URL` would send the key to another host).
  * A3 Text deltas from an attempt that later fails have already reached `onTextDelta` and cannot be
  *    taken back; the returned result holds only the successful attempt's text.
  * A4 A stream that stays silent for `idleTimeoutMs` is aborted and counted as a retryable timeout.
+ * A5 Tool call ids in the prompt are provider-safe (CID2) and tool images take the provider's own
+ *    route, or a note for models without image input (M4).
  */
 import { streamText } from "ai";
 import type { LanguageModel, LanguageModelUsage, FinishReason } from "ai";
@@ -19,6 +22,8 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createXai } from "@ai-sdk/xai";
 import { ConfigError } from "../errors/index.ts";
 import { toAiSdkMessages, toAiSdkTools } from "./ai-sdk-messages.ts";
+import type { ToolMediaMode } from "./ai-sdk-messages.ts";
+import { modelAcceptsImages } from "./media.ts";
 import { ProviderTimeoutError } from "./provider-failure.ts";
 import { providerEnvironmentVariables } from "./providers.ts";
 import type { ModelProvider } from "./providers.ts";
@@ -43,6 +48,12 @@ export interface AiSdkModelOptions {
   sleep?: Sleep | undefined;
   /** Injectable jitter source in [0, 1), for tests. @default Math.random */
   random?: (() => number) | undefined;
+  /**
+   * Whether the model reads images in tool results.
+   * @default by provider and model name (`modelAcceptsImages`): hosted vision models yes, local
+   * models only when their name says so (llava, qwen2.5vl, gemma3, ...)
+   */
+  acceptsImages?: boolean | undefined;
 }
 
 /** Default for `AiSdkModelOptions.idleTimeoutMs`: long enough for reasoning models to think. */
@@ -51,6 +62,13 @@ export const defaultIdleTimeoutMs = 300_000;
 function trimTrailingSlash(url: string): string {
   return url.replace(/\/+$/, "");
 }
+
+/** The providers' public endpoints, passed explicitly (A2). */
+const defaultBaseUrls: Record<Exclude<ModelProvider, "openai-compatible">, string> = {
+  openai: "https://api.openai.com/v1",
+  anthropic: "https://api.anthropic.com/v1",
+  xai: "https://api.x.ai/v1",
+};
 
 /** Builds the AI SDK language model for a provider (A2). */
 function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
@@ -75,7 +93,8 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
       `${provider}: an API key is required (set ${providerEnvironmentVariables[provider].apiKey})`,
     );
   }
-  const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }) };
+  // A2: always a base URL, else @ai-sdk/openai and @ai-sdk/anthropic read *_BASE_URL themselves.
+  const settings = { apiKey, baseURL: baseURL ?? defaultBaseUrls[provider] };
   switch (provider) {
     case "openai":
       // Chat Completions rather than Responses: the same wire format as every OpenAI-compatible
@@ -87,6 +106,14 @@ function createLanguageModel(options: AiSdkModelOptions): LanguageModel {
       return createXai(settings).languageModel(model);
   }
 }
+
+/** Where a provider's API takes tool images (M4): Chat Completions tool messages hold text only. */
+const toolMediaRoutes: Record<ModelProvider, Exclude<ToolMediaMode, "drop">> = {
+  openai: "user-message",
+  "openai-compatible": "user-message",
+  anthropic: "tool-result",
+  xai: "tool-result",
+};
 
 function toFinishReason(
   reason: FinishReason | undefined,
@@ -117,6 +144,9 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
   const languageModel = createLanguageModel(options);
   const id = `${options.provider}:${options.model}`;
   const idleTimeoutMs = options.idleTimeoutMs ?? defaultIdleTimeoutMs;
+  const acceptsImages =
+    options.acceptsImages ?? modelAcceptsImages(options.provider, options.model);
+  const media: ToolMediaMode = acceptsImages ? toolMediaRoutes[options.provider] : "drop";
   const context = {
     provider: options.provider,
     model: options.model,
@@ -140,7 +170,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
       const stream = streamText({
         model: languageModel,
         instructions: request.system,
-        messages: toAiSdkMessages(request.messages),
+        messages: toAiSdkMessages(request.messages, { media }), // A5
         tools: toAiSdkTools(request.tools),
         maxRetries: 0, // A1
         abortSignal,
@@ -194,6 +224,7 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
   return {
     id,
     isDemo: false,
+    acceptsImages,
     infer: (request) =>
       retryModelCall(() => attempt(request), {
         retry: options.retry,

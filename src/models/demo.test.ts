@@ -19,9 +19,37 @@ function ask(
 describe("createDemoModel", () => {
   const model = createDemoModel();
 
-  test("is labelled as the demo", () => {
+  test("is labelled as the demo, and reads no images", () => {
     expect(model.id).toBe("demo");
     expect(model.isDemo).toBe(true);
+    expect(model.acceptsImages).toBe(false);
+  });
+
+  test("a tool result with an image: the answer says an image came back that it cannot look at", async () => {
+    const result = await model.infer({
+      system: "s",
+      tools: allTools,
+      messages: [
+        { role: "user", text: "read shot.png" },
+        {
+          role: "assistant",
+          text: "",
+          toolCalls: [{ id: "demo_1", name: "read", input: { path: "shot.png" } }],
+        },
+        {
+          role: "tool",
+          callId: "demo_1",
+          name: "read",
+          output: "/workspace/shot.png: image/png, 8 bytes",
+          isError: false,
+          media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+        },
+      ],
+    });
+    expect(result.text).toContain("`read` returned:");
+    expect(result.text).toContain(
+      "It also returned 1 image (image/png, 8 B); the demo model cannot look at images.",
+    );
   });
 
   test("`$ command` calls the shell tool when it is offered", async () => {

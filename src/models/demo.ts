@@ -17,8 +17,11 @@
  * D1 Deterministic: the same conversation and tools give the same result, call ids included
  *    (derived from the user message's index and text), so replays and tests are stable.
  * D2 A tool is only called when it is offered; otherwise the model answers in text.
+ * D3 The demo reads no images (`acceptsImages: false`); a tool result's images are named in its
+ *    answer, so the user sees that they came back (MED1).
  */
 import { createHash } from "node:crypto";
+import { describeMedia } from "./media.ts";
 import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
 import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } from "./types.ts";
 
@@ -120,7 +123,12 @@ function quoteToolResult(message: Extract<ModelMessage, { role: "tool" }>): stri
   const exitStatus = exitStatusOf(output);
   const heading = message.isError ? `\`${message.name}\` failed:` : `\`${message.name}\` returned:`;
   const status = exitStatus === undefined ? "" : `\n\nExit status: ${exitStatus}.`;
-  return `${heading}\n\n${marker}\n${output}\n${marker}${status}`;
+  const media = message.media ?? [];
+  const images =
+    media.length === 0
+      ? ""
+      : `\n\nIt also returned ${describeMedia(media)}; the demo model cannot look at images.`; // D3
+  return `${heading}\n\n${marker}\n${output}\n${marker}${status}${images}`;
 }
 
 /** The tool results at the end of the conversation (one per call of the last assistant turn). */
@@ -180,11 +188,12 @@ function replyWith(text: string, request: InferRequest): InferResult {
   };
 }
 
-/** Creates the offline demo model (`id: "demo"`, `isDemo: true`). */
+/** Creates the offline demo model (`id: "demo"`, `isDemo: true`, `acceptsImages: false`). */
 export function createDemoModel(): ModelClient {
   return {
     id: "demo",
     isDemo: true,
+    acceptsImages: false, // D3
     async infer(request: InferRequest): Promise<InferResult> {
       request.signal?.throwIfAborted();
       const results = trailingToolResults(request.messages);

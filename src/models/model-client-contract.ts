@@ -8,6 +8,10 @@
 import { describe, expect, test } from "vitest";
 import type { InferRequest, ModelClient, ToolSpec } from "./types.ts";
 
+/** A 1×1 PNG. */
+const onePixelPng =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 /** A client to test and how to clean up after it. */
 export interface ModelClientSubject {
   client: ModelClient;
@@ -102,6 +106,34 @@ export function describeModelClientContract(
         });
         expect(result.toolCalls).toEqual([]);
         expect(result.text).toContain("hello-from-tool");
+      });
+    });
+
+    test("a tool result carrying an image is answered in text, whether or not the model reads images", async () => {
+      await withClient(async (client) => {
+        expect(typeof (client.acceptsImages ?? false)).toBe("boolean");
+        const result = await client.infer({
+          system: "",
+          tools: [shellTool],
+          messages: [
+            { role: "user", text: "$ screenshot" },
+            {
+              role: "assistant",
+              text: "",
+              toolCalls: [{ id: "call_1", name: "shell", input: { command: "screenshot" } }],
+            },
+            {
+              role: "tool",
+              callId: "call_1",
+              name: "shell",
+              output: "saved-screenshot",
+              isError: false,
+              media: [{ type: "image", mimeType: "image/png", data: onePixelPng }],
+            },
+          ],
+        });
+        expect(result.toolCalls).toEqual([]);
+        expect(result.text).toContain("saved-screenshot");
       });
     });
 

@@ -147,4 +147,52 @@ describe("describeProviderFailure", () => {
       "openai-compatible at http://127.0.0.1:11434/v1: connection refused after 4 attempts — is the server running? (start it, or fix ROOST_OPENAI_COMPATIBLE_BASE_URL)",
     );
   });
+
+  describe("400: quoted, and put on the model only in the provider's own words", () => {
+    function badRequest(message: string): string {
+      const error = new APICallError({
+        message,
+        url: "https://api.example.com/v1/chat/completions",
+        requestBodyValues: {},
+        statusCode: 400,
+      });
+      return describeProviderFailure(classifyProviderError(error), { ...openai, attempts: 1 });
+    }
+
+    test("a request problem quotes the provider, says retrying will not help, and blames no model", () => {
+      const message = badRequest(
+        "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 48 instead.",
+      );
+      expect(message).toBe(
+        `openai: 400 Bad Request — the provider rejected the request (provider said: "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 48 instead."); retrying will not help. If the message names a setting (model, key, option), fix that setting; if it names the conversation (messages, tool calls, tool results), this is a bug in Roost — please report it with this message`,
+      );
+      expect(message).not.toMatch(/support tools|does not accept/);
+    });
+
+    test("'does not support tools' from the provider is put on the model", () => {
+      expect(badRequest("registry.ollama.ai/library/gemma:2b does not support tools")).toContain(
+        'the provider says model "gpt-4.1-mini" does not support tools',
+      );
+    });
+
+    test("OpenAI's 'image_url is only supported by certain models' says the model takes no images", () => {
+      expect(
+        badRequest("Invalid content type. image_url is only supported by certain models."),
+      ).toContain('the provider says model "gpt-4.1-mini" does not accept images');
+    });
+
+    test("a context-length complaint says to start a new conversation", () => {
+      expect(
+        badRequest(
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+        ),
+      ).toContain("start a new conversation or choose a model with a larger context window");
+    });
+
+    test("a 400 saying the key is wrong (xAI's way) is an unauthorized key", () => {
+      expect(badRequest("Incorrect API key provided: xa***Gf.")).toContain(
+        "400 Bad Request — the API key was rejected; set ROOST_OPENAI_API_KEY",
+      );
+    });
+  });
 });

@@ -9,6 +9,8 @@
  *    errors, because repeating the same request fails the same way.
  * P2 A server's own wait hint (`retry-after-ms`, `retry-after` in seconds or as an HTTP date) is
  *    carried through, so the retry loop can honor it.
+ * P3 A message blames the model (no tools, no images, context too small) only when the provider's
+ *    own message says so, and always quotes what the provider said.
  */
 import { STATUS_CODES } from "node:http";
 import {
@@ -158,6 +160,8 @@ function networkKind(error: unknown): ProviderFailureKind | undefined {
   return undefined;
 }
 
+const rejectedKey = /incorrect api key|invalid api key|invalid x-api-key/i;
+
 function kindForStatus(status: number): ProviderFailureKind {
   if (status === 429) return "rate-limited";
   if (status === 408) return "timeout";
@@ -196,8 +200,13 @@ export function classifyProviderError(error: unknown): ProviderFailure {
   if (error instanceof ProviderTimeoutError) return failure("timeout", error, error.message);
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined) {
+      // xAI answers a wrong key with 400 (401 only when the header is missing).
+      const kind =
+        error.statusCode === 400 && rejectedKey.test(error.message)
+          ? "unauthorized"
+          : kindForStatus(error.statusCode);
       return failure(
-        kindForStatus(error.statusCode),
+        kind,
         error,
         error.message,
         error.statusCode,
@@ -249,6 +258,31 @@ function afterAttempts(attempts: number): string {
   return attempts > 1 ? ` after ${attempts} attempts` : "";
 }
 
+const saysNoTools =
+  /(does not|doesn't|do not|cannot) (support|use) (tools|tool use|tool calling|function calling|functions)|(tools|tool use|tool calling|function calling) (is|are) not (supported|enabled|available)/i;
+const saysNoImages =
+  /(does not|doesn't|do not|cannot) (support|accept|process|read) (image|images|vision)|image.{0,40}(not supported|only supported by certain models|not enabled)|vision is not (supported|enabled)/i;
+const saysTooLong =
+  /context.length|context window|maximum context|prompt is too long|too many (input )?tokens|context_length_exceeded/i;
+
+/**
+ * A 400 names what the provider objected to. Only the provider's own words put it on the model
+ * (P3): most 400s come from the request (a malformed history, an option), not the model.
+ */
+function describeBadRequest(label: string, model: string, detail: string, said: string): string {
+  const head = `${label}: ${statusText(400)}`;
+  if (saysNoTools.test(detail)) {
+    return `${head} — the provider says model "${model}" does not support tools${said}; choose a model with tool calling in ${defaultModelEnvironmentVariable} or the bot's model setting`;
+  }
+  if (saysNoImages.test(detail)) {
+    return `${head} — the provider says model "${model}" does not accept images${said}; choose a model with image input, or avoid tools that return images`;
+  }
+  if (saysTooLong.test(detail)) {
+    return `${head} — the conversation is longer than model "${model}" accepts${said}; start a new conversation or choose a model with a larger context window`;
+  }
+  return `${head} — the provider rejected the request${said}; retrying will not help. If the message names a setting (model, key, option), fix that setting; if it names the conversation (messages, tool calls, tool results), this is a bug in Roost — please report it with this message`;
+}
+
 /** A message that says what happened and how to fix it. */
 export function describeProviderFailure(
   providerFailure: ProviderFailure,
@@ -265,8 +299,8 @@ export function describeProviderFailure(
   switch (providerFailure.kind) {
     case "unauthorized":
       return isLocal
-        ? `${label}: ${statusText(401)} — the server rejected the API key; set ${variables.apiKey} to the key it expects${said}`
-        : `${label}: ${statusText(401)} — the API key was rejected; set ${variables.apiKey} to a valid key${said}`;
+        ? `${label}: ${statusText(status ?? 401)} — the server rejected the API key; set ${variables.apiKey} to the key it expects${said}`
+        : `${label}: ${statusText(status ?? 401)} — the API key was rejected; set ${variables.apiKey} to a valid key${said}`;
     case "forbidden":
       return `${label}: ${statusText(403)} — this API key may not use model "${model}"; check the key's permissions and billing, or choose another model in ${defaultModelEnvironmentVariable}${said}`;
     case "not-found":
@@ -274,7 +308,7 @@ export function describeProviderFailure(
         ? `${label}: ${statusText(404)} — model "${model}" or the endpoint was not found; check that ${variables.baseUrl} ends in /v1 and that the server has the model (for Ollama: ollama pull ${model})${said}`
         : `${label}: ${statusText(404)} — model "${model}" was not found; check the model name in ${defaultModelEnvironmentVariable} or the bot's model setting${said}`;
     case "bad-request":
-      return `${label}: ${statusText(400)} — the provider rejected the request for model "${model}"; the model may not support tools or this conversation's content — try another model, and report it if it persists${said}`;
+      return describeBadRequest(label, model, providerFailure.detail, said);
     case "http-error":
       return `${label}: ${statusText(status ?? 0)} — the provider refused the request; this will not succeed by retrying${said}`;
     case "rate-limited":

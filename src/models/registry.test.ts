@@ -102,4 +102,14 @@ describe("createModelResolver", () => {
     expect(resolver.resolve(undefined)).toBe(first);
     expect(resolver.resolve("openai:gpt-4.1")).not.toBe(first);
   });
+
+  test("a provider's acceptsImages setting reaches its clients; the demo reads no images", () => {
+    const resolver = createModelResolver({
+      openaiCompatible: { baseUrl: "http://127.0.0.1:1/v1", acceptsImages: true },
+      anthropic: { apiKey: "k" },
+    });
+    expect(resolver.resolve("openai-compatible:my-finetune").acceptsImages).toBe(true);
+    expect(resolver.resolve("anthropic:claude-sonnet-4-5").acceptsImages).toBe(true);
+    expect(resolver.resolve("demo").acceptsImages).toBe(false);
+  });
 });

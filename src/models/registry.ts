@@ -57,6 +57,8 @@ export interface HostedProviderConfig {
   apiKey: string;
   /** @default the provider's public endpoint */
   baseUrl?: string | undefined;
+  /** Whether the models read images in tool results. @default by model name (`modelAcceptsImages`) */
+  acceptsImages?: boolean | undefined;
 }
 
 /** Where an OpenAI-compatible server (Ollama, vLLM, llama.cpp) listens. */
@@ -64,6 +66,8 @@ export interface OpenAiCompatibleProviderConfig {
   /** E.g. `http://127.0.0.1:11434/v1`. */
   baseUrl: string;
   apiKey?: string | undefined;
+  /** Whether the server's models read images in tool results. @default by model name (`modelAcceptsImages`) */
+  acceptsImages?: boolean | undefined;
 }
 
 /** The resolved provider configuration (from config/). */
@@ -101,7 +105,13 @@ export const fallbackModels: Record<Exclude<ModelProvider, "openai-compatible">,
 function credentialsFor(
   config: ProvidersConfig,
   provider: ModelProvider,
-): { apiKey?: string | undefined; baseUrl?: string | undefined } | undefined {
+):
+  | {
+      apiKey?: string | undefined;
+      baseUrl?: string | undefined;
+      acceptsImages?: boolean | undefined;
+    }
+  | undefined {
   switch (provider) {
     case "openai":
       return config.openai;
@@ -155,6 +165,7 @@ export function createModelResolver(
       model: spec.model,
       apiKey: credentials.apiKey,
       baseUrl: credentials.baseUrl,
+      acceptsImages: credentials.acceptsImages,
       retry: options.retry,
       sleep: options.sleep,
       idleTimeoutMs: options.idleTimeoutMs,

@@ -74,6 +74,11 @@ export interface ModelClient {
   /** True for the built-in offline demo model; UIs label its output. */
   readonly isDemo: boolean;
   /**
+   * Whether images in tool results (`media`) reach the model. When false the client replaces them
+   * with a note saying what was returned, so callers may always pass them. Absent means false.
+   */
+  readonly acceptsImages?: boolean;
+  /**
    * One model call. Retries provider errors and rate limits with backoff itself; after the last
    * attempt throws a terminal `ModelError` whose message says what to do.
    */

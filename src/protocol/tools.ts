@@ -49,19 +49,36 @@ export type ToolErrorCode = (typeof toolErrorCodes)[number];
 
 const path = z.string().min(1).max(4096);
 const lineNumber = z.number().int().positive();
-const limit = z.number().int().positive().max(toolLimits.listMaxLimit);
+const limit = z
+  .number()
+  .int()
+  .positive()
+  .max(toolLimits.listMaxLimit)
+  .describe(`Most entries or matches to return (default ${toolLimits.listDefaultLimit}).`);
+// Field descriptions are part of each tool's spec for the model (z.toJSONSchema emits them as
+// `description`); a test keeps every tool's spec within its size budget.
 
 // ── shell ───────────────────────────────────────────────────────────────────────────────────────
 
 export const shellInputSchema = z.object({
   /** Run with `bash -lc` in the workspace (or `cwd`). */
-  command: z.string().min(1).max(100_000),
+  command: z
+    .string()
+    .min(1)
+    .max(100_000)
+    .describe("The bash command line to run, e.g. `ls -la` or `npm test 2>&1 | tail -50`."),
   /** Working directory; relative to the workspace. */
-  cwd: path.optional(),
+  cwd: path.describe("Directory to run in; relative paths start at /workspace.").optional(),
   /** Extra environment variables for this command. */
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional(),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string())
+    .describe("Extra environment variables for this command only.")
+    .optional(),
   /** Start detached and return a job id at once; check it with `shell_status`. */
-  background: z.boolean().optional(),
+  background: z
+    .boolean()
+    .describe("Start detached and return a job id at once; follow it with shell_status.")
+    .optional(),
 });
 
 export const shellCompletedOutputSchema = z.object({
@@ -99,9 +116,18 @@ export const shellOutputSchema = z.discriminatedUnion("kind", [
 export const shellStatusInputSchema = z.object({
   jobId: z
     .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a job id as returned by shell with background: true"),
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a job id as returned by shell with background: true")
+    .describe("The job id that shell returned for a background command."),
   /** Bytes of each stream's tail to return. */
-  tailBytes: z.number().int().nonnegative().max(toolLimits.readMaxBytes).optional(),
+  tailBytes: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(toolLimits.readMaxBytes)
+    .describe(
+      `Bytes from the end of stdout and of stderr to return (default ${toolLimits.shellStatusTailBytes}).`,
+    )
+    .optional(),
 });
 
 export const shellStatusOutputSchema = z.object({
@@ -125,13 +151,24 @@ export const shellStatusOutputSchema = z.object({
 // ── files ───────────────────────────────────────────────────────────────────────────────────────
 
 export const readInputSchema = z.object({
-  path,
+  path: path.describe("The file to read; relative paths start at /workspace."),
   /** First line to return, 1-based. @default 1 */
-  offset: lineNumber.optional(),
+  offset: lineNumber.describe("First line to return, counting from 1 (default 1).").optional(),
   /** Lines to return. @default toolLimits.readDefaultLines */
-  limit: z.number().int().positive().optional(),
+  limit: z
+    .number()
+    .int()
+    .positive()
+    .describe(`How many lines to return (default ${toolLimits.readDefaultLines}).`)
+    .optional(),
   /** Bytes of text to return at most. @default toolLimits.readMaxBytes */
-  maxBytes: z.number().int().positive().max(toolLimits.readMaxBytes).optional(),
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(toolLimits.readMaxBytes)
+    .describe(`Most bytes of text to return (default and maximum ${toolLimits.readMaxBytes}).`)
+    .optional(),
 });
 
 export const imageMimeTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"] as const;
@@ -166,10 +203,13 @@ export const readOutputSchema = z.discriminatedUnion("kind", [
 ]);
 
 export const writeInputSchema = z.object({
-  path,
-  content: z.string(),
+  path: path.describe("The file to create or replace; relative paths start at /workspace."),
+  content: z.string().describe("The whole new content of the file."),
   /** How `content` is encoded. @default "utf8" */
-  encoding: z.enum(["utf8", "base64"]).optional(),
+  encoding: z
+    .enum(["utf8", "base64"])
+    .describe("How content is encoded: utf8 text (default) or base64 for binary data.")
+    .optional(),
 });
 
 export const writeOutputSchema = z.object({
@@ -179,11 +219,19 @@ export const writeOutputSchema = z.object({
 });
 
 export const editInputSchema = z.object({
-  path,
+  path: path.describe("The file to edit; relative paths start at /workspace."),
   /** Exact text to find; must occur once unless `replaceAll`. */
-  oldString: z.string().min(1),
-  newString: z.string(),
-  replaceAll: z.boolean().optional(),
+  oldString: z
+    .string()
+    .min(1)
+    .describe(
+      "The exact text to replace, whitespace included; must occur exactly once unless replaceAll.",
+    ),
+  newString: z.string().describe("The text to put in its place."),
+  replaceAll: z
+    .boolean()
+    .describe("Replace every occurrence of oldString instead of requiring exactly one.")
+    .optional(),
 });
 
 export const editOutputSchema = z.object({
@@ -193,7 +241,7 @@ export const editOutputSchema = z.object({
 
 export const listInputSchema = z.object({
   /** Directory to list. @default the workspace */
-  path: path.optional(),
+  path: path.describe("The directory to list (default /workspace).").optional(),
   limit: limit.optional(),
 });
 
@@ -211,9 +259,13 @@ export const listOutputSchema = z.object({
 
 export const globInputSchema = z.object({
   /** A glob such as `src/**\/*.ts`, matched under `path`. */
-  pattern: z.string().min(1).max(1000),
+  pattern: z
+    .string()
+    .min(1)
+    .max(1000)
+    .describe("A glob matched against paths under path, e.g. **/*.py or src/*.ts."),
   /** Directory to search from. @default the workspace */
-  path: path.optional(),
+  path: path.describe("The directory to search under (default /workspace).").optional(),
   limit: limit.optional(),
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { startFakeOpenAiServer } from "./fake-openai-server.ts";
+import { fakeTextReply, startFakeOpenAiServer } from "./fake-openai-server.ts";
 
 async function post(url: string, body: unknown): Promise<Response> {
   return fetch(url, {
@@ -20,6 +20,8 @@ interface ChunkJson {
   choices: Array<{ delta?: { tool_calls?: ToolCallDelta[] }; finish_reason: string | null }>;
   usage?: Record<string, number>;
 }
+
+const hi = [{ role: "user", content: "hi" }];
 
 function dataLines(text: string): string[] {
   return text
@@ -44,7 +46,7 @@ describe("startFakeOpenAiServer", () => {
       model: "m",
       stream: true,
       stream_options: { include_usage: true },
-      messages: [],
+      messages: hi,
     });
     expect(withUsage.headers.get("content-type")).toBe("text/event-stream");
     const lines = dataLines(await withUsage.text());
@@ -75,7 +77,7 @@ describe("startFakeOpenAiServer", () => {
     });
 
     const withoutUsage = dataLines(
-      await (await post(url, { model: "m", stream: true, messages: [] })).text(),
+      await (await post(url, { model: "m", stream: true, messages: hi })).text(),
     );
     expect(withoutUsage.some((line) => line.includes('"usage"'))).toBe(false);
   });
@@ -85,7 +87,7 @@ describe("startFakeOpenAiServer", () => {
       type: "completion",
       textChunks: ["a", "b"],
     }));
-    const response = await post(`${server.baseUrl}/chat/completions`, { model: "m", messages: [] });
+    const response = await post(`${server.baseUrl}/chat/completions`, { model: "m", messages: hi });
     expect(await response.json()).toMatchObject({
       object: "chat.completion",
       model: "m",
@@ -103,18 +105,18 @@ describe("startFakeOpenAiServer", () => {
     const response = await fetch(`${server.baseUrl}/chat/completions`, {
       method: "POST",
       headers: { authorization: "Bearer k" },
-      body: JSON.stringify({ model: "m" }),
+      body: JSON.stringify({ model: "m", messages: hi }),
     });
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("3");
     expect(await response.json()).toEqual({
-      error: { message: "Rate limit reached", type: "fake_error", param: null, code: null },
+      error: { message: "Rate limit reached", type: "requests", param: null, code: null },
     });
     expect(server.requests).toEqual([
       expect.objectContaining({
         method: "POST",
         path: "/v1/chat/completions",
-        body: { model: "m" },
+        body: { model: "m", messages: hi },
       }),
     ]);
     expect(server.requests[0]?.headers.authorization).toBe("Bearer k");
@@ -122,7 +124,111 @@ describe("startFakeOpenAiServer", () => {
 
   test("a hang-up closes the connection without a response", async () => {
     await using server = await startFakeOpenAiServer(() => ({ type: "hang-up" }));
-    await expect(post(`${server.baseUrl}/chat/completions`, {})).rejects.toThrow("fetch failed");
+    await expect(
+      post(`${server.baseUrl}/chat/completions`, { model: "m", messages: hi }),
+    ).rejects.toThrow("fetch failed");
     expect(server.requests).toHaveLength(1);
+  });
+
+  describe("checks what OpenAI checks", () => {
+    const journalId = "inv_1gdJBtdVEcM942bjcDmb1c1khoaJe11Hb:turn:0:0:0";
+    const toolTurn = (callId: string, resultId = callId) => ({
+      model: "gpt-4.1-mini",
+      messages: [
+        { role: "user", content: "list" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: callId, type: "function", function: { name: "shell", arguments: "{}" } },
+          ],
+        },
+        { role: "tool", tool_call_id: resultId, content: "a.txt" },
+      ],
+    });
+    const openAiPost = (server: { baseUrl: string }, body: unknown) =>
+      fetch(`${server.baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sk-test" },
+        body: JSON.stringify(body),
+      });
+
+    test("a 48-character tool call id is refused by OpenAI (at most 40) but not by a compatible server", async () => {
+      await using openai = await startFakeOpenAiServer(() => fakeTextReply("ok"), {
+        flavor: "openai",
+      });
+      const refused = await openAiPost(openai, toolTurn(journalId));
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({
+        error: {
+          message: `Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length ${journalId.length} instead.`,
+          type: "invalid_request_error",
+          param: "messages[1].tool_calls[0].id",
+          code: "string_above_max_length",
+        },
+      });
+      await using compatible = await startFakeOpenAiServer(() => fakeTextReply("ok"));
+      expect((await openAiPost(compatible, toolTurn(journalId))).status).toBe(200);
+    });
+
+    test("a tool message that answers no tool call of the message before is refused", async () => {
+      await using server = await startFakeOpenAiServer(() => fakeTextReply("ok"), {
+        flavor: "openai",
+      });
+      const response = await openAiPost(server, toolTurn("call_1", "call_2"));
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+        "Invalid parameter: 'tool_call_id' of 'call_2' not found in 'tool_calls' of previous message.",
+      );
+      const orphan = await openAiPost(server, {
+        model: "m",
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "tool", tool_call_id: "call_1", content: "x" },
+        ],
+      });
+      expect(((await orphan.json()) as { error: { message: string } }).error.message).toBe(
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+      );
+    });
+
+    test("a tool call left unanswered before the next message is refused", async () => {
+      await using server = await startFakeOpenAiServer(() => fakeTextReply("ok"));
+      const body = toolTurn("call_1");
+      body.messages[2] = { role: "user", content: "never mind" };
+      const response = await openAiPost(server, body);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1",
+      );
+    });
+
+    test("an image inside a tool message is refused: images go in user messages only", async () => {
+      await using server = await startFakeOpenAiServer(() => fakeTextReply("ok"));
+      const body = toolTurn("call_1") as { messages: Array<Record<string, unknown>> };
+      body.messages[2] = {
+        role: "tool",
+        tool_call_id: "call_1",
+        content: [{ type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }],
+      };
+      const response = await openAiPost(server, body);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+        "Invalid 'messages[2]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL.",
+      );
+    });
+
+    test("OpenAI without a bearer key is a 401; a compatible server without a key set takes none", async () => {
+      await using openai = await startFakeOpenAiServer(() => fakeTextReply("ok"), {
+        flavor: "openai",
+      });
+      expect(
+        (await post(`${openai.baseUrl}/chat/completions`, { model: "m", messages: hi })).status,
+      ).toBe(401);
+      await using compatible = await startFakeOpenAiServer(() => fakeTextReply("ok"));
+      expect(
+        (await post(`${compatible.baseUrl}/chat/completions`, { model: "m", messages: hi })).status,
+      ).toBe(200);
+    });
   });
 });

@@ -1,29 +1,50 @@
 /**
  * A small real HTTP server on 127.0.0.1 that speaks the OpenAI `/v1/chat/completions` wire
  * format, for tests of anything that calls a model (no module mocks: the AI SDK's real HTTP
- * client talks to this over a real socket).
+ * client talks to this over a real socket). It plays OpenAI itself (`flavor: "openai"`) or an
+ * OpenAI-compatible server such as Ollama or vLLM (`flavor: "openai-compatible"`, the default).
  *
  * Invariants:
  * F1 Streaming replies follow the real wire format: `data: {chat.completion.chunk}` SSE lines, tool
  *    call arguments split across chunks, a usage chunk only when the request asked for it with
  *    `stream_options.include_usage`, then `data: [DONE]`.
- * F2 Every request is recorded (parsed body and headers) before the handler runs, so tests can
- *    count attempts even when the reply is an error or a hang-up.
+ * F2 Requests are checked as the real API checks them, and refused with its status and error body
+ *    (`{ error: { message, type, param, code } }`), see `checkChatCompletion` (FAKE2):
+ *    - both flavors: a `model` and a non-empty `messages` array; each `tool` message answers a
+ *      `tool_calls` id of the assistant message before its run of tool messages; each of those ids
+ *      is answered before the next non-tool message; images only in `user` messages, as
+ *      `data:image/…;base64,` URLs whose bytes are that image type;
+ *    - `openai` only: `Authorization: Bearer <key>` (the given key, when one is set), tool call
+ *      ids of at most 40 characters, function names matching `^[a-zA-Z0-9_-]{1,64}$`.
  */
-import { createServer } from "node:http";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { ServerResponse } from "node:http";
+import {
+  argumentsText,
+  createChunkWriter,
+  finishReasonOf,
+  dataUrlImageMatches,
+  isRecord,
+  splitInto,
+  startFakeProviderServer,
+  supportedImageTypes,
+  usageOf,
+} from "./fake-provider-server.ts";
+import type {
+  FakeCompletionReply,
+  FakeErrorReply,
+  FakeHandler,
+  FakeProviderRequest,
+  FakeProviderServer,
+  FakeReply,
+} from "./fake-provider-server.ts";
 
-/** One request as the fake server received it. */
-export interface FakeOpenAiRequest {
-  method: string;
-  /** Path without the query string, e.g. `/v1/chat/completions`. */
-  path: string;
-  /** Lower-cased header names. */
-  headers: Record<string, string>;
-  /** The parsed JSON body (`undefined` when the body was empty or not JSON). */
-  body: FakeChatCompletionBody | undefined;
-}
+export {
+  fakeTextReply,
+  type FakeCompletionReply,
+  type FakeErrorReply,
+  type FakeHangUpReply,
+  type FakeToolCall,
+} from "./fake-provider-server.ts";
 
 /** The fields of a chat completion request body that tests usually look at. */
 export interface FakeChatCompletionBody {
@@ -38,144 +59,21 @@ export interface FakeChatCompletionBody {
   [key: string]: unknown;
 }
 
-/** A tool call the fake model makes. */
-export interface FakeToolCall {
-  /** @default `call_<n>` */
-  id?: string;
-  name: string;
-  /** The arguments, as an object (serialized for you) or as the raw JSON string to send. */
-  arguments: Record<string, unknown> | string;
+export type FakeOpenAiRequest = FakeProviderRequest<FakeChatCompletionBody>;
+export type FakeOpenAiReply = FakeReply;
+export type FakeOpenAiHandler = FakeHandler<FakeChatCompletionBody>;
+export type FakeOpenAiServer = FakeProviderServer<FakeChatCompletionBody>;
+
+/** Options for `startFakeOpenAiServer`. */
+export interface FakeOpenAiServerOptions {
+  /** Which server to play (F2). @default "openai-compatible" */
+  flavor?: "openai" | "openai-compatible";
+  /** The only API key accepted; any key (or, for openai-compatible, none) when unset. */
+  apiKey?: string;
 }
 
-/** A successful completion: text and/or tool calls, streamed in pieces when the client streams. */
-export interface FakeCompletionReply {
-  type: "completion";
-  /** The reply text, sent as one delta per element. @default [] */
-  textChunks?: string[];
-  toolCalls?: FakeToolCall[];
-  /** @default { promptTokens: 10, completionTokens: 5 } */
-  usage?: { promptTokens: number; completionTokens: number };
-  /** @default "tool_calls" when there are tool calls, else "stop" */
-  finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
-  /** Pause between streamed chunks, to let tests act mid-stream. @default 0 */
-  chunkDelayMs?: number;
-}
-
-/** An HTTP error with an OpenAI-shaped error body. */
-export interface FakeErrorReply {
-  type: "error";
-  status: number;
-  headers?: Record<string, string>;
-  /** @default a message derived from the status */
-  message?: string;
-}
-
-/** Close the connection without answering (the client sees a network error). */
-export interface FakeHangUpReply {
-  type: "hang-up";
-}
-
-export type FakeOpenAiReply = FakeCompletionReply | FakeErrorReply | FakeHangUpReply;
-
-/** Decides the reply to one request; `index` counts requests from 0. May be async to delay. */
-export type FakeOpenAiHandler = (
-  request: FakeOpenAiRequest,
-  index: number,
-) => FakeOpenAiReply | Promise<FakeOpenAiReply>;
-
-/** A running fake server. */
-export interface FakeOpenAiServer {
-  /** Base URL including `/v1`, e.g. `http://127.0.0.1:40123/v1`. */
-  baseUrl: string;
-  /** Every request received so far, in order. */
-  requests: FakeOpenAiRequest[];
-  close(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
-
-/** Shorthand for a text completion reply split into the given pieces. */
-export function fakeTextReply(...textChunks: string[]): FakeCompletionReply {
-  return { type: "completion", textChunks };
-}
-
-/** Starts a fake OpenAI-compatible server on 127.0.0.1 with a random free port. */
-export async function startFakeOpenAiServer(handler: FakeOpenAiHandler): Promise<FakeOpenAiServer> {
-  const requests: FakeOpenAiRequest[] = [];
-  const sockets = new Set<Socket>();
-
-  const server = createServer((incoming, response) => {
-    void handleRequest(incoming, response).catch((error: unknown) => {
-      if (!response.headersSent) {
-        response.writeHead(500, { "content-type": "application/json" });
-      }
-      response.end(
-        JSON.stringify({ error: { message: `fake server handler failed: ${String(error)}` } }),
-      );
-    });
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-
-  async function handleRequest(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    const request = await readRequest(incoming);
-    const index = requests.length;
-    requests.push(request); // F2
-    const reply = await handler(request, index);
-    switch (reply.type) {
-      case "hang-up":
-        incoming.socket.destroy();
-        return;
-      case "error":
-        writeError(response, reply);
-        return;
-      case "completion":
-        if (request.body?.stream === true) {
-          await writeStream(response, reply, request.body);
-        } else {
-          writeJson(response, reply, request.body);
-        }
-        return;
-    }
-  }
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closed ??= new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    });
-    return closed;
-  };
-
-  return { baseUrl: `http://127.0.0.1:${port}/v1`, requests, close, [Symbol.asyncDispose]: close };
-}
-
-async function readRequest(incoming: IncomingMessage): Promise<FakeOpenAiRequest> {
-  const pieces: Buffer[] = [];
-  for await (const piece of incoming) pieces.push(piece as Buffer);
-  const text = Buffer.concat(pieces).toString("utf8");
-  let body: FakeChatCompletionBody | undefined;
-  try {
-    body = text === "" ? undefined : (JSON.parse(text) as FakeChatCompletionBody);
-  } catch {
-    body = undefined;
-  }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(incoming.headers)) {
-    if (typeof value === "string") headers[name] = value;
-    else if (Array.isArray(value)) headers[name] = value.join(", ");
-  }
-  const url = new URL(incoming.url ?? "/", "http://fake");
-  return { method: incoming.method ?? "GET", path: url.pathname, headers, body };
-}
+/** OpenAI's limit on tool call ids. */
+export const openAiMaxCallIdLength = 40;
 
 const statusMessages: Record<number, string> = {
   400: "Invalid request",
@@ -190,22 +88,195 @@ const statusMessages: Record<number, string> = {
   503: "The engine is currently overloaded",
 };
 
-function writeError(response: ServerResponse, reply: FakeErrorReply): void {
+function errorTypeFor(status: number): string {
+  if (status === 429) return "requests";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+function writeOpenAiError(response: ServerResponse, reply: FakeErrorReply): void {
   const message = reply.message ?? statusMessages[reply.status] ?? `HTTP ${reply.status}`;
   response.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
-  response.end(JSON.stringify({ error: { message, type: "fake_error", param: null, code: null } }));
+  response.end(
+    JSON.stringify({
+      error: {
+        message,
+        type: reply.errorType ?? errorTypeFor(reply.status),
+        param: reply.param ?? null,
+        code: reply.code ?? null,
+      },
+    }),
+  );
 }
 
-function finishReasonOf(reply: FakeCompletionReply): string {
-  return reply.finishReason ?? ((reply.toolCalls?.length ?? 0) > 0 ? "tool_calls" : "stop");
+function invalid(
+  message: string,
+  param: string | null,
+  code: string | null = null,
+): FakeErrorReply {
+  return { type: "error", status: 400, message, errorType: "invalid_request_error", param, code };
 }
 
-function argumentsText(call: FakeToolCall): string {
-  return typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments);
+function tooLong(param: string, length: number): FakeErrorReply {
+  return invalid(
+    `Invalid '${param}': string too long. Expected a string with maximum length ${openAiMaxCallIdLength}, but got a string with length ${length} instead.`,
+    param,
+    "string_above_max_length",
+  );
 }
 
-function usageOf(reply: FakeCompletionReply): Record<string, number> {
-  const usage = reply.usage ?? { promptTokens: 10, completionTokens: 5 };
+/** The checks on the content parts of one message (F2). */
+function checkContentParts(
+  message: Record<string, unknown>,
+  index: number,
+  role: string,
+): FakeErrorReply | undefined {
+  if (!Array.isArray(message.content)) return undefined;
+  for (const [partIndex, part] of (message.content as unknown[]).entries()) {
+    if (!isRecord(part) || part.type !== "image_url") continue;
+    if (role !== "user") {
+      return invalid(
+        `Invalid 'messages[${index}]'. Image URLs are only allowed for messages with role 'user', but this message with role '${role}' contains an image URL.`,
+        `messages[${index}]`,
+      );
+    }
+    if (!dataUrlImageMatches(isRecord(part.image_url) ? part.image_url.url : undefined)) {
+      return invalid(
+        `You uploaded an unsupported image. Please make sure your image has of one the following formats: [${supportedImageTypes.map((type) => `'${type.slice(6)}'`).join(", ")}].`,
+        `messages[${index}].content[${partIndex}].image_url`,
+        "invalid_image_format",
+      );
+    }
+  }
+  return undefined;
+}
+
+/** Checks a chat completion request the way OpenAI (or a compatible server) does (F2). */
+export function checkChatCompletion(
+  request: FakeOpenAiRequest,
+  flavor: "openai" | "openai-compatible",
+  apiKey: string | undefined,
+): FakeErrorReply | undefined {
+  if (request.method !== "POST" || request.path !== "/v1/chat/completions") {
+    return {
+      type: "error",
+      status: 404,
+      message: `Invalid URL (${request.method} ${request.path})`,
+      errorType: "invalid_request_error",
+    };
+  }
+  const authorization = request.headers.authorization;
+  const key = authorization?.startsWith("Bearer ") ? authorization.slice(7) : undefined;
+  if ((flavor === "openai" && key === undefined) || (apiKey !== undefined && key !== apiKey)) {
+    return key === undefined
+      ? {
+          type: "error",
+          status: 401,
+          message:
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+          errorType: "invalid_request_error",
+        }
+      : {
+          type: "error",
+          status: 401,
+          message: `Incorrect API key provided: ${key.slice(0, 3)}***${key.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+          errorType: "invalid_request_error",
+          code: "invalid_api_key",
+        };
+  }
+  const body = request.body;
+  if (body === undefined) {
+    return invalid(
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
+      null,
+    );
+  }
+  if (typeof body.model !== "string" || body.model === "") {
+    return invalid("you must provide a model parameter", null);
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return invalid("[] is too short - 'messages'", "messages", "empty_array");
+  }
+  if (flavor === "openai") {
+    for (const [index, tool] of (body.tools ?? []).entries()) {
+      if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.function.name)) {
+        return invalid(
+          `Invalid 'tools[${index}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+          `tools[${index}].function.name`,
+          "invalid_value",
+        );
+      }
+    }
+  }
+
+  // The tool_calls ids of the last assistant message, not yet answered; `undefined` once a
+  // non-tool message has closed the run.
+  let open: { ids: Set<string>; index: number } | undefined;
+  let sawToolCalls = false;
+  for (const [index, message] of body.messages.entries()) {
+    const role = typeof message.role === "string" ? message.role : "";
+    const contentProblem = checkContentParts(message, index, role);
+    if (contentProblem !== undefined) return contentProblem;
+    if (role === "tool") {
+      const callId = message.tool_call_id;
+      if (typeof callId !== "string") {
+        return invalid(
+          `Missing required parameter: 'messages[${index}].tool_call_id'.`,
+          `messages[${index}].tool_call_id`,
+          "missing_required_parameter",
+        );
+      }
+      if (flavor === "openai" && callId.length > openAiMaxCallIdLength) {
+        return tooLong(`messages[${index}].tool_call_id`, callId.length);
+      }
+      if (!sawToolCalls) {
+        return invalid(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          `messages.[${index}].role`,
+        );
+      }
+      if (open === undefined || !open.ids.has(callId)) {
+        return invalid(
+          `Invalid parameter: 'tool_call_id' of '${callId}' not found in 'tool_calls' of previous message.`,
+          `messages.[${index}].tool_call_id`,
+        );
+      }
+      open.ids.delete(callId);
+      continue;
+    }
+    if (open !== undefined && open.ids.size > 0) {
+      return invalid(
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open.ids].join(", ")}`,
+        `messages.[${index}].role`,
+      );
+    }
+    open = undefined;
+    sawToolCalls = false;
+    if (role === "assistant" && Array.isArray(message.tool_calls)) {
+      const ids = new Set<string>();
+      for (const [callIndex, call] of (message.tool_calls as unknown[]).entries()) {
+        const id = isRecord(call) ? call.id : undefined;
+        if (typeof id !== "string") continue;
+        if (flavor === "openai" && id.length > openAiMaxCallIdLength) {
+          return tooLong(`messages[${index}].tool_calls[${callIndex}].id`, id.length);
+        }
+        ids.add(id);
+      }
+      open = { ids, index };
+      sawToolCalls = true;
+    }
+  }
+  if (open !== undefined && open.ids.size > 0) {
+    return invalid(
+      `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open.ids].join(", ")}`,
+      `messages.[${open.index + 1}].role`,
+    );
+  }
+  return undefined;
+}
+
+function openAiUsage(reply: FakeCompletionReply): Record<string, number> {
+  const usage = usageOf(reply);
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
@@ -216,7 +287,7 @@ function usageOf(reply: FakeCompletionReply): Record<string, number> {
 function writeJson(
   response: ServerResponse,
   reply: FakeCompletionReply,
-  body: FakeChatCompletionBody | undefined,
+  body: FakeChatCompletionBody,
 ): void {
   const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
     id: call.id ?? `call_${index}`,
@@ -230,7 +301,7 @@ function writeJson(
       id: "chatcmpl-fake",
       object: "chat.completion",
       created: 1_700_000_000,
-      model: body?.model ?? "fake-model",
+      model: body.model ?? "fake-model",
       choices: [
         {
           index: 0,
@@ -242,19 +313,9 @@ function writeJson(
           finish_reason: finishReasonOf(reply),
         },
       ],
-      usage: usageOf(reply),
+      usage: openAiUsage(reply),
     }),
   );
-}
-
-/** Splits a string into about `parts` pieces (at least one), so tool arguments arrive in fragments. */
-function splitInto(text: string, parts: number): string[] {
-  if (text.length === 0) return [""];
-  const size = Math.max(1, Math.ceil(text.length / parts));
-  const pieces: string[] = [];
-  for (let start = 0; start < text.length; start += size)
-    pieces.push(text.slice(start, start + size));
-  return pieces;
 }
 
 async function writeStream(
@@ -262,22 +323,12 @@ async function writeStream(
   reply: FakeCompletionReply,
   body: FakeChatCompletionBody,
 ): Promise<void> {
-  response.writeHead(200, {
-    "content-type": "text/event-stream",
-    "cache-control": "no-cache",
-    connection: "keep-alive",
-  });
+  const send = createChunkWriter(response, reply.chunkDelayMs);
   const model = body.model ?? "fake-model";
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
     `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1_700_000_000, model, choices, ...extra })}\n\n`;
   const delta = (value: Record<string, unknown>, finishReason: string | null = null): string =>
     chunk([{ index: 0, delta: value, finish_reason: finishReason }]);
-  const send = async (line: string): Promise<void> => {
-    if (response.destroyed) return;
-    response.write(line);
-    if ((reply.chunkDelayMs ?? 0) > 0)
-      await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
-  };
 
   await send(delta({ role: "assistant", content: "" }));
   for (const text of reply.textChunks ?? []) await send(delta({ content: text }));
@@ -301,7 +352,28 @@ async function writeStream(
     }
   }
   await send(delta({}, finishReasonOf(reply)));
-  if (body.stream_options?.include_usage === true) await send(chunk([], { usage: usageOf(reply) })); // F1
+  if (body.stream_options?.include_usage === true)
+    await send(chunk([], { usage: openAiUsage(reply) })); // F1
   await send("data: [DONE]\n\n");
   response.end();
+}
+
+/** Starts a fake OpenAI (or OpenAI-compatible) server on 127.0.0.1 with a random free port. */
+export async function startFakeOpenAiServer(
+  handler: FakeOpenAiHandler,
+  options: FakeOpenAiServerOptions = {},
+): Promise<FakeOpenAiServer> {
+  const flavor = options.flavor ?? "openai-compatible";
+  return startFakeProviderServer<FakeChatCompletionBody>(
+    {
+      check: (request) => checkChatCompletion(request, flavor, options.apiKey),
+      writeError: writeOpenAiError,
+      async writeCompletion(response, reply, request) {
+        const body = request.body ?? {};
+        if (body.stream === true) await writeStream(response, reply, body);
+        else writeJson(response, reply, body);
+      },
+    },
+    handler,
+  );
 }

@@ -1,4 +1,7 @@
-/** Test support for models/: the scripted model and a fake OpenAI-compatible server. Never imported by production code. */
+/**
+ * Test support for models/: the scripted model and fake provider servers (OpenAI and
+ * OpenAI-compatible, Anthropic, xAI). Never imported by production code.
+ */
 export { createScriptedModel } from "./scripted.ts";
 export type {
   Script,
@@ -7,15 +10,40 @@ export type {
   ScriptedResponder,
   ScriptedResponse,
 } from "./scripted.ts";
-export { fakeTextReply, startFakeOpenAiServer } from "./fake-openai-server.ts";
+export { fakeTextReply } from "./fake-provider-server.ts";
 export type {
-  FakeChatCompletionBody,
   FakeCompletionReply,
   FakeErrorReply,
+  FakeHandler,
   FakeHangUpReply,
+  FakeProviderRequest,
+  FakeProviderServer,
+  FakeReply,
+  FakeToolCall,
+} from "./fake-provider-server.ts";
+export { openAiMaxCallIdLength, startFakeOpenAiServer } from "./fake-openai-server.ts";
+export type {
+  FakeChatCompletionBody,
   FakeOpenAiHandler,
   FakeOpenAiReply,
   FakeOpenAiRequest,
   FakeOpenAiServer,
-  FakeToolCall,
+  FakeOpenAiServerOptions,
 } from "./fake-openai-server.ts";
+export { anthropicToolIdPattern, startFakeAnthropicServer } from "./fake-anthropic-server.ts";
+export type {
+  AnthropicContentBlock,
+  FakeAnthropicBody,
+  FakeAnthropicHandler,
+  FakeAnthropicRequest,
+  FakeAnthropicServer,
+  FakeAnthropicServerOptions,
+} from "./fake-anthropic-server.ts";
+export { startFakeXaiServer } from "./fake-xai-server.ts";
+export type {
+  FakeResponsesBody,
+  FakeXaiHandler,
+  FakeXaiRequest,
+  FakeXaiServer,
+  FakeXaiServerOptions,
+} from "./fake-xai-server.ts";

@@ -47,6 +47,8 @@ export interface ScriptedModel extends ModelClient {
 export interface ScriptedModelOptions {
   /** @default "scripted" */
   id?: string;
+  /** What the model reports as `acceptsImages`; it records media either way. @default true */
+  acceptsImages?: boolean;
 }
 
 /** Rejects with the signal's reason when it aborts (S2). */
@@ -87,6 +89,7 @@ export function createScriptedModel(
   return {
     id,
     isDemo: false,
+    acceptsImages: options.acceptsImages ?? true,
     requests,
     async infer(request: InferRequest): Promise<InferResult> {
       const callIndex = requests.length;
