@@ -9,7 +9,8 @@ import type { InferRequest, InferResult, ModelClient } from "../models/index.ts"
 import { openStore, type Store } from "../store/index.ts";
 import { z } from "zod";
 import { createToolRouter, defineToolSource, serverTool, type ToolRouter } from "../tools/index.ts";
-import { callIdFor, runConversation, type LoopDependencies } from "./conversation-loop.ts";
+import { providerSafeCallId } from "../models/index.ts";
+import { runConversation, type LoopDependencies } from "./conversation-loop.ts";
 import { createTurnInterrupts } from "./interrupts.ts";
 
 type Script = (
@@ -166,7 +167,7 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     // The call id comes from the journal position, not from the provider, in a form every
     // provider accepts (Anthropic: ^[a-zA-Z0-9_-]+$; OpenAI: at most 40 characters).
     expect(tool.payload).toMatchObject({
-      callId: callIdFor("inv1:turn:0:0:0"),
+      callId: providerSafeCallId("inv1:turn:0:0:0"),
       name: "shell",
       output: "a.txt",
     });

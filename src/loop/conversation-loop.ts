@@ -6,7 +6,7 @@
  *         function itself only decides, so a replay after a crash takes the same path without
  *         redoing work. Every decision depends only on journaled results.
  *   LOOP2 step ids are derived from the invocation id and counters, so saving is idempotent (S2);
- *         tool call ids sent to providers are short hashes of those ids (callIdFor), so a replay
+ *         tool call ids sent to providers are short hashes of those ids (providerSafeCallId), so a replay
  *         sends the same ids and every provider accepts them.
  *   LOOP3 messages that arrive together form one turn; messages that arrive mid-turn join it at
  *         the next step boundary; none is lost, none is answered twice (takes are idempotent).
@@ -22,12 +22,17 @@
  *         history stays valid for every provider.
  *   LOOP8 a conversation deleted while its loop runs ends the loop quietly.
  */
-import { createHash } from "node:crypto";
 import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
 import { NotFoundError, toRoostError, type RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
-import type { InferResult, ModelClient, ModelMessage, ToolCall } from "../models/index.ts";
+import {
+  providerSafeCallId,
+  type InferResult,
+  type ModelClient,
+  type ModelMessage,
+  type ToolCall,
+} from "../models/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Message, Store } from "../store/index.ts";
 import type { ToolResult, ToolRouter } from "../tools/index.ts";
@@ -67,11 +72,6 @@ type InferOutcome =
   | { ok: false; interrupted?: false; error: { code: string; message: string } };
 
 type StepInput = Parameters<Store["appendStep"]>[0];
-
-/** LOOP2: a provider-safe tool call id (`^[A-Za-z0-9_-]{1,40}$`) derived from the journal. */
-export function callIdFor(journalId: string): string {
-  return `call_${createHash("sha256").update(journalId).digest("base64url").slice(0, 24)}`;
-}
 
 class ConversationGone extends Error {}
 
@@ -363,7 +363,7 @@ async function turnCalls(
     // Provider call ids differ between providers and attempts; ours come from the journal (LOOP2).
     const toolCalls: ToolCall[] = result.toolCalls.map((call, callIndex) => ({
       ...call,
-      id: callIdFor(`${turnId}:${index}:${callIndex}`),
+      id: providerSafeCallId(`${turnId}:${index}:${callIndex}`),
     }));
     await save({
       conversationId,

@@ -67,7 +67,8 @@ const shellModelInput = toolInputSchemas.shell.extend({
     .int()
     .positive()
     .max(maxShellTimeoutMs / 1000)
-    .optional(),
+    .optional()
+    .describe("Time limit in seconds (default 120, at most 600); use background for longer work."),
 });
 
 function inputSchemaFor(name: ToolName): z.ZodType {

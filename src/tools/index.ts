@@ -13,7 +13,6 @@ export type {
 } from "./types.ts";
 export {
   createToolRouter,
-  maxToolSpecChars,
   type AskHook,
   type PolicyDecision,
   type PolicyHook,

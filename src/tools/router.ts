@@ -14,7 +14,7 @@
  *   TOOL4 every spec's description plus JSON schema stays within `maxToolSpecChars` (4,000):
  *         an oversized spec is a bug of its source and fails `specs` loudly.
  */
-import type { ToolSpec } from "../models/index.ts";
+import { maxToolSpecChars, toolSpecChars, type ToolSpec } from "../models/index.ts";
 import type { DurableContext } from "../engine/index.ts";
 import type {
   ToolCallContext,
@@ -23,9 +23,6 @@ import type {
   ToolRouter,
   ToolTurnContext,
 } from "./types.ts";
-
-/** TOOL4 */
-export const maxToolSpecChars = 4000;
 
 /** What a source offers and does. */
 export interface ToolSource {
@@ -92,7 +89,7 @@ export function createToolRouter(options: ToolRouterOptions): ToolRouter {
           throw new Error(
             `tool ${JSON.stringify(spec.name)} is offered by both the ${clash.name} and the ${source.name} tool sources`,
           );
-        const size = spec.description.length + JSON.stringify(spec.inputSchema).length;
+        const size = toolSpecChars(spec);
         if (size > maxToolSpecChars)
           throw new Error(
             `tool ${spec.name} of the ${source.name} source is ${size} characters of description and schema, over the ${maxToolSpecChars} limit`,
