@@ -18,6 +18,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { RoostError } from "../errors/index.ts";
 import type { ErrorCode } from "../errors/index.ts";
 import {
+  decodeChunk,
   displayWorkspacePath,
   fileInputSchemas,
   fileLimits,
@@ -191,7 +192,9 @@ export function createFilesClient(
       signal?.addEventListener("abort", onAbort, { once: true });
       let offset = 0;
       const take = (chunk: FileOperationOutput<"files.read">) => {
-        const bytes = Buffer.from(chunk.data, "base64");
+        const bytes = decodeChunk(chunk.data);
+        if (bytes === undefined)
+          throw new RoostError("internal", "the worker's files.read data is not valid base64");
         offset += bytes.byteLength;
         return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       };

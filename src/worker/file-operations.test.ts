@@ -289,6 +289,16 @@ describe("file operations: uploads, reads and repeats", () => {
     expect(error.code).toBe("changed");
   });
 
+  it("a chunk whose data is not base64 is refused, and writes nothing", async () => {
+    for (const data of ["!!!!", "aGk", "aGk=\n", "a\u00e9bc"]) {
+      const error = failed(
+        await run("files.write", { uploadId: uploadId(8), path: "f", offset: 0, data }),
+      );
+      expect(error.code, JSON.stringify(data)).toBe("invalid_input");
+    }
+    expect(readdirSync(workspace)).toEqual([]);
+  });
+
   it("an upload over the limit is refused by the worker too", async () => {
     const error = failed(
       await run("files.write", {

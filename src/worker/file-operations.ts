@@ -20,6 +20,7 @@ import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import {
+  decodeChunk,
   displayWorkspacePath,
   fileInputSchemas,
   fileLimits,
@@ -258,7 +259,9 @@ export function createFileOperations(options: FileOperationsOptions): FileOperat
     async "files.write"(input) {
       const { parent, name } = splitLast(input.path, "an upload");
       const display = displayWorkspacePath(input.path);
-      const data = Buffer.from(input.data, "base64");
+      const data = decodeChunk(input.data);
+      if (data === undefined)
+        throw new FileOperationFailure("invalid_input", "the chunk's data is not valid base64");
       if (input.offset + data.byteLength > fileLimits.maxUploadBytes) {
         throw new FileOperationFailure(
           "too_large",

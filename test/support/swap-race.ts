@@ -14,8 +14,9 @@ export const python3 = ["/usr/bin/python3", "/usr/local/bin/python3"].find((file
 );
 
 /**
- * `python3 - <stop-file> <a> <b> [<a> <b> …]`: exchanges each pair until the stop file exists (or
- * 120 s pass), then prints how many swaps it made.
+ * `python3 -c <script> <stop-file> <a> <b> [<a> <b> …]`: exchanges each pair until the stop file
+ * exists (or 120 s pass), then prints how many swaps it made and writes the number to
+ * `<stop-file>.count`.
  */
 export const swapScript = `
 import ctypes, os, sys, time
@@ -30,6 +31,8 @@ while not os.path.exists(stop) and time.time() < deadline:
         if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
             sys.exit("renameat2 failed: " + os.strerror(ctypes.get_errno()))
         swaps += 1
+with open(stop + ".count", "w") as count:
+    count.write(str(swaps))
 print("swaps", swaps, flush=True)
 `;
 
