@@ -280,6 +280,27 @@ describe("computer routes", () => {
     );
   });
 
+  it("a file that changes during a download cuts the download off instead of mixing two versions", async () => {
+    const workspace = await workspaceOf(alice);
+    writeFileSync(join(workspace, "moving.bin"), Buffer.alloc(7 * 1024 * 1024, 1));
+    const response = await app.request(
+      "/v1/computers/me/files/content?path=/workspace/moving.bin",
+      {
+        headers: { authorization: `Bearer ${alice}` },
+      },
+    );
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const first = await reader.read();
+    expect(first.value?.byteLength).toBeGreaterThan(0);
+    writeFileSync(join(workspace, "moving.bin"), Buffer.alloc(7 * 1024 * 1024 + 1, 2));
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return "complete";
+      })(),
+    ).rejects.toThrow(/changed while it was being downloaded/);
+  });
+
   it("lists, uploads and downloads names with CR, LF, quotes, backslashes and non-ASCII characters", async () => {
     const names = [
       'résumé "x".txt',

@@ -198,10 +198,11 @@ export function registerComputerRoutes(
     const listing = await computers.files
       .list(computerId, path, context.req.raw.signal)
       .catch((error: unknown) => {
+        // The folder asked for is a file (not some folder on the way to it): say how to get it.
         if (
           error instanceof RoostError &&
           error.details?.reason === "not_a_directory" &&
-          path !== ""
+          error.message === `${displayWorkspacePath(path)} is not a folder`
         ) {
           throw new InvalidRequestError(
             `${displayWorkspacePath(path)} is not a folder; download a file with GET /v1/computers/me/files/content?path=${displayWorkspacePath(path)}`,
