@@ -138,22 +138,20 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     ),
   );
 
-  const limitBody = (maxSize: number): MiddlewareHandler<{ Variables: Variables }> =>
+  const limitBody = (
+    maxSize: number,
+    message = `the body is larger than ${maxSize} bytes; send less`,
+  ): MiddlewareHandler<{ Variables: Variables }> =>
     bodyLimit({
       maxSize,
       onError: (context) =>
-        context.json(
-          errorBody(
-            new RoostError(
-              "payload_too_large",
-              `the body is larger than ${maxSize} bytes; send less`,
-            ),
-          ),
-          413,
-        ),
+        context.json(errorBody(new RoostError("payload_too_large", message)), 413),
     });
   const jsonBodyLimit = limitBody(deps.maxBodyBytes);
-  const uploadBodyLimit = limitBody(maxUploadBytes);
+  const uploadBodyLimit = limitBody(
+    maxUploadBytes,
+    `uploads are limited to ${maxUploadBytes} bytes (25 MiB); this one is larger`,
+  );
   // File uploads carry raw bytes up to the attachment limit; everything else is small JSON.
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
@@ -263,7 +261,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.json({ id: token.id, accountId, token: token.token }, 201);
   });
 
-  if (deps.computers !== undefined) registerComputerRoutes(app, deps.computers);
+  if (deps.computers !== undefined) registerComputerRoutes(app, deps.computers, store);
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);

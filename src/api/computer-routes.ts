@@ -1,17 +1,28 @@
 /**
- * `/v1/computers/me…`: the caller's computer, its state, wake and sleep, and its workspace files.
- * Files are read from the computer's durable disk on this host (every provider so far keeps it
- * here), so browsing works while the computer sleeps and never wakes it.
+ * `/v1/computers/me…`: the caller's computer, its state, wake and sleep, its network policy, and
+ * the files under its /workspace.
+ *
+ * Files: every operation is a call to the computer's own worker through the gateway
+ * (computer-files.ts), run there as the computer's user; the server never opens a path on a
+ * computer's disk. The worker is needed, so a file route wakes a sleeping computer first.
+ *
+ * Invariants:
+ *   FILES1 A path is accepted only inside /workspace (`/workspace/...` or relative to it); `..`,
+ *          NUL and absolute paths elsewhere are refused with 400 before anything is sent.
+ *   FILES2 Each route acts only on the caller's own computer (forAccount): another account's
+ *          files are as unreachable as files that do not exist.
+ *   FILES3 Every change (upload, delete, rename, mkdir) is audited once it succeeded.
+ *   FILES4 A file name reaches a response header only through attachmentDisposition.
  */
-import { createReadStream } from "node:fs";
-import { lstat, mkdir, readdir, realpath, rename, stat, writeFile, chown } from "node:fs/promises";
-import { basename, dirname, join, posix, relative, sep } from "node:path";
-import { Readable } from "node:stream";
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { NotFoundError, RoostError } from "../errors/index.ts";
-import type { Account } from "../store/index.ts";
-import { readJson, readQuery } from "./validation.ts";
+import { InvalidRequestError, RoostError } from "../errors/index.ts";
+import { displayWorkspacePath, fileLimits, workspacePathProblem } from "../protocol/index.ts";
+import type { Api } from "../protocol/index.ts";
+import type { Account, Store } from "../store/index.ts";
+import type { FilesClient } from "./computer-files.ts";
+import { attachmentDisposition } from "./content-disposition.ts";
+import { readJson, readQuery, text } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
@@ -28,8 +39,8 @@ export interface ComputerService {
   wake(computerId: string, accountId: string): Promise<ComputerStatusView>;
   /** Sleeps unless a turn holds the computer; answers with the state after. */
   sleep(computerId: string): Promise<ComputerStatusView>;
-  /** The host folder behind /workspace. */
-  workspaceDir(computerId: string): string;
+  /** File operations on the computer's worker (computer-files.ts, built on the gateway). */
+  files: FilesClient;
   networkPolicy(computerId: string): Promise<unknown>;
   /** Validates, stores and applies the policy; throws an `invalid_request` RoostError saying what is wrong. */
   setNetworkPolicy(computerId: string, accountId: string, policy: unknown): Promise<unknown>;
@@ -37,14 +48,69 @@ export interface ComputerService {
   egressEnforced: boolean;
 }
 
-/** Largest upload through the files API. */
-export const maxUploadBytes = 25 * 1024 * 1024;
+/** Largest upload through the files API (25 MiB, the attachment limit). */
+export const maxUploadBytes = fileLimits.maxUploadBytes;
 
-const pathQuery = z.strictObject({ path: z.string().min(1).max(4096).optional() });
+const pathParameter = z.string({ error: "path must be a string" }).max(fileLimits.maxPathLength, {
+  error: `path must be at most ${fileLimits.maxPathLength} characters`,
+});
+const listQuery = z.strictObject({ path: pathParameter.optional() });
+const fileQuery = z.strictObject({
+  path: pathParameter.min(1, { error: "path must not be empty" }).optional(),
+});
+const deleteQuery = z.strictObject({
+  path: pathParameter.min(1, { error: "path must not be empty" }).optional(),
+  recursive: z.enum(["true", "false"], { error: "recursive must be true or false" }).optional(),
+});
+const renameBody = z.strictObject({
+  from: text("from", { min: 1, max: fileLimits.maxPathLength }),
+  to: text("to", { min: 1, max: fileLimits.maxPathLength }),
+});
+const mkdirBody = z.strictObject({ path: text("path", { min: 1, max: fileLimits.maxPathLength }) });
+
+const insideWorkspace =
+  "paths must be inside /workspace (give /workspace/… or a path relative to /workspace)";
+
+/**
+ * FILES1: the wire path (relative to /workspace) for what a client sent. Empty and `.`
+ * components are dropped; `..`, NUL and anything outside /workspace are refused.
+ */
+export function parseWorkspacePath(raw: string, field = "path"): string {
+  if (raw.includes("\0"))
+    throw new InvalidRequestError(`${field} contains a NUL byte; ${insideWorkspace}`);
+  let rest = raw;
+  if (raw.startsWith("/")) {
+    if (raw !== "/workspace" && !raw.startsWith("/workspace/")) {
+      throw new InvalidRequestError(
+        `${field} ${JSON.stringify(raw)} is outside /workspace; ${insideWorkspace}`,
+      );
+    }
+    rest = raw.slice("/workspace".length);
+  }
+  const parts = rest.split("/").filter((part) => part !== "" && part !== ".");
+  if (parts.includes("..")) {
+    throw new InvalidRequestError(`${field} may not contain \`..\` segments; ${insideWorkspace}`);
+  }
+  const path = parts.join("/");
+  const problem = workspacePathProblem(path);
+  if (problem !== undefined) throw new InvalidRequestError(`${field}: ${problem}`);
+  return path;
+}
+
+/** A query parameter given twice is ambiguous: refuse it rather than pick one. */
+function refuseRepeated(context: Context): void {
+  for (const [name, values] of Object.entries(context.req.queries())) {
+    if (values.length > 1)
+      throw new InvalidRequestError(
+        `query parameter ${JSON.stringify(name)} is given ${values.length} times; give it once`,
+      );
+  }
+}
 
 export function registerComputerRoutes(
   app: Hono<{ Variables: { account: Account } }>,
   computers: ComputerService,
+  store: Store,
 ) {
   const view = async (accountId: string) => {
     const computer = await computers.forAccount(accountId);
@@ -101,107 +167,182 @@ export function registerComputerRoutes(
     return context.json({ policy, enforced: computers.egressEnforced });
   });
 
-  /** Maps `/workspace/a/b` (or `a/b`) to the host folder, refusing anything that escapes it. */
-  async function resolveWorkspacePath(accountId: string, requested: string | undefined) {
-    const computer = await computers.forAccount(accountId);
-    const root = computers.workspaceDir(computer.id);
-    await mkdir(root, { recursive: true });
-    const relativePath = (requested ?? "/workspace").replace(/^\/?workspace(\/|$)/, "");
-    if (relativePath.split("/").includes("..")) {
-      throw new RoostError(
-        "invalid_request",
-        "path must stay inside /workspace (no `..` segments)",
-      );
-    }
-    const normalized = posix.normalize(`/${relativePath}`);
-    const hostPath = join(root, normalized);
-    // Symlinks inside the workspace may point anywhere: resolve what exists and check again.
-    const real = await realpath(hostPath).catch(() => undefined);
-    const realRoot = await realpath(root);
-    const check = real ?? (await realpath(dirname(hostPath)).catch(() => undefined));
-    if (check !== undefined && check !== realRoot && !check.startsWith(realRoot + sep)) {
-      throw new RoostError("forbidden", "that path leads outside /workspace (through a symlink)");
-    }
-    return { hostPath, display: posix.join("/workspace", normalized), root };
-  }
+  /** The caller's computer, awake: file operations need its worker (docs/api.md, waking). */
+  const awakeComputer = async (account: Account): Promise<string> => {
+    const computer = await computers.forAccount(account.id); // FILES2
+    await computers.wake(computer.id, account.id);
+    return computer.id;
+  };
+  const requirePath = (path: string | undefined, example: string): string => {
+    if (path === undefined) throw new InvalidRequestError(`say which file: ?path=${example}`);
+    return parseWorkspacePath(path);
+  };
+  const audit = (
+    account: Account,
+    computerId: string,
+    action: string,
+    detail: Record<string, unknown>,
+  ) =>
+    store.audit({
+      accountId: account.id,
+      action: `computer.files.${action}`,
+      target: computerId,
+      detail,
+    }); // FILES3
 
   app.get("/v1/computers/me/files", async (context) => {
-    const query = readQuery(context, pathQuery);
-    const { hostPath, display } = await resolveWorkspacePath(context.get("account").id, query.path);
-    const info = await stat(hostPath).catch(() => undefined);
-    if (info === undefined) throw new NotFoundError("file", display);
-    if (!info.isDirectory())
-      throw new RoostError(
-        "invalid_request",
-        `${display} is a file; download it from /v1/computers/me/files/content`,
-      );
-    const names = await readdir(hostPath);
-    const entries = await Promise.all(
-      names.map(async (name) => {
-        const entry = await lstat(join(hostPath, name)).catch(() => undefined);
-        return {
-          name,
-          type:
-            entry === undefined
-              ? "file"
-              : entry.isDirectory()
-                ? "dir"
-                : entry.isSymbolicLink()
-                  ? "symlink"
-                  : "file",
-          size: entry?.size ?? 0,
-          modifiedAt: entry === undefined ? null : entry.mtime.toISOString(),
-        };
-      }),
-    );
-    entries.sort((a, b) =>
-      a.type === b.type ? a.name.localeCompare(b.name) : a.type === "dir" ? -1 : 1,
-    );
-    return context.json({ path: display, entries });
+    refuseRepeated(context);
+    const query = readQuery(context, listQuery);
+    const path = parseWorkspacePath(query.path ?? "/workspace");
+    const computerId = await awakeComputer(context.get("account"));
+    const listing = await computers.files
+      .list(computerId, path, context.req.raw.signal)
+      .catch((error: unknown) => {
+        // The folder asked for is a file (not some folder on the way to it): say how to get it.
+        if (
+          error instanceof RoostError &&
+          error.details?.reason === "not_a_directory" &&
+          error.message === `${displayWorkspacePath(path)} is not a folder`
+        ) {
+          throw new InvalidRequestError(
+            `${displayWorkspacePath(path)} is not a folder; download a file with GET /v1/computers/me/files/content?path=${displayWorkspacePath(path)}`,
+          );
+        }
+        throw error;
+      });
+    const view: Api.Listing = {
+      path: displayWorkspacePath(listing.path),
+      entries: listing.entries.map((entry) => ({
+        name: entry.name,
+        type: entry.type,
+        size: entry.size,
+        modifiedAt: new Date(entry.modifiedAt).toISOString(),
+        ...(entry.target === undefined ? {} : { target: entry.target }),
+      })),
+      truncated: listing.truncated,
+    };
+    return context.json(view);
   });
 
   app.get("/v1/computers/me/files/content", async (context) => {
-    const query = readQuery(context, pathQuery);
-    const { hostPath, display } = await resolveWorkspacePath(context.get("account").id, query.path);
-    const info = await stat(hostPath).catch(() => undefined);
-    if (info === undefined) throw new NotFoundError("file", display);
-    if (!info.isFile()) throw new RoostError("invalid_request", `${display} is not a file`);
-    const body = Readable.toWeb(createReadStream(hostPath)) as ReadableStream;
-    return new Response(body, {
+    refuseRepeated(context);
+    const query = readQuery(context, fileQuery);
+    const path = requirePath(query.path, "/workspace/name");
+    if (path === "")
+      throw new InvalidRequestError(
+        "/workspace is a folder; list it with GET /v1/computers/me/files",
+      );
+    const computerId = await awakeComputer(context.get("account"));
+    const download = await computers.files.download(computerId, path, context.req.raw.signal);
+    const name = path.slice(path.lastIndexOf("/") + 1);
+    return new Response(download.body, {
       headers: {
         "content-type": "application/octet-stream",
-        "content-length": String(info.size),
-        "content-disposition": `attachment; filename="${basename(hostPath).replace(/["\\]/g, "_")}"`,
+        "content-length": String(download.size),
+        "content-disposition": attachmentDisposition(name), // FILES4
+        "last-modified": new Date(download.modifiedAt).toUTCString(),
+        "cache-control": "private, no-store",
+        "x-content-type-options": "nosniff",
       },
     });
   });
 
   app.put("/v1/computers/me/files/content", async (context) => {
-    const query = readQuery(context, pathQuery);
-    if (query.path === undefined)
-      throw new RoostError("invalid_request", "say where to put the file: ?path=/workspace/name");
-    const { hostPath, display, root } = await resolveWorkspacePath(
-      context.get("account").id,
+    refuseRepeated(context);
+    const query = readQuery(context, fileQuery);
+    const path = requirePath(query.path, "/workspace/name");
+    if (path === "")
+      throw new InvalidRequestError(
+        "path must name a file inside /workspace, not /workspace itself",
+      );
+    const account = context.get("account");
+    const computerId = await awakeComputer(account);
+    const uploaded = await computers.files.upload(
+      computerId,
+      path,
+      context.req.raw.body,
+      context.req.raw.signal,
+    );
+    await audit(account, computerId, "upload", {
+      path: displayWorkspacePath(path),
+      size: uploaded.size,
+      created: uploaded.created,
+    });
+    const view: Api.FileUploaded = {
+      path: displayWorkspacePath(uploaded.path),
+      size: uploaded.size,
+      created: uploaded.created,
+    };
+    return context.json(view, 201);
+  });
+
+  app.delete("/v1/computers/me/files", async (context) => {
+    refuseRepeated(context);
+    const query = readQuery(context, deleteQuery);
+    const path = requirePath(
       query.path,
+      "/workspace/name (add &recursive=true for a folder that is not empty)",
     );
-    if (relative(root, hostPath) === "")
-      throw new RoostError("invalid_request", "path must name a file inside /workspace");
-    const body = new Uint8Array(await context.req.arrayBuffer());
-    if (body.byteLength > maxUploadBytes)
-      throw new RoostError("payload_too_large", `uploads are limited to ${maxUploadBytes} bytes`);
-    const existing = await stat(hostPath).catch(() => undefined);
-    if (existing?.isDirectory() === true)
-      throw new RoostError("conflict", `${display} is a directory`);
-    await mkdir(dirname(hostPath), { recursive: true });
-    // Files belong to the computer's user, whoever the server runs as.
-    const owner = await stat(root);
-    const temporary = `${hostPath}.upload-${process.pid}-${Date.now()}`;
-    await writeFile(temporary, body);
-    await chown(temporary, owner.uid, owner.gid).catch(() => undefined);
-    await rename(temporary, hostPath);
-    return context.json(
-      { path: display, size: body.byteLength, created: existing === undefined },
-      201,
-    );
+    if (path === "")
+      throw new InvalidRequestError("/workspace itself cannot be deleted; delete what is in it");
+    const account = context.get("account");
+    const computerId = await awakeComputer(account);
+    const deleted = await computers.files
+      .delete(computerId, path, query.recursive === "true", context.req.raw.signal)
+      .catch((error: unknown) => {
+        if (error instanceof RoostError && error.details?.reason === "not_empty") {
+          throw new RoostError(
+            "conflict",
+            `${displayWorkspacePath(path)} is a folder that is not empty; to delete it with everything in it, add &recursive=true`,
+            { details: error.details },
+          );
+        }
+        throw error;
+      });
+    await audit(account, computerId, "delete", {
+      path: displayWorkspacePath(path),
+      type: deleted.type,
+      recursive: query.recursive === "true",
+    });
+    const view: Api.FileDeleted = { path: displayWorkspacePath(deleted.path), type: deleted.type };
+    return context.json(view);
+  });
+
+  app.post("/v1/computers/me/files/rename", async (context) => {
+    refuseRepeated(context);
+    const body = await readJson(context, renameBody);
+    const from = parseWorkspacePath(body.from, "from");
+    const to = parseWorkspacePath(body.to, "to");
+    if (from === "" || to === "")
+      throw new InvalidRequestError(
+        "/workspace itself cannot be renamed or replaced; name something inside it",
+      );
+    const account = context.get("account");
+    const computerId = await awakeComputer(account);
+    const renamed = await computers.files.rename(computerId, from, to, context.req.raw.signal);
+    await audit(account, computerId, "rename", {
+      from: displayWorkspacePath(from),
+      to: displayWorkspacePath(to),
+      type: renamed.type,
+    });
+    const view: Api.FileRenamed = {
+      from: displayWorkspacePath(renamed.from),
+      to: displayWorkspacePath(renamed.to),
+      type: renamed.type,
+    };
+    return context.json(view);
+  });
+
+  app.post("/v1/computers/me/files/mkdir", async (context) => {
+    refuseRepeated(context);
+    const body = await readJson(context, mkdirBody);
+    const path = parseWorkspacePath(body.path);
+    const account = context.get("account");
+    const computerId = await awakeComputer(account);
+    const made = await computers.files.mkdir(computerId, path, context.req.raw.signal);
+    if (made.created)
+      await audit(account, computerId, "mkdir", { path: displayWorkspacePath(path) });
+    const view: Api.FolderMade = { path: displayWorkspacePath(made.path), created: made.created };
+    return context.json(view, made.created ? 201 : 200);
   });
 }

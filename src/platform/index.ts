@@ -8,7 +8,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import * as restate from "@restatedev/restate-sdk";
-import { createApi } from "../api/index.ts";
+import { createApi, createFilesClient } from "../api/index.ts";
 import { hashToken } from "../auth/index.ts";
 import {
   createComputerObject,
@@ -275,7 +275,8 @@ export async function startPlatform(
         status: (computerId) => controlPlane.status(computerId),
         wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),
         sleep: (computerId) => controlPlane.sleep(computerId),
-        workspaceDir: (computerId) => provider.paths(computerId).workspace,
+        // Files go through the computer's own worker, as its user (decision 0011).
+        files: createFilesClient(gateway),
         networkPolicy: async (computerId) => {
           const stored = await store.getNetworkPolicy(computerId);
           return stored === null ? defaultEgressPolicy : parseEgressPolicy(stored);

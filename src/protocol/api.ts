@@ -117,14 +117,45 @@ export interface Computer {
 
 export interface FileEntry {
   name: string;
-  type: "file" | "dir" | "symlink";
+  /** `other`: a FIFO, socket or device node. */
+  type: "file" | "dir" | "symlink" | "other";
   size: number;
   modifiedAt: string | null;
+  /** A symbolic link's target (the files API never follows links). */
+  target?: string;
 }
 
 export interface Listing {
   path: string;
   entries: FileEntry[];
+  /** More entries exist than one listing returns. */
+  truncated: boolean;
+}
+
+/** `PUT /v1/computers/me/files/content`. */
+export interface FileUploaded {
+  path: string;
+  size: number;
+  created: boolean;
+}
+
+/** `DELETE /v1/computers/me/files`. */
+export interface FileDeleted {
+  path: string;
+  type: FileEntry["type"];
+}
+
+/** `POST /v1/computers/me/files/rename`. */
+export interface FileRenamed {
+  from: string;
+  to: string;
+  type: FileEntry["type"];
+}
+
+/** `POST /v1/computers/me/files/mkdir`. */
+export interface FolderMade {
+  path: string;
+  created: boolean;
 }
 
 /** Events of `GET /v1/conversations/{id}/events`. */

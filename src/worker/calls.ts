@@ -12,10 +12,14 @@
  *      edit checks the file's hash), never blindly re-run.
  *   W4 Results stay in memory until the gateway acks them and are re-sent after a reconnect;
  *      chunks and progress are best effort (dropped while disconnected).
+ *   W5 File operations (`files.*`, the files API's) bypass the done-log: they are not tool calls
+ *      a replay could repeat wrongly, and each is idempotent by design (file-operations.ts, FOP1).
+ *      W1 and W4 still hold for them.
  */
 import {
   encodeFrame,
   frameBytes,
+  isFileOperationName,
   isToolName,
   MAX_FRAME_BYTES,
   toolInputSchemas,
@@ -23,6 +27,8 @@ import {
 import type { CallFrame, ResultFrame, ToolName, WorkerFrame } from "../protocol/index.ts";
 import type { CallOutcome, DoneLog, StartedRecord } from "./done-log.ts";
 import { editTool } from "./edit-tool.ts";
+import { createFileOperations } from "./file-operations.ts";
+import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
@@ -50,6 +56,8 @@ export interface CallRunnerOptions {
   /** Results kept in memory until acked; older ones are answered from the done-log. @default 100 */
   maxUnackedResults?: number;
   shell?: ShellOptions;
+  /** The files API's operations. @default created from `workspace` and `stateDir` */
+  files?: FileOperations;
   now?: () => number;
   log?: (line: string) => void;
 }
@@ -87,6 +95,15 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   const durable = options.fsync ?? true;
   const running = new Map<string, Running>();
   const unacked = new Map<string, ResultFrame>();
+  const files =
+    options.files ??
+    createFileOperations({
+      workspace: options.workspace,
+      stateDir: options.stateDir,
+      fsync: durable,
+      now,
+      log,
+    });
 
   const tools: Record<ToolName, ToolRunner> = {
     shell: (input, context) =>
@@ -123,8 +140,31 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     return frame;
   }
 
+  /** The outcome, or `output_too_large` when its result frame would not fit. */
+  function fitted(callId: string, outcome: CallOutcome): CallOutcome {
+    const size = frameBytes(encodeFrame({ type: "result", callId, ...outcome }));
+    if (size <= maxFrameBytes()) return outcome;
+    return {
+      ok: false,
+      error: {
+        code: "output_too_large",
+        message: `the result is ${size} bytes, over the ${maxFrameBytes()}-byte frame limit; ask for less (a line range, a smaller limit)`,
+      },
+    };
+  }
+
   async function execute(frame: CallFrame, entry: Running): Promise<void> {
     const { callId } = frame;
+    if (isFileOperationName(frame.tool)) {
+      const outcome = await files.run({
+        callId,
+        tool: frame.tool,
+        input: frame.input,
+        signal: entry.controller.signal,
+      }); // W5: no done-log
+      entry.result = sendResult(callId, fitted(callId, outcome));
+      return;
+    }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
       sendResult(callId, record.outcome); // W2
@@ -192,16 +232,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     } catch (error) {
       outcome = { ok: false, error: toToolError(error) };
     }
-    const size = frameBytes(encodeFrame({ type: "result", callId, ...outcome }));
-    if (size > maxFrameBytes()) {
-      outcome = {
-        ok: false,
-        error: {
-          code: "output_too_large",
-          message: `the result is ${size} bytes, over the ${maxFrameBytes()}-byte frame limit; ask for less (a line range, a smaller limit)`,
-        },
-      };
-    }
+    outcome = fitted(callId, outcome);
     let recorded = true;
     try {
       await options.doneLog.markDone(callId, frame.tool, outcome); // W2

@@ -110,7 +110,12 @@ describe("worker connection", () => {
       workerId: first.workerId,
       bootId: first.bootId,
       protocol: PROTOCOL_VERSION,
-      capabilities: ["shell", "shell_status", "read", "write", "edit", "list", "glob"],
+      capabilities: [
+        ...["shell", "shell_status", "read", "write", "edit", "list", "glob"],
+        // The files API's operations (protocol/files.ts), which are not model tools.
+        ...["files.list", "files.read", "files.write", "files.commit", "files.abort"],
+        ...["files.delete", "files.rename", "files.mkdir"],
+      ],
       inflight: [],
     });
     expect(readFileSync(path.join(root, "state", "worker-id"), "utf8").trim()).toBe(first.workerId);

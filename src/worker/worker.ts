@@ -16,6 +16,7 @@ import WebSocket from "ws";
 import {
   closeCodes,
   encodeFrame,
+  fileOperationNames,
   MAX_FRAME_BYTES,
   parseFrame,
   PROTOCOL_VERSION,
@@ -28,6 +29,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { createCallRunner } from "./calls.ts";
 import type { WorkerConfig } from "./config.ts";
 import { openDoneLog } from "./done-log.ts";
+import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -84,6 +86,23 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const pruneTimer = setInterval(() => void prune(), 24 * 60 * 60 * 1000);
   pruneTimer.unref();
 
+  const files = createFileOperations({
+    workspace: options.workspace,
+    stateDir: options.stateDir,
+    fsync: durable,
+    log,
+  });
+  const sweepFiles = () =>
+    files
+      .sweep()
+      .catch((error: unknown) =>
+        log(`worker: cleaning up unfinished uploads and deletes failed: ${String(error)}`),
+      );
+  await sweepFiles();
+  // Abandoned uploads expire after an hour (fileLimits.uploadTtlMs); look for them as often.
+  const sweepTimer = setInterval(() => void sweepFiles(), 60 * 60 * 1000);
+  sweepTimer.unref();
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -104,6 +123,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     fsync: durable,
     progressIntervalMs: options.progressIntervalMs ?? 5000,
     maxFrameBytes: () => maxFrameBytes,
+    files,
     log,
     ...(options.shell === undefined ? {} : { shell: options.shell }),
     send(frame) {
@@ -155,7 +175,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         workerId,
         bootId,
         protocol: PROTOCOL_VERSION,
-        capabilities: [...toolNames],
+        capabilities: [...toolNames, ...fileOperationNames],
         inflight: runner.inflight(),
       });
       helloTimer = setTimeout(() => {
@@ -265,6 +285,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       closing = true;
       clearTimeout(reconnectTimer);
       clearInterval(pruneTimer);
+      clearInterval(sweepTimer);
       runner.close();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
