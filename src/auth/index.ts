@@ -1,5 +1,5 @@
 /**
- * API tokens: `roost_` + 32 random bytes, shown once, stored only as a SHA-256 hash (S5).
+ * API tokens: `roost_` + 32 random bytes, shown once, stored only as a SHA-256 hash (STORE5).
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Account, Store } from "../store/index.ts";
