@@ -11,7 +11,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { Account } from "../store/index.ts";
-import { readJson, readQuery } from "./validation.ts";
+import { readJson, readQuery, underField } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
@@ -97,7 +97,12 @@ export function registerComputerRoutes(
     const account = context.get("account");
     const computer = await computers.forAccount(account.id);
     const body = await readJson(context, z.strictObject({ policy: z.unknown() }));
-    const policy = await computers.setNetworkPolicy(computer.id, account.id, body.policy);
+    // The egress validator's issues are about the body's `policy` field: say so, in the one shape.
+    const policy = await computers
+      .setNetworkPolicy(computer.id, account.id, body.policy)
+      .catch((error: unknown) => {
+        throw underField(error, "policy");
+      });
     return context.json({ policy, enforced: computers.egressEnforced });
   });
 

@@ -235,7 +235,8 @@ export async function startPlatform(
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
       maxBodyBytes: config.maxBodyBytes,
-      log,
+      logger,
+      limits: config.rateLimits,
       checkModel: (spec) => {
         if (spec === null || spec === "demo") return;
         parseModelSpec(spec);
