@@ -255,8 +255,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     context.set("tokenId", found.token.id);
     requests.take(found.token.id); // API3
     const now = clock();
-    if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= tokenTouchIntervalMs)
-      await store.touchApiToken(found.token.id, now);
+    if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= tokenTouchIntervalMs) {
+      // Bookkeeping: a failed write here must not fail the request it describes.
+      await store.touchApiToken(found.token.id, now).catch((error: unknown) =>
+        logger.warn("could not record a token's use", {
+          requestId: context.get("requestId"),
+          tokenId: found.token.id,
+          error,
+        }),
+      );
+    }
     // API4: routes that take no query parameters refuse every one.
     const route = answeringRoute(context);
     if (
