@@ -11,12 +11,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { issueApiToken } from "../auth/index.ts";
 import type { BotView, ConversationView, PostedMessage, StepView } from "../cli/client.ts";
 import { readSse, type SseMessage } from "../cli/sse.ts";
+import { parseEgressPolicy } from "../egress/index.ts";
 import { errorCodes, RoostError } from "../errors/index.ts";
 import { createEventHub, type EventHub } from "../events/index.ts";
+import { createLogger, type Logger } from "../log/index.ts";
 import { createModelResolver, parseModelSpec } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
+import { waitFor } from "../../test/support/wait.ts";
 import { createApi, type ApiDependencies } from "./app.ts";
-import { httpStatus } from "./errors.ts";
+import { errorBody, httpStatus } from "./errors.ts";
 
 interface Harness {
   app: ReturnType<typeof createApi>;
@@ -104,6 +107,16 @@ async function startHarness(overrides: Partial<ApiDependencies> = {}): Promise<H
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The real JSON logger, writing its lines into `lines` (so redaction is the real one). */
+function logTo(lines: string[]): Logger {
+  return createLogger({ level: "debug", destination: { write: (line) => lines.push(line) } });
+}
+
+/** Parsed log lines. */
+function entries(lines: string[]): Record<string, unknown>[] {
+  return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 interface CallOptions {
@@ -205,28 +218,34 @@ async function expectNothingStored(action: () => Promise<void>): Promise<void> {
   expect(harness.kicks.length).toBe(kicks);
 }
 
-describe("authentication", () => {
-  const routes = (
-    botId: string,
-    conversationId: string,
-    accountId: string,
-  ): [string, string, unknown?][] => [
-    ["GET", "/v1/me"],
-    ["POST", "/v1/accounts", { name: "carol" }],
-    ["POST", `/v1/accounts/${accountId}/tokens`, {}],
-    ["POST", "/v1/accounts/me/tokens", {}],
-    ["POST", "/v1/bots", { name: "other" }],
-    ["GET", "/v1/bots"],
-    ["GET", `/v1/bots/${botId}`],
-    ["PATCH", `/v1/bots/${botId}`, { name: "renamed" }],
-    ["POST", "/v1/conversations", { botId }],
-    ["GET", "/v1/conversations"],
-    ["GET", `/v1/conversations/${conversationId}`],
-    ["POST", `/v1/conversations/${conversationId}/messages`, { text: "hi", clientMessageId: "c1" }],
-    ["GET", `/v1/conversations/${conversationId}/steps?after=0`],
-    ["GET", `/v1/conversations/${conversationId}/events`],
-  ];
+/** Every authenticated route, with a valid body for those that take one. */
+const routes = (
+  botId: string,
+  conversationId: string,
+  accountId: string,
+): [string, string, unknown?][] => [
+  ["GET", "/v1/me"],
+  ["POST", "/v1/accounts", { name: "carol" }],
+  ["POST", `/v1/accounts/${accountId}/tokens`, {}],
+  ["POST", "/v1/accounts/me/tokens", {}],
+  ["POST", "/v1/bots", { name: "other" }],
+  ["GET", "/v1/bots"],
+  ["GET", `/v1/bots/${botId}`],
+  ["PATCH", `/v1/bots/${botId}`, { name: "renamed" }],
+  ["POST", "/v1/conversations", { botId }],
+  ["GET", "/v1/conversations"],
+  ["GET", `/v1/conversations/${conversationId}`],
+  ["POST", `/v1/conversations/${conversationId}/messages`, { text: "hi", clientMessageId: "c1" }],
+  ["GET", `/v1/conversations/${conversationId}/steps?after=0`],
+  ["GET", `/v1/conversations/${conversationId}/events`],
+  ["DELETE", `/v1/bots/${botId}`],
+  ["PATCH", `/v1/conversations/${conversationId}`, { title: "renamed" }],
+  ["DELETE", `/v1/conversations/${conversationId}`],
+  ["GET", "/v1/tokens"],
+  ["DELETE", "/v1/tokens/tok_whatever"],
+];
 
+describe("authentication", () => {
   it("every route but health answers 401 unauthenticated without a valid bearer token, and stores nothing", async () => {
     const bot = await createBot(harness.alice);
     const conversation = await createConversation(harness.alice, bot.id);
@@ -243,7 +262,7 @@ describe("authentication", () => {
       ["token with trailing junk", { authorization: `Bearer ${harness.alice.token} extra` }],
     ];
     const table = routes(bot.id, conversation.id, harness.alice.id);
-    expect(table.length).toBe(14);
+    expect(table.length).toBe(19);
     for (const [method, path, json] of table) {
       for (const [label, headers] of credentials) {
         await expectNothingStored(async () => {
@@ -338,7 +357,7 @@ describe("errors", () => {
       defaultModel: () => {
         throw new Error("secret connection string postgres://user:pw@db");
       },
-      log: (message) => logged.push(message),
+      logger: logTo(logged),
     });
     try {
       const response = await broken.app.request("/v1/me", {
@@ -450,7 +469,7 @@ describe("POST /v1/bots", () => {
     [
       "two unknown fields",
       { name: "a", colour: "red", size: 2 },
-      /unknown fields "colour", "size"/,
+      /unknown field "colour" \(remove it\); unknown field "size"/,
     ],
     ["a model without provider", { name: "a", model: "gpt-4" }, /provider:model/],
     ["a model with spaces", { name: "a", model: "openai: gpt 4" }, /provider:model/],
@@ -912,7 +931,7 @@ describe("POST /v1/conversations/{id}/messages", () => {
       kick: async () => {
         throw new Error("ingress down");
       },
-      log: (message) => logged.push(message),
+      logger: logTo(logged),
     });
     try {
       const bot = await failing.store.createBot({
@@ -1311,4 +1330,896 @@ describe("accounts and tokens", () => {
       );
     },
   );
+});
+
+/** Opens an event stream and waits for its hello; `close` ends it as a client would. */
+async function openStream(h: Harness, conversationId: string, token: string) {
+  const response = await h.app.request(`/v1/conversations/${conversationId}/events`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (response.status !== 200) return { response, close: async () => undefined };
+  const messages = readSse(response.body!);
+  const hello = await messages.next();
+  expect(hello.done !== true && hello.value.event).toBe("hello");
+  return {
+    response,
+    /** Resolves when the server ends the stream. */
+    ended: async () => {
+      for (;;) if ((await messages.next()).done === true) return;
+    },
+    close: async () => {
+      await messages.return(undefined);
+    },
+  };
+}
+
+describe("DELETE /v1/bots/{id}", () => {
+  it("deletes the bot with its conversations, messages and steps (204), audited, leaving the rest", async () => {
+    const bot = await createBot(harness.alice, "doomed");
+    const kept = await createBot(harness.alice, "kept");
+    const bobs = await createBot(harness.bob, "doomed");
+    const conversations = [
+      await createConversation(harness.alice, bot.id),
+      await createConversation(harness.alice, bot.id),
+    ];
+    const keptConversation = await createConversation(harness.alice, kept.id);
+    for (const [index, conversation] of [...conversations, keptConversation].entries()) {
+      await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
+        json: { text: "hi", clientMessageId: `m${index}` },
+      });
+    }
+    await harness.store.appendStep({
+      conversationId: conversations[0]!.id,
+      id: "turn-1:reply",
+      turnId: "turn-1",
+      kind: "reply",
+      payload: { text: "hello", model: "demo" },
+    });
+    const before = harness.rowCounts();
+
+    const answer = await harness.app.request(`/v1/bots/${bot.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${harness.alice.token}` },
+    });
+    expect(answer.status).toBe(204);
+    expect(await answer.text()).toBe("");
+
+    expect(harness.rowCounts()).toMatchObject({
+      bots: before.bots! - 1,
+      conversations: before.conversations! - 2,
+      messages: before.messages! - 2,
+      steps: before.steps! - 3,
+      audit_log: before.audit_log! + 1,
+    });
+    expectError(await call(harness, "GET", `/v1/bots/${bot.id}`), 404, "not_found");
+    for (const conversation of conversations) {
+      expectError(
+        await call(harness, "GET", `/v1/conversations/${conversation.id}`),
+        404,
+        "not_found",
+      );
+      expectError(
+        await call(harness, "GET", `/v1/conversations/${conversation.id}/steps`),
+        404,
+        "not_found",
+      );
+    }
+    expect((await call<{ bots: BotView[] }>(harness, "GET", "/v1/bots")).body.bots).toEqual([kept]);
+    expect((await call(harness, "GET", `/v1/conversations/${keptConversation.id}`)).status).toBe(
+      200,
+    );
+    expect((await harness.store.getBot(bobs.id))?.name).toBe("doomed");
+    expect((await harness.store.listAudit({ accountId: harness.alice.id }))[0]).toMatchObject({
+      action: "bot.delete",
+      target: bot.id,
+      detail: { conversations: 2, messages: 2, steps: 3 },
+    });
+    // Gone: deleting again is 404.
+    expectError(await call(harness, "DELETE", `/v1/bots/${bot.id}`), 404, "not_found");
+  });
+
+  it("another account's bot, or an unknown one, answers 404 like a missing id and nothing is deleted", async () => {
+    const bobs = await createBot(harness.bob, "bobs");
+    await createConversation(harness.bob, bobs.id);
+    for (const [id, token] of [
+      [bobs.id, harness.alice.token],
+      [bobs.id, harness.admin.token],
+      ["bot_doesnotexist", harness.alice.token],
+    ] as const) {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "DELETE", `/v1/bots/${id}`, { token }),
+          404,
+          "not_found",
+          new RegExp(`bot "${id}" not found`),
+        ),
+      );
+    }
+    expect((await harness.store.getBot(bobs.id))?.name).toBe("bobs");
+  });
+
+  it.each([
+    ["a JSON body", { json: { cascade: false } }],
+    ["a text body", { raw: "yes", contentType: "text/plain" }],
+    ["a query parameter", { query: "?force=true" }],
+  ])("refuses %s with 400 invalid_request and deletes nothing", async (_label, options) => {
+    const bot = await createBot(harness.alice);
+    const { query = "", ...rest } = options as CallOptions & { query?: string };
+    await expectNothingStored(async () =>
+      expectError(
+        await call(harness, "DELETE", `/v1/bots/${bot.id}${query}`, rest),
+        400,
+        "invalid_request",
+        query === "" ? /takes no body/ : /unknown query parameter "force"/,
+      ),
+    );
+  });
+
+  it("a running turn of a deleted bot finds its conversation gone: reads answer nothing, its next step fails not_found", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
+      json: { text: "start a long turn", clientMessageId: "m" },
+    });
+    // The loop took the message and is mid-turn when the owner deletes the bot.
+    await harness.store.takeInbox(conversation.id, "take-1", null);
+    expect((await call(harness, "DELETE", `/v1/bots/${bot.id}`)).status).toBe(204);
+    expect(await harness.store.getConversation(conversation.id)).toBeUndefined();
+    expect(await harness.store.getBot(bot.id)).toBeUndefined();
+    expect(await harness.store.takeInbox(conversation.id, "take-1", null)).toEqual([]);
+    await expect(
+      harness.store.appendStep({
+        conversationId: conversation.id,
+        id: "take-1:reply",
+        turnId: "take-1",
+        kind: "reply",
+        payload: { text: "too late" },
+      }),
+    ).rejects.toMatchObject({ name: "NotFoundError", code: "not_found" });
+  });
+
+  it("an event stream following a deleted bot's conversation ends, and reopening it is 404", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    const stream = await openStream(harness, conversation.id, harness.alice.token);
+    try {
+      expect((await call(harness, "DELETE", `/v1/bots/${bot.id}`)).status).toBe(204);
+      await stream.ended!();
+      expectError(
+        await call(harness, "GET", `/v1/conversations/${conversation.id}/events`),
+        404,
+        "not_found",
+      );
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+describe("DELETE /v1/conversations/{id}", () => {
+  it("deletes the conversation with its messages and steps (204), audited; the bot and its other conversations stay", async () => {
+    const bot = await createBot(harness.alice);
+    const doomed = await createConversation(harness.alice, bot.id);
+    const sibling = await createConversation(harness.alice, bot.id);
+    for (const conversation of [doomed, sibling]) {
+      await call(harness, "POST", `/v1/conversations/${conversation.id}/messages`, {
+        json: { text: "hi", clientMessageId: "same-id-in-both" },
+      });
+    }
+    const stream = await openStream(harness, doomed.id, harness.alice.token);
+    try {
+      const before = harness.rowCounts();
+      const answer = await call(harness, "DELETE", `/v1/conversations/${doomed.id}`);
+      expect(answer).toEqual({ status: 204, body: undefined });
+      expect(harness.rowCounts()).toMatchObject({
+        bots: before.bots,
+        conversations: before.conversations! - 1,
+        messages: before.messages! - 1,
+        steps: before.steps! - 1,
+        audit_log: before.audit_log! + 1,
+      });
+      await stream.ended!();
+    } finally {
+      await stream.close();
+    }
+    expectError(await call(harness, "GET", `/v1/conversations/${doomed.id}`), 404, "not_found");
+    expectError(
+      await call(harness, "POST", `/v1/conversations/${doomed.id}/messages`, {
+        json: { text: "anyone there?", clientMessageId: "late" },
+      }),
+      404,
+      "not_found",
+    );
+    expect((await call(harness, "GET", `/v1/conversations/${sibling.id}`)).body.lastSeq).toBe(1);
+    expect((await call(harness, "GET", `/v1/bots/${bot.id}`)).status).toBe(200);
+    expect((await harness.store.listAudit({ accountId: harness.alice.id }))[0]).toMatchObject({
+      action: "conversation.delete",
+      target: doomed.id,
+    });
+    expectError(await call(harness, "DELETE", `/v1/conversations/${doomed.id}`), 404, "not_found");
+  });
+
+  it("another account's conversation, or an unknown one, answers 404 and nothing is deleted", async () => {
+    const bobsBot = await createBot(harness.bob, "bobs");
+    const bobs = await createConversation(harness.bob, bobsBot.id);
+    for (const [id, token] of [
+      [bobs.id, harness.alice.token],
+      [bobs.id, harness.admin.token],
+      ["conv_unknown", harness.alice.token],
+    ] as const) {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "DELETE", `/v1/conversations/${id}`, { token }),
+          404,
+          "not_found",
+          new RegExp(`conversation "${id}" not found`),
+        ),
+      );
+    }
+    expect((await harness.store.getConversation(bobs.id))?.id).toBe(bobs.id);
+  });
+
+  it("refuses a body with 400 and deletes nothing", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    await expectNothingStored(async () =>
+      expectError(
+        await call(harness, "DELETE", `/v1/conversations/${conversation.id}`, { json: {} }),
+        400,
+        "invalid_request",
+        /takes no body/,
+      ),
+    );
+  });
+});
+
+describe("PATCH /v1/conversations/{id}", () => {
+  let conversation: ConversationView;
+  beforeEach(async () => {
+    const bot = await createBot(harness.alice);
+    conversation = await createConversation(harness.alice, bot.id);
+  });
+  const patch = (options: CallOptions, id: string = conversation.id) =>
+    call<ConversationView>(harness, "PATCH", `/v1/conversations/${id}`, options);
+  const unchanged = async () =>
+    expect(await harness.store.getConversation(conversation.id)).toMatchObject({
+      title: conversation.title,
+      updatedAt: Date.parse(conversation.updatedAt),
+    });
+
+  it("renames the conversation (200 with the view), audited", async () => {
+    const answer = await patch({ json: { title: "Trip to Lisbon" } });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      id: conversation.id,
+      botId: conversation.botId,
+      title: "Trip to Lisbon",
+      lastSeq: 0,
+      state: "idle",
+    });
+    expect(Date.parse(answer.body.updatedAt)).toBeGreaterThan(Date.parse(conversation.updatedAt));
+    expect((await call(harness, "GET", `/v1/conversations/${conversation.id}`)).body).toEqual(
+      answer.body,
+    );
+    expect((await harness.store.listAudit({ accountId: harness.alice.id }))[0]).toMatchObject({
+      action: "conversation.rename",
+      target: conversation.id,
+      detail: { title: "Trip to Lisbon" },
+    });
+    // 200 characters is the most.
+    expect((await patch({ json: { title: "t".repeat(200) } })).status).toBe(200);
+  });
+
+  it.each(malformedBodies)(
+    "rejects $label ($status $code) and changes nothing",
+    async ({ options, status, code }) => {
+      await expectNothingStored(async () => expectError(await patch(options), status, code));
+      await unchanged();
+    },
+  );
+
+  it.each([
+    ["an empty patch", {}, /title is required/],
+    ["an empty title", { title: "" }, /title must not be empty/],
+    ["a blank title", { title: " \t " }, /title must not be empty/],
+    ["a title of 201 characters", { title: "t".repeat(201) }, /title must be at most 200/],
+    ["a numeric title", { title: 7 }, /title must be a string/],
+    ["a null title", { title: null }, /title must be a string/],
+    ["an unknown field", { title: "x", botId: "bot_other" }, /unknown field "botId"/],
+    ["a read-only field", { title: "x", lastSeq: 9 }, /unknown field "lastSeq"/],
+  ])("rejects %s with 400 invalid_request and changes nothing", async (_label, json, message) => {
+    await expectNothingStored(async () =>
+      expectError(await patch({ json }), 400, "invalid_request", message),
+    );
+    await unchanged();
+  });
+
+  it("another account's conversation, or an unknown one, answers 404 and nothing changes", async () => {
+    for (const token of [harness.bob.token, harness.admin.token]) {
+      await expectNothingStored(async () =>
+        expectError(await patch({ token, json: { title: "mine now" } }), 404, "not_found"),
+      );
+    }
+    expectError(
+      await patch({ json: { title: "x" } }, "conv_unknown"),
+      404,
+      "not_found",
+      /conversation "conv_unknown" not found/,
+    );
+    await unchanged();
+  });
+});
+
+describe("API tokens: GET /v1/tokens and DELETE /v1/tokens/{id}", () => {
+  interface TokenView {
+    id: string;
+    name: string;
+    createdAt: string;
+    lastUsedAt: string | null;
+    current: boolean;
+  }
+  const createToken = async (name: string, token = harness.alice.token) => {
+    const answer = await call<{ id: string; token: string }>(
+      harness,
+      "POST",
+      "/v1/accounts/me/tokens",
+      { token, json: { name } },
+    );
+    expect(answer.status).toBe(201);
+    return answer.body;
+  };
+
+  it("lists the caller's own tokens, marks the current one, and never shows a token or its hash", async () => {
+    const laptop = await createToken("laptop");
+    await createToken("bobs phone", harness.bob.token);
+    const answer = await call<{ tokens: TokenView[] }>(harness, "GET", "/v1/tokens", {
+      token: laptop.token,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.tokens).toEqual([
+      {
+        id: expect.stringMatching(/^tok_/),
+        name: "test",
+        createdAt: expect.any(String),
+        lastUsedAt: expect.any(String),
+        current: false,
+      },
+      {
+        id: laptop.id,
+        name: "laptop",
+        createdAt: expect.any(String),
+        lastUsedAt: expect.any(String), // this very request used it
+        current: true,
+      },
+    ]);
+    const dump = JSON.stringify(answer.body);
+    expect(dump).not.toContain(laptop.token);
+    expect(dump).not.toContain(harness.alice.token);
+    expect(dump).not.toMatch(/[0-9a-f]{64}/); // no SHA-256 hash either
+    const unused = await createToken("unused");
+    const later = await call<{ tokens: TokenView[] }>(harness, "GET", "/v1/tokens");
+    expect(later.body.tokens.find((token) => token.id === unused.id)?.lastUsedAt).toBeNull();
+  });
+
+  it("a revoked token gets 401 at once, others keep working, and the revoke is audited", async () => {
+    const laptop = await createToken("laptop");
+    const phone = await createToken("phone");
+    expect((await call(harness, "GET", "/v1/me", { token: laptop.token })).status).toBe(200);
+
+    const revoked = await call(harness, "DELETE", `/v1/tokens/${laptop.id}`, {
+      token: phone.token,
+    });
+    expect(revoked).toEqual({ status: 204, body: undefined });
+    expectError(
+      await call(harness, "GET", "/v1/me", { token: laptop.token }),
+      401,
+      "unauthenticated",
+    );
+    expectError(
+      await call(harness, "POST", "/v1/bots", { token: laptop.token, json: { name: "x" } }),
+      401,
+      "unauthenticated",
+    );
+    expect((await call(harness, "GET", "/v1/me", { token: phone.token })).status).toBe(200);
+    const listed = await call<{ tokens: TokenView[] }>(harness, "GET", "/v1/tokens");
+    expect(listed.body.tokens.map((token) => token.id)).not.toContain(laptop.id);
+    expect((await harness.store.listAudit({ accountId: harness.alice.id }))[0]).toMatchObject({
+      action: "token.revoke",
+      target: laptop.id,
+    });
+    // A token may revoke itself (sign out); the request after that is 401.
+    expect(
+      (await call(harness, "DELETE", `/v1/tokens/${phone.id}`, { token: phone.token })).status,
+    ).toBe(204);
+    expectError(
+      await call(harness, "GET", "/v1/tokens", { token: phone.token }),
+      401,
+      "unauthenticated",
+    );
+    expectError(await call(harness, "DELETE", `/v1/tokens/${laptop.id}`), 404, "not_found");
+  });
+
+  it("another account's token id answers 404 like an unknown one, and that token keeps working", async () => {
+    const bobs = await createToken("bobs laptop", harness.bob.token);
+    for (const [id, token] of [
+      [bobs.id, harness.alice.token],
+      [bobs.id, harness.admin.token],
+      ["tok_doesnotexist", harness.alice.token],
+    ] as const) {
+      await expectNothingStored(async () =>
+        expectError(
+          await call(harness, "DELETE", `/v1/tokens/${id}`, { token }),
+          404,
+          "not_found",
+          new RegExp(`token "${id}" not found`),
+        ),
+      );
+    }
+    expect((await call(harness, "GET", "/v1/me", { token: bobs.token })).body.id).toBe(
+      harness.bob.id,
+    );
+    // Nor does Alice's list show Bob's tokens.
+    const listed = await call<{ tokens: TokenView[] }>(harness, "GET", "/v1/tokens");
+    expect(listed.body.tokens.map((token) => token.id)).not.toContain(bobs.id);
+  });
+
+  it.each([
+    [
+      "GET /v1/tokens with a query",
+      "GET",
+      "/v1/tokens?all=true",
+      {},
+      /unknown query parameter "all"/,
+    ],
+    ["DELETE with a body", "DELETE", "/v1/tokens/TOKEN", { json: {} }, /takes no body/],
+  ])("refuses %s with 400 and revokes nothing", async (_label, method, path, options, message) => {
+    const laptop = await createToken("laptop");
+    await expectNothingStored(async () =>
+      expectError(
+        await call(harness, method, path.replace("TOKEN", laptop.id), options),
+        400,
+        "invalid_request",
+        message,
+      ),
+    );
+    expect((await call(harness, "GET", "/v1/me", { token: laptop.token })).status).toBe(200);
+  });
+});
+
+describe("request ids and the log of failed requests", () => {
+  it("every answer carries x-request-id: a valid one from the client is kept, a malformed one replaced", async () => {
+    const generated = await harness.app.request("/v1/health");
+    expect(generated.headers.get("x-request-id")).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+    const kept = await harness.app.request("/v1/me", {
+      headers: {
+        authorization: `Bearer ${harness.alice.token}`,
+        "x-request-id": "3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b",
+      },
+    });
+    expect(kept.headers.get("x-request-id")).toBe("3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b");
+    for (const malformed of ["has spaces", "x".repeat(129), "line\u0007break", "<script>"]) {
+      const replaced = await harness.app.request("/v1/nothing-here", {
+        headers: { "x-request-id": malformed },
+      });
+      expect(replaced.headers.get("x-request-id")).toMatch(/^req_/);
+    }
+    // Error answers and event streams carry it too.
+    const refused = await harness.app.request("/v1/bots");
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+
+  it("a refused request logs one info line with requestId, method, path, status and accountId, and no token", async () => {
+    const lines: string[] = [];
+    const logged = await startHarness({ logger: logTo(lines) });
+    try {
+      const ok = await logged.app.request("/v1/me", {
+        headers: { authorization: `Bearer ${logged.alice.token}` },
+      });
+      expect(ok.status).toBe(200);
+      expect(lines).toEqual([]); // successful requests are not logged
+
+      const missing = await logged.app.request("/v1/bots/bot_nope", {
+        headers: { authorization: `Bearer ${logged.alice.token}`, "x-request-id": "trace-42" },
+      });
+      expect(missing.status).toBe(404);
+      const forged = "roost_" + "A".repeat(43);
+      await logged.app.request("/v1/me", { headers: { authorization: `Bearer ${forged}` } });
+      // A token pasted into a path is redacted too.
+      await logged.app.request(`/v1/bots/${logged.alice.token}`, {
+        headers: { authorization: `Bearer ${logged.alice.token}` },
+      });
+
+      const [notFound, unauthenticated, pasted] = entries(lines);
+      expect(lines).toHaveLength(3);
+      expect(notFound).toMatchObject({
+        level: "info",
+        component: "api",
+        requestId: "trace-42",
+        method: "GET",
+        path: "/v1/bots/bot_nope",
+        route: "/v1/bots/:id",
+        status: 404,
+        code: "not_found",
+        accountId: logged.alice.id,
+      });
+      expect(unauthenticated).toMatchObject({
+        level: "info",
+        status: 401,
+        code: "unauthenticated",
+      });
+      expect(unauthenticated?.accountId).toBeUndefined();
+      expect(pasted).toMatchObject({ status: 404, path: "/v1/bots/[REDACTED]" });
+      const text = lines.join("\n");
+      expect(text).not.toContain(logged.alice.token);
+      expect(text).not.toContain(forged);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  it("a 500 logs one error line with the request id and the stack, and the answer hides the cause", async () => {
+    const lines: string[] = [];
+    const broken = await startHarness({
+      logger: logTo(lines),
+      defaultModel: () => {
+        throw new Error("disk on fire");
+      },
+    });
+    try {
+      const response = await broken.app.request("/v1/me", {
+        headers: { authorization: `Bearer ${broken.alice.token}`, "x-request-id": "boom-1" },
+      });
+      expect(response.status).toBe(500);
+      expect(JSON.stringify(await response.json())).not.toContain("disk on fire");
+      expect(entries(lines)).toEqual([
+        expect.objectContaining({
+          level: "error",
+          requestId: "boom-1",
+          method: "GET",
+          path: "/v1/me",
+          status: 500,
+          code: "internal",
+          accountId: broken.alice.id,
+          error: expect.objectContaining({
+            message: "disk on fire",
+            stack: expect.stringContaining("app.test.ts"),
+          }),
+        }),
+      ]);
+    } finally {
+      await broken.close();
+    }
+  });
+});
+
+describe("rate limits (API3)", () => {
+  it("a flood from one token gets 429 rate_limited with retry-after, while other accounts and tokens keep working", async () => {
+    let now = 1_000_000;
+    const limited = await startHarness({
+      limits: { requestsPerMinute: 60, requestBurst: 5 },
+      clock: () => now,
+    });
+    try {
+      const me = (token: string) =>
+        limited.app.request("/v1/me", { headers: { authorization: `Bearer ${token}` } });
+      for (let index = 0; index < 5; index++)
+        expect((await me(limited.alice.token)).status).toBe(200);
+      const flooded = await me(limited.alice.token);
+      expect(flooded.status).toBe(429);
+      expect(flooded.headers.get("retry-after")).toBe("1");
+      const error = await errorOf(flooded);
+      expect(error).toMatchObject({ code: "rate_limited", details: { retryAfterSeconds: 1 } });
+      expect(error.message).toMatch(/at most 60 a minute.*retry in 1 s/);
+      for (let index = 0; index < 20; index++)
+        expect((await me(limited.alice.token)).status).toBe(429);
+
+      // Bob, and another token of Alice's, have buckets of their own; health needs none.
+      for (let index = 0; index < 5; index++)
+        expect((await me(limited.bob.token)).status).toBe(200);
+      const second = (await issueApiToken(limited.store, limited.alice.id, "second")).token;
+      expect((await me(second)).status).toBe(200);
+      for (let index = 0; index < 50; index++)
+        expect((await limited.app.request("/v1/health")).status).toBe(200);
+
+      // The bucket refills at the rate: one request a second here.
+      now += 1000;
+      expect((await me(limited.alice.token)).status).toBe(200);
+      expect((await me(limited.alice.token)).status).toBe(429);
+      now += 60_000; // never above the burst
+      for (let index = 0; index < 5; index++)
+        expect((await me(limited.alice.token)).status).toBe(200);
+      expect((await me(limited.alice.token)).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("a rate-limited write stores nothing and kicks nothing", async () => {
+    const limited = await startHarness({ limits: { requestsPerMinute: 1, requestBurst: 3 } });
+    try {
+      const bot = await limited.store.createBot({
+        accountId: limited.alice.id,
+        name: "b",
+        instructions: "",
+        model: null,
+      });
+      const target = await limited.store.createConversation({
+        accountId: limited.alice.id,
+        botId: bot.id,
+        title: "t",
+      });
+      const post = (clientMessageId: string) =>
+        limited.app.request(`/v1/conversations/${target.id}/messages`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${limited.alice.token}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ text: "hi", clientMessageId }),
+        });
+      for (const id of ["a", "b", "c"]) expect((await post(id)).status).toBe(202);
+      const before = limited.rowCounts();
+      const refused = await post("d");
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(59);
+      expect(limited.rowCounts()).toEqual(before);
+      expect(limited.kicks).toHaveLength(3);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("a limit of 0 requests per minute turns the request limit off", async () => {
+    const unlimited = await startHarness({ limits: { requestsPerMinute: 0, requestBurst: 1 } });
+    try {
+      for (let index = 0; index < 200; index++) {
+        const response = await unlimited.app.request("/v1/me", {
+          headers: { authorization: `Bearer ${unlimited.alice.token}` },
+        });
+        expect(response.status).toBe(200);
+      }
+    } finally {
+      await unlimited.close();
+    }
+  });
+
+  it("the 21st event stream of an account is refused with 429, other accounts still connect, and closing one frees a slot", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    const bobsBot = await createBot(harness.bob, "bobs");
+    const bobs = await createConversation(harness.bob, bobsBot.id);
+    const open: Awaited<ReturnType<typeof openStream>>[] = [];
+    try {
+      // Default limit (20), across several tokens of the same account.
+      const second = (await issueApiToken(harness.store, harness.alice.id, "second")).token;
+      for (let index = 0; index < 20; index++) {
+        const stream = await openStream(
+          harness,
+          conversation.id,
+          index % 2 === 0 ? harness.alice.token : second,
+        );
+        expect(stream.response.status).toBe(200);
+        open.push(stream);
+      }
+      const refused = await harness.app.request(`/v1/conversations/${conversation.id}/events`, {
+        headers: { authorization: `Bearer ${second}` },
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("10");
+      const error = await errorOf(refused);
+      expect(error.code).toBe("rate_limited");
+      expect(error.message).toMatch(/already has 20 open event streams.*close one/);
+
+      const bobsStream = await openStream(harness, bobs.id, harness.bob.token);
+      expect(bobsStream.response.status).toBe(200);
+      open.push(bobsStream);
+
+      await open.shift()!.close();
+      const reopened = await waitFor(async () => {
+        const attempt = await openStream(harness, conversation.id, harness.alice.token);
+        return attempt.response.status === 200 ? attempt : undefined;
+      });
+      open.push(reopened);
+      // And the slot it took is the only one that was free.
+      const again = await harness.app.request(`/v1/conversations/${conversation.id}/events`, {
+        headers: { authorization: `Bearer ${harness.alice.token}` },
+      });
+      expect(again.status).toBe(429);
+    } finally {
+      for (const stream of open) await stream.close();
+    }
+  });
+});
+
+describe("strict query parameters (API4)", () => {
+  let conversation: ConversationView;
+  beforeEach(async () => {
+    const bot = await createBot(harness.alice);
+    conversation = await createConversation(harness.alice, bot.id);
+  });
+
+  it.each([
+    [
+      "?limit=1e2",
+      "limit",
+      /limit must be a whole number from 1 to 1000, in decimal digits only \(got "1e2"\)/,
+    ],
+    [
+      "?after=0x10",
+      "after",
+      /after must be a whole number ≥ 0, in decimal digits only \(got "0x10"\)/,
+    ],
+    ["?after=%2B1", "after", /in decimal digits only \(got "\+1"\)/],
+    ["?after=+1", "after", /in decimal digits only \(got " 1"\)/],
+    ["?after=1.0", "after", /decimal digits only/],
+    ["?after=-0", "after", /decimal digits only/],
+    ["?after=99999999999999999999", "after", /decimal digits only/],
+    ["?after=", "after", /query parameter "after" is empty; give it a value or leave it out/],
+    ["?after", "after", /query parameter "after" is empty/],
+    ["?limit=1&limit=2", "limit", /query parameter "limit" is given 2 times; send it once/],
+    ["?after=1&after=1", "after", /"after" is given 2 times/],
+    ["?since=1", "since", /unknown query parameter "since" \(remove it; accepted: after, limit\)/],
+  ])("GET …/steps%s is 400 invalid_request naming the parameter", async (query, name, message) => {
+    const answer = await call(harness, "GET", `/v1/conversations/${conversation.id}/steps${query}`);
+    expectError(answer, 400, "invalid_request", message);
+    expect(answer.body.error?.details).toEqual({
+      issues: [{ path: name, message: expect.stringContaining(`"${name}"`) }],
+    });
+  });
+
+  it.each([
+    ["limit=1e2", /limit must be a whole number from 1 to 500, in decimal digits only/],
+    ["limit=", /"limit" is empty/],
+    ["botId=", /"botId" is empty/],
+    ["botId=a&botId=b", /"botId" is given 2 times/],
+    ["limit=1&limit=1", /"limit" is given 2 times/],
+  ])("GET /v1/conversations?%s is 400 invalid_request", async (query, message) => {
+    expectError(
+      await call(harness, "GET", `/v1/conversations?${query}`),
+      400,
+      "invalid_request",
+      message,
+    );
+  });
+
+  it("decimal digits are still accepted, leading zeros included", async () => {
+    expect(
+      (await call(harness, "GET", `/v1/conversations/${conversation.id}/steps?after=0&limit=10`))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call(harness, "GET", `/v1/conversations/${conversation.id}/steps?limit=007`)).status,
+    ).toBe(200);
+    expect((await call(harness, "GET", "/v1/conversations?limit=500")).status).toBe(200);
+  });
+
+  it("every route that takes no query parameters refuses one with 400 and does nothing", async () => {
+    const bot = await createBot(harness.alice, "other-bot");
+    const target = await createConversation(harness.alice, bot.id);
+    const table = routes(bot.id, target.id, harness.alice.id).filter(
+      ([method, path]) =>
+        !(method === "GET" && /\/steps|\/conversations$/.test(path.split("?")[0]!)),
+    );
+    expect(table.length).toBe(17);
+    for (const [method, path, json] of table) {
+      const withQuery = path.includes("?") ? `${path}&x=1` : `${path}?x=1`;
+      await expectNothingStored(async () => {
+        const answer = await call(harness, method, withQuery, {
+          ...(json === undefined ? {} : { json }),
+        });
+        expect({
+          route: `${method} ${path}`,
+          status: answer.status,
+          code: answer.body?.error?.code,
+        }).toEqual({
+          route: `${method} ${path}`,
+          status: 400,
+          code: "invalid_request",
+        });
+        expect(answer.body.error?.message).toMatch(/unknown query parameter "x"/);
+      });
+    }
+  });
+
+  it("health ignores query parameters (a monitor's cache-buster must not take the node out)", async () => {
+    expect((await harness.app.request("/v1/health?t=123&t=456")).status).toBe(200);
+  });
+});
+
+describe("one error body everywhere (API5)", () => {
+  it("a bad network policy is answered in the standard shape, its paths under the policy field", async () => {
+    const computers = {
+      forAccount: async (accountId: string) => ({
+        id: `cmp_of_${accountId}`,
+        provider: "process",
+        isolated: false,
+      }),
+      status: async (id: string) => ({
+        id,
+        state: "asleep",
+        lastActiveAt: null,
+        holders: 0,
+        failure: null,
+      }),
+      wake: async () => {
+        throw new Error("not in this test");
+      },
+      sleep: async () => {
+        throw new Error("not in this test");
+      },
+      files: undefined as never,
+      networkPolicy: async () => null,
+      setNetworkPolicy: async (_id: string, _accountId: string, input: unknown) =>
+        parseEgressPolicy(input),
+      egressEnforced: false,
+    };
+    const withComputers = await startHarness({ computers });
+    try {
+      const put = async (body: unknown) => {
+        const response = await withComputers.app.request("/v1/computers/me/network-policy", {
+          method: "PUT",
+          headers: {
+            authorization: `Bearer ${withComputers.alice.token}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify(body),
+        });
+        return { status: response.status, body: (await response.json()) as ErrorEnvelope };
+      };
+      const mode = await put({ policy: { mode: "sometimes" } });
+      expect(mode.status).toBe(400);
+      expect(mode.body).toEqual({
+        error: {
+          code: "invalid_request",
+          message: expect.stringMatching(/^field "policy\.mode": /),
+          details: { issues: [{ path: "policy.mode", message: mode.body.error.message }] },
+        },
+      });
+      const rule = await put({ policy: { mode: "allowlist-only", allow: ["ok.example", "*"] } });
+      expect(rule.body.error.details).toEqual({
+        issues: [
+          {
+            path: "policy.allow.1",
+            message: expect.stringMatching(/^field "policy\.allow\.1": "\*" is not a host/),
+          },
+        ],
+      });
+      const notObject = await put({ policy: "open" });
+      expect(notObject.body.error.details).toEqual({
+        issues: [{ path: "policy", message: expect.stringMatching(/^field "policy": /) }],
+      });
+      // The same shape as any body field the API checks itself.
+      const own = await put({ policy: { mode: "none" }, extra: 1 });
+      expect(Object.keys(own.body.error).sort()).toEqual(["code", "details", "message"]);
+      expect(own.body.error.details).toEqual({
+        issues: [{ path: "extra", message: 'unknown field "extra" (remove it)' }],
+      });
+    } finally {
+      await withComputers.close();
+    }
+  });
+
+  it("every issue in an error body has a string path and message, whoever raised it", () => {
+    const raised = new RoostError("invalid_request", "bad", {
+      details: {
+        issues: [
+          { path: ["allow", 0], message: "nope" },
+          { path: [], message: "root" },
+        ],
+      },
+    });
+    expect(errorBody(raised)).toEqual({
+      error: {
+        code: "invalid_request",
+        message: "bad",
+        details: {
+          issues: [
+            { path: "allow.0", message: "nope" },
+            { path: "", message: "root" },
+          ],
+        },
+      },
+    });
+  });
 });

@@ -1,19 +1,37 @@
 /**
- * The HTTP API (docs/api.md). Every route but health is authenticated by bearer token, and every
- * read and write is checked against the caller's account: another account's ids answer 404,
- * exactly like ids that do not exist.
+ * The HTTP API (docs/api.md). Every route but health is authenticated by bearer token.
+ *
+ * Invariants:
+ *   API1 every read and write is checked against the caller's account: another account's ids
+ *        answer 404, exactly like ids that do not exist (bots, conversations, tokens).
+ *   API2 every request has a request id: a valid `x-request-id` from the client, else a new one,
+ *        answered in `x-request-id`; every failed request logs one line with it (4xx at info,
+ *        5xx at error with the stack), and no line holds a token (log/ LOG1).
+ *   API3 rate limits, in limits.ts; API4 strict query parameters, in validation.ts.
+ *   API5 every error answer has the one body of errors.ts, whatever raised it.
  */
-import { Hono, type Context, type MiddlewareHandler, type Next } from "hono";
+import { Hono, type Context, type Env, type Input, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { matchedRoutes } from "hono/route";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { authenticate, issueApiToken } from "../auth/index.ts";
 import { InvalidRequestError, NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
 import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.ts";
-import type { Account, Bot, Conversation, Store } from "../store/index.ts";
+import { newId } from "../ids.ts";
+import { silentLogger, type Logger } from "../log/index.ts";
+import type { Api } from "../protocol/index.ts";
+import type { Account, Store } from "../store/index.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
-import { errorBody, httpStatus } from "./errors.ts";
-import { readJson, readQuery, text } from "./validation.ts";
+import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
+import {
+  createRequestLimiter,
+  createStreamLimiter,
+  defaultApiLimits,
+  type ApiLimits,
+} from "./limits.ts";
+import { queryInteger, readJson, readQuery, refuseBody, refuseQuery, text } from "./validation.ts";
+import { botView, conversationView, stepView, tokenView } from "./views.ts";
 
 export interface ApiDependencies {
   store: Store;
@@ -23,7 +41,7 @@ export interface ApiDependencies {
    * store returned with it). Failure is logged, not fatal: a sweep retries.
    */
   kick(conversationId: string, messageId: string, waiter: string | null): Promise<void>;
-  health(): Promise<{ ok: boolean; checks: Record<string, string> }>;
+  health(): Promise<Api.Health>;
   /** Validates a bot's model spec; throws a RoostError saying how to fix it. */
   checkModel(spec: string | null): void;
   /** Label of the model a bot with no model of its own uses. */
@@ -38,11 +56,27 @@ export interface ApiDependencies {
   interrupt(conversationId: string): boolean;
   /** Keepalive comment interval of the events stream. @default 15000 */
   sseKeepAliveMs?: number;
-  log?: (message: string) => void;
+  /** Where failed requests and failed kicks are logged (API2). @default silentLogger */
+  logger?: Logger;
+  /** Rate and stream limits of this node (API3). @default defaultApiLimits */
+  limits?: Partial<ApiLimits>;
+  /** Epoch milliseconds; tests move time for the rate limits. @default Date.now */
+  clock?: () => number;
 }
 
-type Variables = { account: Account };
-type AppContext = Context<{ Variables: Variables }>;
+type Variables = {
+  account: Account;
+  tokenId: string;
+  requestId: string;
+  /** The error an answer reports, for the request's log line. */
+  failure: RoostError;
+};
+type AppContext = Context<{ Variables: Variables }, string>;
+
+/** API2: ids a client may choose; anything else is replaced, never echoed or logged. */
+const requestIdPattern = /^[A-Za-z0-9._:+/=-]{1,128}$/;
+/** A token's `lastUsedAt` is written at most this often. */
+const tokenTouchIntervalMs = 60_000;
 
 const modelSpec = z
   .string()
@@ -71,6 +105,7 @@ const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
   title: text("title", { max: 200 }).optional(),
 });
+const patchConversationBody = z.strictObject({ title: text("title", { min: 1, max: 200 }) });
 const postMessageBody = z.strictObject({
   text: text("text", { min: 1, max: 100_000 }),
   clientMessageId: text("clientMessageId", { min: 1, max: 200 }),
@@ -83,60 +118,102 @@ const createTokenBody = z
   .strictObject({ name: text("name", { min: 1, max: 80 }).optional() })
   .optional();
 const stepsQuery = z.strictObject({
-  after: z.coerce.number({ error: "after must be a whole number ≥ 0" }).int().min(0).optional(),
-  limit: z.coerce
-    .number({ error: "limit must be a whole number from 1 to 1000" })
-    .int()
-    .min(1)
-    .max(1000)
-    .optional(),
+  after: queryInteger("after", { min: 0 }).optional(),
+  limit: queryInteger("limit", { min: 1, max: 1000 }).optional(),
 });
 const listConversationsQuery = z.strictObject({
-  botId: z.string().min(1).optional(),
-  limit: z.coerce.number().int().min(1).max(500).optional(),
+  botId: z.string().max(100).optional(),
+  limit: queryInteger("limit", { min: 1, max: 500 }).optional(),
 });
 
-const botView = (bot: Bot, defaultModel: { id: string; isDemo: boolean }) => ({
-  id: bot.id,
-  name: bot.name,
-  instructions: bot.instructions,
-  model: bot.model,
-  effectiveModel: bot.model ?? defaultModel.id,
-  isDemo: bot.model === "demo" || (bot.model === null && defaultModel.isDemo),
-  createdAt: new Date(bot.createdAt).toISOString(),
-  updatedAt: new Date(bot.updatedAt).toISOString(),
-});
-const conversationView = (conversation: Conversation, state: string) => ({
-  id: conversation.id,
-  botId: conversation.botId,
-  title: conversation.title,
-  lastSeq: conversation.lastSeq,
-  state,
-  createdAt: new Date(conversation.createdAt).toISOString(),
-  updatedAt: new Date(conversation.updatedAt).toISOString(),
-});
+/** API4: the routes of this file that take query parameters; each parses them with readQuery. */
+const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
+/** The files routes (computer-routes.ts) parse their own `path` query with readQuery. */
+const validatesOwnQuery = (path: string) => path.startsWith("/v1/computers/me/files");
+
+/** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
+function answeringRoute<E extends Env, P extends string, I extends Input>(
+  context: Context<E, P, I>,
+): { method: string; path: string } | undefined {
+  const handler = matchedRoutes(context)
+    .filter((route) => !route.path.endsWith("*"))
+    .at(-1);
+  return handler === undefined
+    ? undefined
+    : {
+        method: handler.method === "ALL" ? context.req.method : handler.method,
+        path: handler.path,
+      };
+}
 
 export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }> {
   const { store, events } = deps;
+  const logger = (deps.logger ?? silentLogger).child({ component: "api" });
+  const clock = deps.clock ?? Date.now;
+  const limits: ApiLimits = { ...defaultApiLimits, ...deps.limits };
+  const requests = createRequestLimiter(limits, clock);
+  const streams = createStreamLimiter(limits);
+  /** The event streams open on this node, so a delete ends those of what it deleted. */
+  const liveStreams = new Set<{ conversationId: string; botId: string; end: () => void }>();
   const app = new Hono<{ Variables: Variables }>();
 
-  app.onError((error, context) => {
-    const roost = toRoostError(error);
-    if (roost.code === "internal")
-      deps.log?.(`api: ${context.req.method} ${context.req.path}: ${error.stack ?? error.message}`);
-    return context.json(errorBody(roost), httpStatus(roost));
-  });
+  /** API5: the one way an error becomes an answer. */
+  const errorAnswer = <P extends string, I extends Input>(
+    context: Context<{ Variables: Variables }, P, I>,
+    error: RoostError,
+  ) => {
+    context.set("failure", error);
+    const retryAfter = retryAfterSeconds(error);
+    if (retryAfter !== undefined) context.header("retry-after", String(retryAfter));
+    return context.json(errorBody(error), httpStatus(error));
+  };
+
+  app.onError((error, context) => errorAnswer(context, toRoostError(error)));
   app.notFound((context) =>
-    context.json(
-      errorBody(
-        new RoostError(
-          "not_found",
-          `no route ${context.req.method} ${context.req.path} (see docs/api.md)`,
-        ),
+    errorAnswer(
+      context,
+      new RoostError(
+        "not_found",
+        `no route ${context.req.method} ${context.req.path} (see docs/api.md)`,
       ),
-      404,
     ),
   );
+
+  // API2: first of all, so every answer (errors, the web app, the streams) carries the id.
+  app.use("*", async (context, next) => {
+    const offered = context.req.header("x-request-id");
+    const requestId =
+      offered !== undefined && requestIdPattern.test(offered) ? offered : newId("req");
+    context.set("requestId", requestId);
+    context.header("x-request-id", requestId);
+    const started = clock();
+    await next();
+    const status = context.res.status;
+    if (status < 400) return;
+    const failure = context.get("failure");
+    const fields = {
+      requestId,
+      method: context.req.method,
+      path: context.req.path,
+      route: answeringRoute(context)?.path,
+      status,
+      code: failure?.code,
+      accountId: context.get("account")?.id,
+      durationMs: clock() - started,
+    };
+    if (status >= 500) {
+      const cause: unknown = failure?.cause ?? failure;
+      logger.error(`${context.req.method} ${context.req.path} failed: ${status}`, {
+        ...fields,
+        error: cause instanceof Error ? cause : failure?.message,
+      });
+    } else {
+      logger.info(`${context.req.method} ${context.req.path} refused: ${status}`, {
+        ...fields,
+        message: failure?.message,
+      });
+    }
+  });
 
   const limitBody = (
     maxSize: number,
@@ -144,8 +221,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   ): MiddlewareHandler<{ Variables: Variables }> =>
     bodyLimit({
       maxSize,
+      // bodyLimit's callback gets an untyped context; it is this app's.
       onError: (context) =>
-        context.json(errorBody(new RoostError("payload_too_large", message)), 413),
+        errorAnswer(context as AppContext, new RoostError("payload_too_large", message)),
     });
   const jsonBodyLimit = limitBody(deps.maxBodyBytes);
   const uploadBodyLimit = limitBody(
@@ -159,9 +237,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       : jsonBodyLimit(context, next),
   );
 
+  // Exempt from the token limits and the query rules: load balancers and monitors poll it
+  // without a token, some with a cache-busting query; a 400 there would take every node out.
   app.get("/v1/health", async (context) => {
     const health = await deps.health();
-    return context.json(health, health.ok ? 200 : 503);
+    return context.json(health satisfies Api.Health, health.ok ? 200 : 503);
   });
 
   app.use("/v1/*", async (context, next) => {
@@ -173,13 +253,35 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
         "send an API token as `Authorization: Bearer <token>` (embedded mode writes one to $ROOST_DATA_DIR/admin-token)",
       );
     }
-    const account = await authenticate(store, match[1] ?? "");
-    if (account === undefined)
+    const found = await authenticate(store, match[1] ?? "");
+    if (found === undefined)
       throw new RoostError(
         "unauthenticated",
         "the API token is not valid (create one with `roost token create`)",
       );
-    context.set("account", account);
+    context.set("account", found.account);
+    context.set("tokenId", found.token.id);
+    requests.take(found.token.id); // API3
+    const now = clock();
+    if (found.token.lastUsedAt === null || now - found.token.lastUsedAt >= tokenTouchIntervalMs) {
+      // Bookkeeping: a failed write here must not fail the request it describes.
+      await store.touchApiToken(found.token.id, now).catch((error: unknown) =>
+        logger.warn("could not record a token's use", {
+          requestId: context.get("requestId"),
+          tokenId: found.token.id,
+          error,
+        }),
+      );
+    }
+    // API4: routes that take no query parameters refuse every one.
+    const route = answeringRoute(context);
+    if (
+      route !== undefined &&
+      !routesWithQuery.has(`${route.method} ${route.path}`) &&
+      !validatesOwnQuery(route.path)
+    ) {
+      refuseQuery(context, `${route.method} ${route.path}`);
+    }
     await next();
   });
 
@@ -199,6 +301,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     if (!context.get("account").isAdmin)
       throw new RoostError("forbidden", "only an admin account may do this");
   };
+  // API1
   const ownBot = async (context: AppContext, id: string) => {
     const bot = await store.getBot(id);
     if (bot === undefined || bot.accountId !== context.get("account").id)
@@ -212,6 +315,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     }
     return conversation;
   };
+  const endStreams = (deleted: { conversationId: string } | { botId: string }) => {
+    for (const live of liveStreams) {
+      if (
+        "botId" in deleted
+          ? live.botId === deleted.botId
+          : live.conversationId === deleted.conversationId
+      )
+        live.end();
+    }
+  };
 
   app.get("/v1/me", (context) => {
     const account = context.get("account");
@@ -220,7 +333,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       name: account.name,
       isAdmin: account.isAdmin,
       defaultModel: deps.defaultModel(),
-    });
+    } satisfies Api.Me);
   });
 
   app.post("/v1/accounts", async (context) => {
@@ -235,7 +348,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       detail: { name: body.name },
     });
     return context.json(
-      { account: { id: account.id, name: account.name, isAdmin: false }, token: token.token },
+      {
+        account: { id: account.id, name: account.name, isAdmin: false },
+        token: token.token,
+      } satisfies Api.CreatedAccount,
       201,
     );
   });
@@ -258,10 +374,35 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       target: accountId,
       detail: { tokenId: token.id },
     });
-    return context.json({ id: token.id, accountId, token: token.token }, 201);
+    return context.json(
+      { id: token.id, accountId, token: token.token } satisfies Api.CreatedToken,
+      201,
+    );
   });
 
-  if (deps.computers !== undefined) registerComputerRoutes(app, deps.computers, store);
+  app.get("/v1/tokens", async (context) => {
+    const tokens = await store.listApiTokens(context.get("account").id);
+    const current = context.get("tokenId");
+    return context.json({
+      tokens: tokens.map((token) => tokenView(token, current)),
+    } satisfies Api.TokenList);
+  });
+
+  app.delete("/v1/tokens/:id", async (context) => {
+    const account = context.get("account");
+    const id = context.req.param("id");
+    await refuseBody(context, "DELETE /v1/tokens/{id}");
+    // API1: the store matches the id within the caller's account only.
+    await store.revokeApiToken({ id, accountId: account.id, actorAccountId: account.id });
+    requests.forget(id);
+    return context.body(null, 204);
+  });
+
+  if (deps.computers !== undefined) {
+    // The computer routes read only `account` of the variables; their signature names only it.
+    const computerApp = app as unknown as Parameters<typeof registerComputerRoutes>[0];
+    registerComputerRoutes(computerApp, deps.computers, store);
+  }
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
@@ -284,7 +425,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/bots", async (context) => {
     const bots = await store.listBots(context.get("account").id);
-    return context.json({ bots: bots.map((bot) => botView(bot, deps.defaultModel())) });
+    return context.json({
+      bots: bots.map((bot) => botView(bot, deps.defaultModel())),
+    } satisfies Api.BotList);
   });
 
   app.get("/v1/bots/:id", async (context) =>
@@ -305,6 +448,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.json(botView(updated, deps.defaultModel()));
   });
 
+  // A running turn of a deleted conversation finds it gone: its next step fails not_found
+  // (STORE8) and the loop ends quietly (docs/api.md#delete-v1botsid).
+  app.delete("/v1/bots/:id", async (context) => {
+    const bot = await ownBot(context, context.req.param("id"));
+    await refuseBody(context, "DELETE /v1/bots/{id}");
+    await store.deleteBot({ id: bot.id, actorAccountId: context.get("account").id });
+    endStreams({ botId: bot.id });
+    return context.body(null, 204);
+  });
+
   app.post("/v1/conversations", async (context) => {
     const body = await readJson(context, createConversationBody);
     const bot = await ownBot(context, body.botId);
@@ -323,12 +476,34 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       conversations: conversations.map((conversation) =>
         conversationView(conversation, events.turnState(conversation.id)),
       ),
-    });
+    } satisfies Api.ConversationList);
   });
 
   app.get("/v1/conversations/:id", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     return context.json(conversationView(conversation, events.turnState(conversation.id)));
+  });
+
+  app.patch("/v1/conversations/:id", async (context) => {
+    const conversation = await ownConversation(context, context.req.param("id"));
+    const body = await readJson(context, patchConversationBody);
+    const renamed = await store.renameConversation({
+      id: conversation.id,
+      title: body.title,
+      actorAccountId: context.get("account").id,
+    });
+    return context.json(conversationView(renamed, events.turnState(renamed.id)));
+  });
+
+  app.delete("/v1/conversations/:id", async (context) => {
+    const conversation = await ownConversation(context, context.req.param("id"));
+    await refuseBody(context, "DELETE /v1/conversations/{id}");
+    await store.deleteConversation({
+      id: conversation.id,
+      actorAccountId: context.get("account").id,
+    });
+    endStreams({ conversationId: conversation.id });
+    return context.body(null, 204);
   });
 
   app.post("/v1/conversations/:id/messages", async (context) => {
@@ -346,12 +521,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       if (body.interrupt === true && conversation.accountId === context.get("account").id)
         deps.interrupt(conversation.id);
       deps.kick(conversation.id, message.id, waiter).catch((error: unknown) => {
-        deps.log?.(
-          `api: could not hand ${conversation.id} to its loop (the sweep will retry): ${toRoostError(error).message}`,
-        );
+        logger.warn("could not hand the conversation to its loop (the sweep will retry)", {
+          requestId: context.get("requestId"),
+          conversationId: conversation.id,
+          messageId: message.id,
+          error: toRoostError(error).message,
+        });
       });
     }
-    return context.json({ messageId: message.id, seq: message.seq, duplicate: !created }, 202);
+    return context.json(
+      { messageId: message.id, seq: message.seq, duplicate: !created } satisfies Api.PostedMessage,
+      202,
+    );
   });
 
   app.post("/v1/conversations/:id/interrupt", async (context) => {
@@ -376,38 +557,34 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       limit: query.limit ?? 500,
     });
     return context.json({
-      steps: steps.map((step) => ({
-        seq: step.seq,
-        id: step.id,
-        turnId: step.turnId,
-        kind: step.kind,
-        payload: step.payload,
-        createdAt: new Date(step.createdAt).toISOString(),
-      })),
+      steps: steps.map(stepView),
       lastSeq: (await store.getConversation(conversation.id))?.lastSeq ?? conversation.lastSeq,
-    });
+    } satisfies Api.StepPage);
   });
 
   app.get("/v1/conversations/:id/events", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
+    const release = streams.acquire(conversation.accountId); // API3
+    const requestId = context.get("requestId");
+    // No onError for streamSSE: it would send the error's message to the client.
     return streamSSE(context, async (stream) => {
       const queue: (ConversationEvent | AccountEvent)[] = [];
       let wake: (() => void) | undefined;
+      let ended = false;
       const push = (event: ConversationEvent | AccountEvent) => {
         queue.push(event);
+        wake?.();
+      };
+      const end = () => {
+        ended = true;
         wake?.();
       };
       const unsubscribeConversation = events.subscribe(conversation.id, push);
       // The account's computer is this conversation's computer: its state changes come along.
       const unsubscribeAccount = events.subscribeAccount(conversation.accountId, push);
-      const unsubscribe = () => {
-        unsubscribeConversation();
-        unsubscribeAccount();
-      };
-      stream.onAbort(() => {
-        unsubscribe();
-        wake?.();
-      });
+      const live = { conversationId: conversation.id, botId: conversation.botId, end };
+      liveStreams.add(live);
+      stream.onAbort(end);
       try {
         const latest = await store.getConversation(conversation.id);
         await stream.writeSSE({
@@ -418,7 +595,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
           }),
         });
         const keepAliveMs = deps.sseKeepAliveMs ?? 15_000;
-        while (!stream.aborted) {
+        while (!stream.aborted && !ended) {
           const event = queue.shift();
           if (event === undefined) {
             await new Promise<void>((resolve) => {
@@ -429,14 +606,20 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
               };
             });
             wake = undefined;
-            if (queue.length === 0 && !stream.aborted) await stream.write(": keepalive\n\n");
+            if (queue.length === 0 && !stream.aborted && !ended)
+              await stream.write(": keepalive\n\n");
             continue;
           }
           if (event.type === "interrupt") continue; // for nodes, not clients
           await stream.writeSSE({ event: event.type, data: JSON.stringify(eventData(event)) });
         }
+      } catch (error) {
+        logger.warn("event stream failed", { requestId, conversationId: conversation.id, error });
       } finally {
-        unsubscribe();
+        unsubscribeConversation();
+        unsubscribeAccount();
+        liveStreams.delete(live);
+        release();
       }
     });
   });

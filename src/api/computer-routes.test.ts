@@ -122,6 +122,8 @@ describe("computer routes", () => {
       defaultModel: () => ({ id: "demo", isDemo: true }),
       maxBodyBytes: 1024 * 1024,
       computers,
+      // The race tests send thousands of requests from one token on purpose.
+      limits: { requestsPerMinute: 0 },
     });
     const account = async (name: string) => {
       const created = await store.createAccount({ name, isAdmin: false });

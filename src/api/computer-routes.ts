@@ -22,7 +22,7 @@ import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import type { FilesClient } from "./computer-files.ts";
 import { attachmentDisposition } from "./content-disposition.ts";
-import { readJson, readQuery, text } from "./validation.ts";
+import { readJson, readQuery, text, underField } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
@@ -163,7 +163,12 @@ export function registerComputerRoutes(
     const account = context.get("account");
     const computer = await computers.forAccount(account.id);
     const body = await readJson(context, z.strictObject({ policy: z.unknown() }));
-    const policy = await computers.setNetworkPolicy(computer.id, account.id, body.policy);
+    // The egress validator's issues are about the body's `policy` field: say so, in the one shape.
+    const policy = await computers
+      .setNetworkPolicy(computer.id, account.id, body.policy)
+      .catch((error: unknown) => {
+        throw underField(error, "policy");
+      });
     return context.json({ policy, enforced: computers.egressEnforced });
   });
 

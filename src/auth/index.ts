@@ -1,8 +1,8 @@
 /**
- * API tokens: `roost_` + 32 random bytes, shown once, stored only as a SHA-256 hash (S5).
+ * API tokens: `roost_` + 32 random bytes, shown once, stored only as a SHA-256 hash (STORE5).
  */
 import { createHash, randomBytes } from "node:crypto";
-import type { Account, Store } from "../store/index.ts";
+import type { Account, ApiToken, Store } from "../store/index.ts";
 
 export const tokenPrefix = "roost_";
 
@@ -30,7 +30,11 @@ export async function issueApiToken(
   return { id: record.id, token };
 }
 
-export async function authenticate(store: Store, token: string): Promise<Account | undefined> {
+/** The account and token record a bearer token stands for; undefined for unknown or revoked ones. */
+export async function authenticate(
+  store: Store,
+  token: string,
+): Promise<{ account: Account; token: ApiToken } | undefined> {
   if (!token.startsWith(tokenPrefix)) return undefined;
-  return store.findAccountByTokenHash(hashToken(token));
+  return store.findApiToken(hashToken(token));
 }

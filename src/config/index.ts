@@ -50,6 +50,17 @@ export interface RoostConfig {
   log: LogConfig;
   /** The users' timezone (IANA name) until accounts have their own; the prompt states the date in it. @default UTC */
   timezone: string;
+  rateLimits: RateLimitsConfig;
+}
+
+/** The API's limits, counted by each server node on its own (docs/api.md#rate-limits). */
+export interface RateLimitsConfig {
+  /** Requests per minute per API token; 0 turns the request limit off. @default 3000 */
+  requestsPerMinute: number;
+  /** Requests a token may make at once before the per-minute rate applies. @default 300 */
+  requestBurst: number;
+  /** Event streams an account may hold open at once. @default 20 */
+  eventStreamsPerAccount: number;
 }
 
 export interface LogConfig {
@@ -120,7 +131,7 @@ function integer(
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(
-      `${envName} (--${flag}) must be a whole number between ${min} and ${max}, got ${JSON.stringify(raw)}`,
+      `${envName}${flag === "" ? "" : ` (--${flag})`} must be a whole number between ${min} and ${max}, got ${JSON.stringify(raw)}`,
     );
   }
   return value;
@@ -342,6 +353,17 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     computers: resolveComputers(source, dataDir),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
+    rateLimits: {
+      requestsPerMinute: integer(source, "", "ROOST_RATE_LIMIT_PER_MINUTE", 3000, {
+        min: 0,
+        max: 10_000_000,
+      }),
+      requestBurst: integer(source, "", "ROOST_RATE_LIMIT_BURST", 300, { min: 1, max: 1_000_000 }),
+      eventStreamsPerAccount: integer(source, "", "ROOST_MAX_EVENT_STREAMS", 20, {
+        min: 1,
+        max: 100_000,
+      }),
+    },
   };
 }
 

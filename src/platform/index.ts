@@ -253,7 +253,8 @@ export async function startPlatform(
         return running;
       },
       maxBodyBytes: config.maxBodyBytes,
-      log,
+      logger,
+      limits: config.rateLimits,
       checkModel: (spec) => {
         if (spec === null || spec === "demo") return;
         parseModelSpec(spec);

@@ -168,3 +168,76 @@ export type StreamEvent =
   | { type: "computer"; state: ComputerState; computerId?: string }
   /** Output of a running computer tool as it streams; the tool step holds the final result. */
   | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string };
+
+/** `GET /v1/bots` and `GET /v1/conversations`: the list envelopes. */
+export interface BotList {
+  bots: Bot[];
+}
+export interface ConversationList {
+  conversations: Conversation[];
+}
+
+/** `GET /v1/conversations/{id}/steps`. */
+export interface StepPage {
+  steps: Step[];
+  /** The newest `seq` when the answer was made; more steps remain when it is above the last one. */
+  lastSeq: number;
+}
+
+/** `POST /v1/conversations/{id}/messages` (202). */
+export interface PostedMessage {
+  messageId: string;
+  seq: number;
+  /** True when the clientMessageId was seen before: nothing new was stored. */
+  duplicate: boolean;
+}
+
+/** One of the caller's API tokens (`GET /v1/tokens`); the token itself is never shown again. */
+export interface Token {
+  id: string;
+  name: string;
+  createdAt: string;
+  /** When it last authenticated a request (to about a minute), or null when never. */
+  lastUsedAt: string | null;
+  /** True for the token that made this request. */
+  current: boolean;
+}
+export interface TokenList {
+  tokens: Token[];
+}
+
+/** `POST /v1/accounts/{id}/tokens` (201): the only time the token is shown. */
+export interface CreatedToken {
+  id: string;
+  accountId: string;
+  token: string;
+}
+
+/** `POST /v1/accounts` (201). */
+export interface CreatedAccount {
+  account: { id: string; name: string; isAdmin: boolean };
+  token: string;
+}
+
+/** `GET /v1/health` (200 or 503). */
+export interface Health {
+  ok: boolean;
+  checks: Record<string, string>;
+}
+
+/** One problem with a request: `path` names the field or query parameter (`policy.allow.0`). */
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+/** The body of every error answer (docs/api.md#errors). */
+export interface ErrorBody {
+  error: {
+    /** Stable; one of the codes docs/api.md lists. */
+    code: string;
+    message: string;
+    /** `issues` for invalid requests, `{ kind, id }` for not_found, `retryAfterSeconds` for rate_limited. */
+    details?: { issues?: ValidationIssue[] } & Record<string, unknown>;
+  };
+}

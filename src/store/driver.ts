@@ -16,6 +16,13 @@ export interface SqlDriver extends SqlExecutor {
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** Runs `work` while holding a lock that keeps other processes from migrating at once. */
   withMigrationLock<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Appended to a `SELECT` inside a transaction to lock the rows it reads until the transaction
+   * ends: ` FOR UPDATE` on Postgres; empty on SQLite, whose write transactions already hold the
+   * whole database.
+   */
+  readonly lockRows: string;
   isUniqueViolation(error: unknown): boolean;
+  isForeignKeyViolation(error: unknown): boolean;
   close(): Promise<void>;
 }

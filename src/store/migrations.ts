@@ -111,4 +111,15 @@ export const migrations: readonly { version: number; statements: readonly string
       `ALTER TABLE messages ADD COLUMN taken_at_seq BIGINT`,
     ],
   },
+  {
+    version: 7,
+    statements: [
+      // When a token last authenticated a request (GET /v1/tokens); written at most about once a
+      // minute per token, not on every request.
+      `ALTER TABLE api_tokens ADD COLUMN last_used_at BIGINT`,
+      `CREATE INDEX api_tokens_by_account ON api_tokens (account_id)`,
+      // Deleting a bot finds its conversations by bot (STORE7).
+      `CREATE INDEX conversations_by_bot ON conversations (bot_id)`,
+    ],
+  },
 ];

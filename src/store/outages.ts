@@ -85,8 +85,11 @@ export function classifyOutages(driver: SqlDriver): SqlDriver {
     transaction: (work) =>
       guarded(driver.kind, () => driver.transaction((tx) => work(wrapExecutor(driver.kind, tx)))),
     withMigrationLock: (work) => driver.withMigrationLock(work),
+    lockRows: driver.lockRows,
     isUniqueViolation: (error) =>
       driver.isUniqueViolation(error instanceof RoostError ? error.cause : error),
+    isForeignKeyViolation: (error) =>
+      driver.isForeignKeyViolation(error instanceof RoostError ? error.cause : error),
     close: () => driver.close(),
   };
 }

@@ -23,6 +23,12 @@ function executorFor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   };
 }
 
+function sqlState(error: unknown): unknown {
+  return typeof error === "object" && error !== null
+    ? (error as { code?: unknown }).code
+    : undefined;
+}
+
 export function createPostgresDriver(connectionString: string): SqlDriver {
   const pool = new pg.Pool({
     connectionString,
@@ -71,8 +77,9 @@ export function createPostgresDriver(connectionString: string): SqlDriver {
         client.release();
       }
     },
-    isUniqueViolation: (error) =>
-      typeof error === "object" && error !== null && (error as { code?: unknown }).code === "23505",
+    lockRows: " FOR UPDATE",
+    isUniqueViolation: (error) => sqlState(error) === "23505",
+    isForeignKeyViolation: (error) => sqlState(error) === "23503",
     close: () => pool.end(),
   };
 }

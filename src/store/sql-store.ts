@@ -1,8 +1,8 @@
 /**
  * The one `Store` implementation, written against `SqlDriver`, so SQLite and Postgres run the
- * same queries. Invariants S1–S5 are listed in types.ts.
+ * same queries. Invariants STORE1–STORE8 are listed in types.ts.
  */
-import { RoostError } from "../errors/index.ts";
+import { NotFoundError, RoostError } from "../errors/index.ts";
 import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { migrations } from "./migrations.ts";
@@ -14,6 +14,7 @@ import type {
   BotPatch,
   Computer,
   Conversation,
+  DeletedCounts,
   Message,
   Step,
   StepKind,
@@ -64,6 +65,13 @@ interface StepRow {
   payload: string;
   created_at: number;
 }
+interface ApiTokenRow {
+  id: string;
+  account_id: string;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+}
 interface AuditRow {
   id: string;
   account_id: string | null;
@@ -96,6 +104,13 @@ const toConversation = (row: ConversationRow): Conversation => ({
   lastSeq: Number(row.last_seq),
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
+});
+const toApiToken = (row: ApiTokenRow): ApiToken => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  createdAt: Number(row.created_at),
+  lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
 });
 const toMessage = (row: MessageRow): Message => ({
   id: row.id,
@@ -141,6 +156,7 @@ const toAudit = (row: AuditRow): AuditEntry => ({
 const messageColumns =
   "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
+const apiTokenColumns = "id, account_id, name, created_at, last_used_at";
 
 /**
  * Epoch milliseconds that never repeat within this process, so rows created back to back keep
@@ -172,7 +188,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     return rows[0];
   }
 
-  /** S1: the next sequence number, taken under the conversation row's write lock. */
+  /** STORE1: the next sequence number, taken under the conversation row's write lock. */
   async function nextSeq(
     tx: SqlExecutor,
     conversationId: string,
@@ -183,8 +199,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       "UPDATE conversations SET last_seq = last_seq + 1, updated_at = ? WHERE id = ? RETURNING last_seq, waiter",
       [at, conversationId],
     );
-    if (row === undefined)
-      throw new RoostError("not_found", `conversation ${conversationId} not found`);
+    if (row === undefined) throw new NotFoundError("conversation", conversationId); // STORE8
     return { seq: Number(row.last_seq), waiter: row.waiter };
   }
 
@@ -206,6 +221,46 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       [conversationId, clientMessageId],
     );
     return row === undefined ? undefined : toMessage(row);
+  }
+
+  async function insertAudit(
+    executor: SqlExecutor,
+    { accountId, action, target, detail = {} }: Parameters<Store["audit"]>[0],
+  ) {
+    await executor.run(
+      "INSERT INTO audit_log (id, account_id, action, target, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      [ids("aud"), accountId, action, target, JSON.stringify(detail), now()],
+    );
+  }
+
+  /**
+   * STORE7: deletes the steps, messages and rows of the conversations `where` selects (locked
+   * first, so a concurrent append waits and then finds them gone).
+   */
+  async function deleteConversations(
+    tx: SqlExecutor,
+    where: "id = ?" | "bot_id = ?",
+    key: string,
+  ): Promise<DeletedCounts> {
+    const locked = await tx.all<{ id: string }>(
+      `SELECT id FROM conversations WHERE ${where}${driver.lockRows}`,
+      [key],
+    );
+    const selected = `SELECT id FROM conversations WHERE ${where}`;
+    const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
+    const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
+      key,
+    ]);
+    const conversations = await tx.run(`DELETE FROM conversations WHERE ${where}`, [key]);
+    if (conversations.changes !== locked.length) {
+      // Cannot happen while the rows are locked; refuse rather than leave anything half-gone.
+      throw new RoostError("internal", "conversations changed while they were being deleted");
+    }
+    return {
+      conversations: conversations.changes,
+      messages: messages.changes,
+      steps: steps.changes,
+    };
   }
 
   /** Run an insert that may race with an identical one; on a unique violation, read the winner. */
@@ -272,7 +327,13 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     },
 
     async createApiToken({ accountId, name, tokenHash }) {
-      const token: ApiToken = { id: ids("tok"), accountId, name, createdAt: now() };
+      const token: ApiToken = {
+        id: ids("tok"),
+        accountId,
+        name,
+        createdAt: now(),
+        lastUsedAt: null,
+      };
       await driver.run(
         "INSERT INTO api_tokens (id, account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
         [token.id, accountId, name, tokenHash, token.createdAt],
@@ -287,6 +348,58 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         [tokenHash],
       );
       return row === undefined ? undefined : toAccount(row);
+    },
+
+    async findApiToken(tokenHash) {
+      const row = await first<
+        ApiTokenRow & { account_name: string; is_admin: number; account_created_at: number }
+      >(
+        driver,
+        `SELECT t.id, t.account_id, t.name, t.created_at, t.last_used_at,
+           a.name AS account_name, a.is_admin, a.created_at AS account_created_at
+         FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = ?`,
+        [tokenHash],
+      );
+      if (row === undefined) return undefined;
+      return {
+        token: toApiToken(row),
+        account: toAccount({
+          id: row.account_id,
+          name: row.account_name,
+          is_admin: row.is_admin,
+          created_at: row.account_created_at,
+        }),
+      };
+    },
+
+    async listApiTokens(accountId) {
+      const rows = await driver.all<ApiTokenRow>(
+        `SELECT ${apiTokenColumns} FROM api_tokens WHERE account_id = ? ORDER BY created_at, id`,
+        [accountId],
+      );
+      return rows.map(toApiToken);
+    },
+
+    async touchApiToken(id, at) {
+      await driver.run("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [at, id]);
+    },
+
+    async revokeApiToken({ id, accountId, actorAccountId }) {
+      await driver.transaction(async (tx) => {
+        const row = await first<ApiTokenRow>(
+          tx,
+          `SELECT ${apiTokenColumns} FROM api_tokens WHERE id = ? AND account_id = ?`,
+          [id, accountId],
+        );
+        if (row === undefined) throw new NotFoundError("token", id);
+        await tx.run("DELETE FROM api_tokens WHERE id = ?", [id]);
+        await insertAudit(tx, {
+          accountId: actorAccountId,
+          action: "token.revoke",
+          target: id,
+          detail: { accountId, name: row.name },
+        });
+      });
     },
 
     async createBot({ accountId, name, instructions, model }) {
@@ -375,6 +488,25 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
+    async deleteBot({ id, actorAccountId }) {
+      return driver.transaction(async (tx) => {
+        // STORE7: the bot row first, so no conversation can be added to it meanwhile.
+        const row = await first<BotRow>(tx, `SELECT * FROM bots WHERE id = ?${driver.lockRows}`, [
+          id,
+        ]);
+        if (row === undefined) throw new NotFoundError("bot", id);
+        const counts = await deleteConversations(tx, "bot_id = ?", id);
+        await tx.run("DELETE FROM bots WHERE id = ?", [id]);
+        await insertAudit(tx, {
+          accountId: actorAccountId,
+          action: "bot.delete",
+          target: id,
+          detail: { name: row.name, ...counts },
+        });
+        return counts;
+      });
+    },
+
     async createConversation({ accountId, botId, title }) {
       const at = now();
       const conversation: Conversation = {
@@ -386,10 +518,16 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         createdAt: at,
         updatedAt: at,
       };
-      await driver.run(
-        "INSERT INTO conversations (id, account_id, bot_id, title, last_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
-        [conversation.id, accountId, botId, title, at, at],
-      );
+      try {
+        await driver.run(
+          "INSERT INTO conversations (id, account_id, bot_id, title, last_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
+          [conversation.id, accountId, botId, title, at, at],
+        );
+      } catch (error) {
+        // STORE8: the bot was deleted (perhaps a moment ago, while this request was under way).
+        if (driver.isForeignKeyViolation(error)) throw new NotFoundError("bot", botId);
+        throw error;
+      }
       return conversation;
     },
 
@@ -414,15 +552,47 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return row === undefined ? undefined : toConversation(row);
     },
 
+    async renameConversation({ id, title, actorAccountId }) {
+      return driver.transaction(async (tx) => {
+        const row = await first<ConversationRow>(
+          tx,
+          "UPDATE conversations SET title = ?, updated_at = ? WHERE id = ? RETURNING *",
+          [title, now(), id],
+        );
+        if (row === undefined) throw new NotFoundError("conversation", id);
+        await insertAudit(tx, {
+          accountId: actorAccountId,
+          action: "conversation.rename",
+          target: id,
+          detail: { title },
+        });
+        return toConversation(row);
+      });
+    },
+
+    async deleteConversation({ id, actorAccountId }) {
+      return driver.transaction(async (tx) => {
+        const counts = await deleteConversations(tx, "id = ?", id);
+        if (counts.conversations === 0) throw new NotFoundError("conversation", id);
+        await insertAudit(tx, {
+          accountId: actorAccountId,
+          action: "conversation.delete",
+          target: id,
+          detail: { messages: counts.messages, steps: counts.steps },
+        });
+        return counts;
+      });
+    },
+
     async appendMessage({ conversationId, clientMessageId, authorAccountId, text }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
-      if (existing !== undefined) return { message: existing, created: false, waiter: null }; // S3
+      if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
       return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
         () =>
           driver.transaction(async (tx) => {
-            // S4: the message row and its step are written together.
+            // STORE4: the message row and its step are written together.
             const at = now();
-            const { seq, waiter } = await nextSeq(tx, conversationId, at); // S6
+            const { seq, waiter } = await nextSeq(tx, conversationId, at); // STORE6
             const message: Message = {
               id: ids("msg"),
               conversationId,
@@ -461,7 +631,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async takeInbox(conversationId, takeId, waiter = null) {
       return driver.transaction(async (tx) => {
-        // S6: lock the conversation row first, as appendMessage does, and record the waiter.
+        // STORE6: lock the conversation row first, as appendMessage does, and record the waiter.
         await tx.run("UPDATE conversations SET waiter = ? WHERE id = ?", [waiter, conversationId]);
         // HIS1: remember how far the conversation had got when the loop took each message.
         await tx.run(
@@ -512,7 +682,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async appendStep({ conversationId, id, turnId, kind, payload }) {
       const existing = await findStep(driver, id);
-      if (existing !== undefined) return existing; // S2
+      if (existing !== undefined) return existing; // STORE2
       return idempotent(
         () =>
           driver.transaction(async (tx) => {
@@ -609,11 +779,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       await driver.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
     },
 
-    async audit({ accountId, action, target, detail = {} }) {
-      await driver.run(
-        "INSERT INTO audit_log (id, account_id, action, target, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [ids("aud"), accountId, action, target, JSON.stringify(detail), now()],
-      );
+    async audit(input) {
+      await insertAudit(driver, input);
     },
 
     async listAudit({ accountId, limit = 100 } = {}) {

@@ -64,6 +64,9 @@ export function createSqliteDriver(path: string): SqlDriver {
         }
       }),
     withMigrationLock: (work) => work(),
+    lockRows: "",
+    isForeignKeyViolation: (error) =>
+      error instanceof Error && /FOREIGN KEY constraint failed/.test(error.message),
     isUniqueViolation: (error) =>
       error instanceof Error &&
       /UNIQUE constraint failed|PRIMARY KEY constraint failed/.test(error.message),

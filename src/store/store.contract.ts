@@ -1,21 +1,81 @@
 /**
  * The contract every Store implementation runs (SQLite and Postgres alike). Each case opens a
- * fresh, empty store through `open`.
+ * fresh, empty store through `open`; `faults` makes the database fail one statement.
  */
 import { describe, expect, it } from "vitest";
+import { NotFoundError } from "../errors/index.ts";
 import type { Store } from "./types.ts";
+
+export interface StoreFaults {
+  /** The next statement matching `pattern` fails as if the database had failed it. */
+  failNext(pattern: RegExp): void;
+}
 
 export function storeContract(
   name: string,
-  open: () => Promise<{ store: Store; close: () => Promise<void> }>,
+  open: () => Promise<{ store: Store; faults: StoreFaults; close: () => Promise<void> }>,
 ) {
-  async function withStore(run: (store: Store) => Promise<void>) {
-    const { store, close } = await open();
+  async function withStore(run: (store: Store, faults: StoreFaults) => Promise<void>) {
+    const { store, faults, close } = await open();
     try {
-      await run(store);
+      await run(store, faults);
     } finally {
       await close();
     }
+  }
+
+  /** A conversation with a message and a step, and what a reader of it sees. */
+  async function fill(store: Store, accountId: string, conversationId: string, tag: string) {
+    await store.appendMessage({
+      conversationId,
+      clientMessageId: `${tag}-m`,
+      authorAccountId: accountId,
+      text: tag,
+    });
+    await store.appendStep({
+      conversationId,
+      id: `${tag}-s`,
+      turnId: `${tag}-t`,
+      kind: "reply",
+      payload: { text: tag },
+    });
+  }
+  async function visible(store: Store, conversationId: string) {
+    return {
+      conversation: (await store.getConversation(conversationId))?.id,
+      steps: (await store.listSteps(conversationId)).length,
+      messages: (await store.listMessages(conversationId)).length,
+    };
+  }
+  /** STORE8: every read of a deleted conversation answers "nothing", and writes into it fail not_found. */
+  async function expectGone(store: Store, conversationId: string, accountId: string) {
+    expect(await visible(store, conversationId)).toEqual({
+      conversation: undefined,
+      steps: 0,
+      messages: 0,
+    });
+    expect(await store.pendingMessages(conversationId)).toEqual([]);
+    expect(await store.takeInbox(conversationId, "take-after-delete", "waiter")).toEqual([]);
+    expect(
+      (await store.listWaitingConversations()).map((waiting) => waiting.conversationId),
+    ).not.toContain(conversationId);
+    const step = store.appendStep({
+      conversationId,
+      id: `late-${conversationId}`,
+      turnId: "t",
+      kind: "reply",
+      payload: {},
+    });
+    await expect(step).rejects.toBeInstanceOf(NotFoundError);
+    await expect(step).rejects.toMatchObject({ code: "not_found", kind: "conversation" });
+    await expect(
+      store.appendMessage({
+        conversationId,
+        clientMessageId: "late",
+        authorAccountId: accountId,
+        text: "late",
+      }),
+    ).rejects.toMatchObject({ code: "not_found" });
   }
 
   async function seed(store: Store) {
@@ -42,7 +102,7 @@ export function storeContract(
         expect(await store.findAdminAccount()).toBeUndefined();
       }));
 
-    it("finds accounts by token hash only (S5)", () =>
+    it("finds accounts by token hash only (STORE5)", () =>
       withStore(async (store) => {
         const admin = await store.createAccount({ name: "root", isAdmin: true });
         await store.createApiToken({ accountId: admin.id, name: "cli", tokenHash: "h1" });
@@ -73,7 +133,7 @@ export function storeContract(
         expect((await store.getBot(bot.id))?.model).toBeNull();
       }));
 
-    it("numbers messages and steps gaplessly, in one sequence (S1)", () =>
+    it("numbers messages and steps gaplessly, in one sequence (STORE1)", () =>
       withStore(async (store) => {
         const { account, conversation } = await seed(store);
         const first = await store.appendMessage({
@@ -103,7 +163,7 @@ export function storeContract(
         expect((await store.getConversation(conversation.id))?.lastSeq).toBe(2);
       }));
 
-    it("ignores a repeated step id and a repeated clientMessageId (S2, S3)", () =>
+    it("ignores a repeated step id and a repeated clientMessageId (STORE2, STORE3)", () =>
       withStore(async (store) => {
         const { account, conversation } = await seed(store);
         const input = {
@@ -185,7 +245,7 @@ export function storeContract(
           "c",
         ]);
         expect(await store.takeInbox(conversation.id, "take-2", "waiter-7")).toEqual([]);
-        // S6: a message stored after a take that set a waiter sees it.
+        // STORE6: a message stored after a take that set a waiter sees it.
         expect((await send("d")).waiter).toBe("waiter-7");
         expect(await store.takeInbox(conversation.id, "take-3")).toHaveLength(1);
         expect((await send("e")).waiter).toBeNull();
@@ -262,6 +322,278 @@ export function storeContract(
         });
         await store.clearWorkerToken(a.id);
         expect(await store.findComputerByWorkerToken("hash-2", 1000)).toBeUndefined();
+      }));
+
+    it("deleting a bot removes its conversations, messages and steps, and audits it (STORE7, STORE8)", () =>
+      withStore(async (store) => {
+        const { account, bot, conversation } = await seed(store);
+        const second = await store.createConversation({
+          accountId: account.id,
+          botId: bot.id,
+          title: "second",
+        });
+        await fill(store, account.id, conversation.id, "a");
+        await fill(store, account.id, second.id, "b");
+        await store.appendMessage({
+          conversationId: second.id,
+          clientMessageId: "waiting",
+          authorAccountId: account.id,
+          text: "not taken yet",
+        });
+        // What must survive: the account's other bot, and another account's bot of the same name.
+        const keptBot = await store.createBot({
+          accountId: account.id,
+          name: "kept",
+          instructions: "",
+          model: null,
+        });
+        const kept = await store.createConversation({
+          accountId: account.id,
+          botId: keptBot.id,
+          title: "kept",
+        });
+        await fill(store, account.id, kept.id, "k");
+        const other = await store.createAccount({ name: "bob", isAdmin: false });
+        const othersBot = await store.createBot({
+          accountId: other.id,
+          name: "helper",
+          instructions: "",
+          model: null,
+        });
+
+        const counts = await store.deleteBot({ id: bot.id, actorAccountId: account.id });
+        expect(counts).toEqual({ conversations: 2, messages: 3, steps: 5 });
+        expect(await store.getBot(bot.id)).toBeUndefined();
+        expect(await store.findBotByName(account.id, "helper")).toBeUndefined();
+        expect((await store.listBots(account.id)).map((b) => b.id)).toEqual([keptBot.id]);
+        expect((await store.listConversations(account.id)).map((c) => c.id)).toEqual([kept.id]);
+        await expectGone(store, conversation.id, account.id);
+        await expectGone(store, second.id, account.id);
+        expect(await visible(store, kept.id)).toEqual({
+          conversation: kept.id,
+          steps: 2,
+          messages: 1,
+        });
+        expect((await store.getBot(othersBot.id))?.name).toBe("helper");
+        const [entry] = await store.listAudit({ accountId: account.id });
+        expect(entry).toMatchObject({
+          action: "bot.delete",
+          target: bot.id,
+          detail: { name: "helper", conversations: 2, messages: 3, steps: 5 },
+        });
+        // Gone for good: a second delete, and a conversation for it, are not_found.
+        await expect(
+          store.deleteBot({ id: bot.id, actorAccountId: account.id }),
+        ).rejects.toBeInstanceOf(NotFoundError);
+        await expect(
+          store.createConversation({ accountId: account.id, botId: bot.id, title: "x" }),
+        ).rejects.toMatchObject({ code: "not_found", kind: "bot" });
+        // The name is free again.
+        await store.createBot({
+          accountId: account.id,
+          name: "helper",
+          instructions: "",
+          model: null,
+        });
+      }));
+
+    it.each([
+      ["its steps", /^DELETE FROM steps/],
+      ["its messages", /^DELETE FROM messages/],
+      ["its conversations", /^DELETE FROM conversations/],
+      ["the bot row", /^DELETE FROM bots/],
+      ["the audit entry", /^INSERT INTO audit_log/],
+    ])(
+      "a database failure while deleting %s leaves the bot and everything of it in place (STORE7)",
+      (_label, statement) =>
+        withStore(async (store, faults) => {
+          const { account, bot, conversation } = await seed(store);
+          await fill(store, account.id, conversation.id, "a");
+          faults.failNext(statement);
+          await expect(store.deleteBot({ id: bot.id, actorAccountId: account.id })).rejects.toThrow(
+            /injected fault/,
+          );
+          expect((await store.getBot(bot.id))?.id).toBe(bot.id);
+          expect(await visible(store, conversation.id)).toEqual({
+            conversation: conversation.id,
+            steps: 2,
+            messages: 1,
+          });
+          expect(await store.listAudit({ accountId: account.id })).toEqual([]);
+          // And the store still works: the delete goes through when the database does.
+          expect(await store.deleteBot({ id: bot.id, actorAccountId: account.id })).toEqual({
+            conversations: 1,
+            messages: 1,
+            steps: 2,
+          });
+        }),
+    );
+
+    it("steps appended while their bot is deleted either go with it or fail not_found (STORE7)", () =>
+      withStore(async (store) => {
+        const { account, bot, conversation } = await seed(store);
+        await fill(store, account.id, conversation.id, "a");
+        const appends = Array.from({ length: 12 }, (_, index) =>
+          index % 3 === 0
+            ? store.appendMessage({
+                conversationId: conversation.id,
+                clientMessageId: `race-${index}`,
+                authorAccountId: account.id,
+                text: "race",
+              })
+            : store.appendStep({
+                conversationId: conversation.id,
+                id: `race-${index}`,
+                turnId: "race",
+                kind: "model",
+                payload: {},
+              }),
+        );
+        const conversations = Array.from({ length: 3 }, () =>
+          store.createConversation({ accountId: account.id, botId: bot.id, title: "race" }),
+        );
+        const deleted = store.deleteBot({ id: bot.id, actorAccountId: account.id });
+        const results = await Promise.allSettled([...appends, ...conversations]);
+        const counts = await deleted;
+        for (const result of results) {
+          if (result.status === "rejected") expect(result.reason).toBeInstanceOf(NotFoundError);
+        }
+        const landed = (from: number, to: number) =>
+          results.slice(from, to).filter((result) => result.status === "fulfilled").length;
+        const landedMessages = results.filter(
+          (result, index) =>
+            index < appends.length && index % 3 === 0 && result.status === "fulfilled",
+        ).length;
+        // Whatever landed before the delete went with it; the rest failed not_found.
+        expect(counts).toEqual({
+          conversations: 1 + landed(appends.length, results.length),
+          messages: 1 + landedMessages,
+          steps: 2 + landed(0, appends.length),
+        });
+        expect(await visible(store, conversation.id)).toEqual({
+          conversation: undefined,
+          steps: 0,
+          messages: 0,
+        });
+        expect(await store.listConversations(account.id)).toEqual([]);
+      }));
+
+    it("deleting a conversation removes its messages and steps only, and audits it (STORE7)", () =>
+      withStore(async (store, faults) => {
+        const { account, bot, conversation } = await seed(store);
+        const sibling = await store.createConversation({
+          accountId: account.id,
+          botId: bot.id,
+          title: "sibling",
+        });
+        await fill(store, account.id, conversation.id, "a");
+        await fill(store, account.id, sibling.id, "b");
+        faults.failNext(/^DELETE FROM conversations/);
+        await expect(
+          store.deleteConversation({ id: conversation.id, actorAccountId: account.id }),
+        ).rejects.toThrow(/injected fault/);
+        expect((await visible(store, conversation.id)).steps).toBe(2);
+
+        expect(
+          await store.deleteConversation({ id: conversation.id, actorAccountId: account.id }),
+        ).toEqual({ conversations: 1, messages: 1, steps: 2 });
+        await expectGone(store, conversation.id, account.id);
+        expect(await visible(store, sibling.id)).toEqual({
+          conversation: sibling.id,
+          steps: 2,
+          messages: 1,
+        });
+        expect((await store.getBot(bot.id))?.id).toBe(bot.id);
+        expect((await store.listAudit({ accountId: account.id }))[0]).toMatchObject({
+          action: "conversation.delete",
+          target: conversation.id,
+          detail: { messages: 1, steps: 2 },
+        });
+        await expect(
+          store.deleteConversation({ id: conversation.id, actorAccountId: account.id }),
+        ).rejects.toMatchObject({ code: "not_found", kind: "conversation" });
+      }));
+
+    it("renames a conversation and audits it; an unknown one is not_found", () =>
+      withStore(async (store) => {
+        const { account, conversation } = await seed(store);
+        const renamed = await store.renameConversation({
+          id: conversation.id,
+          title: "Plans for Tuesday",
+          actorAccountId: account.id,
+        });
+        expect(renamed).toMatchObject({
+          id: conversation.id,
+          title: "Plans for Tuesday",
+          lastSeq: 0,
+          botId: conversation.botId,
+        });
+        expect(renamed.updatedAt).toBeGreaterThan(conversation.updatedAt);
+        expect((await store.getConversation(conversation.id))?.title).toBe("Plans for Tuesday");
+        expect((await store.listAudit({ accountId: account.id }))[0]).toMatchObject({
+          action: "conversation.rename",
+          target: conversation.id,
+          detail: { title: "Plans for Tuesday" },
+        });
+        await expect(
+          store.renameConversation({ id: "conv_missing", title: "x", actorAccountId: null }),
+        ).rejects.toBeInstanceOf(NotFoundError);
+      }));
+
+    it("lists an account's tokens, records their use, and a revoked token matches nothing (STORE5, STORE7)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const other = await store.createAccount({ name: "bob", isAdmin: false });
+        const laptop = await store.createApiToken({
+          accountId: account.id,
+          name: "laptop",
+          tokenHash: "hash-laptop",
+        });
+        const phone = await store.createApiToken({
+          accountId: account.id,
+          name: "phone",
+          tokenHash: "hash-phone",
+        });
+        const bobs = await store.createApiToken({
+          accountId: other.id,
+          name: "bob",
+          tokenHash: "hash-bob",
+        });
+        expect(laptop.lastUsedAt).toBeNull();
+        expect(await store.findApiToken("hash-laptop")).toEqual({ token: laptop, account });
+        await store.touchApiToken(laptop.id, 12345);
+        expect((await store.findApiToken("hash-laptop"))?.token.lastUsedAt).toBe(12345);
+        expect((await store.listApiTokens(account.id)).map((t) => [t.name, t.lastUsedAt])).toEqual([
+          ["laptop", 12345],
+          ["phone", null],
+        ]);
+
+        // Another account's token id is not_found for this account, and stays.
+        await expect(
+          store.revokeApiToken({ id: bobs.id, accountId: account.id, actorAccountId: account.id }),
+        ).rejects.toMatchObject({ code: "not_found", kind: "token" });
+        expect((await store.findApiToken("hash-bob"))?.token.id).toBe(bobs.id);
+
+        await store.revokeApiToken({
+          id: laptop.id,
+          accountId: account.id,
+          actorAccountId: account.id,
+        });
+        expect(await store.findApiToken("hash-laptop")).toBeUndefined();
+        expect(await store.findAccountByTokenHash("hash-laptop")).toBeUndefined();
+        expect((await store.listApiTokens(account.id)).map((t) => t.id)).toEqual([phone.id]);
+        expect((await store.listAudit({ accountId: account.id }))[0]).toMatchObject({
+          action: "token.revoke",
+          target: laptop.id,
+          detail: { accountId: account.id, name: "laptop" },
+        });
+        await expect(
+          store.revokeApiToken({
+            id: laptop.id,
+            accountId: account.id,
+            actorAccountId: account.id,
+          }),
+        ).rejects.toBeInstanceOf(NotFoundError);
       }));
 
     it("keeps an audit log", () =>

@@ -3,14 +3,27 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "vitest";
 import { createTestDatabase, postgresAvailable } from "../../test/support/postgres.ts";
-import { openStore } from "./index.ts";
+import type { SqlDriver } from "./driver.ts";
+import { createPostgresDriver } from "./postgres-driver.ts";
+import { createSqlStore } from "./sql-store.ts";
+import { createSqliteDriver } from "./sqlite-driver.ts";
 import { storeContract } from "./store.contract.ts";
+import { withFaults } from "./testing/faulty-driver.ts";
+
+/** A migrated store over the real driver, which a case may tell to fail one statement. */
+async function openFaultable(driver: SqlDriver) {
+  const faulty = withFaults(driver);
+  const store = createSqlStore(faulty);
+  await store.migrate();
+  return { store, faults: faulty };
+}
 
 storeContract("sqlite", async () => {
   const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
-  const store = await openStore({ kind: "sqlite", path: join(dir, "roost.db") });
+  const { store, faults } = await openFaultable(createSqliteDriver(join(dir, "roost.db")));
   return {
     store,
+    faults,
     async close() {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -22,9 +35,10 @@ const postgres = await postgresAvailable();
 if (postgres.ok) {
   storeContract("postgres", async () => {
     const database = await createTestDatabase();
-    const store = await openStore({ kind: "postgres", url: database.url });
+    const { store, faults } = await openFaultable(createPostgresDriver(database.url));
     return {
       store,
+      faults,
       async close() {
         await store.close();
         await database.drop();

@@ -3,12 +3,17 @@
  * messages, the append-only step log and the audit log.
  *
  * Invariants (both implementations; checked by store.contract.ts):
- *   S1 steps of a conversation have a gapless sequence 1, 2, 3…; a message is a step too.
- *   S2 appending a step is idempotent by its id: a repeat returns the stored step, unchanged.
- *   S3 appending a message is idempotent by (conversation, clientMessageId).
- *   S4 every write of several rows happens in one transaction: nothing is stored half-way.
- *   S5 API tokens are stored only as SHA-256 hashes.
- *   S6 a message stored concurrently with a take is either taken or sees the take's waiter.
+ *   STORE1 steps of a conversation have a gapless sequence 1, 2, 3…; a message is a step too.
+ *   STORE2 appending a step is idempotent by its id: a repeat returns the stored step, unchanged.
+ *   STORE3 appending a message is idempotent by (conversation, clientMessageId).
+ *   STORE4 every write of several rows happens in one transaction: nothing is stored half-way.
+ *   STORE5 API tokens are stored only as SHA-256 hashes.
+ *   STORE6 a message stored concurrently with a take is either taken or sees the take's waiter.
+ *   STORE7 a delete removes the thing and everything of it, and its audit entry, in one
+ *          transaction that first locks what it deletes: a step, message or conversation added
+ *          concurrently either goes with it or fails with NotFoundError; nothing is half-gone.
+ *   STORE8 what is deleted reads as absent: reads answer undefined or nothing and never throw;
+ *          writes into it (appendStep, appendMessage, createConversation) throw NotFoundError.
  */
 
 export interface Account {
@@ -23,6 +28,8 @@ export interface ApiToken {
   accountId: string;
   name: string;
   createdAt: number;
+  /** When the token last authenticated a request, to the minute or so; null when never. */
+  lastUsedAt: number | null;
 }
 
 export interface Bot {
@@ -68,7 +75,7 @@ export type StepKind = (typeof stepKinds)[number];
 export interface Step {
   conversationId: string;
   seq: number;
-  /** Stable id chosen by the writer; repeats of the same id are ignored (S2). */
+  /** Stable id chosen by the writer; repeats of the same id are ignored (STORE2). */
   id: string;
   turnId: string | null;
   kind: StepKind;
@@ -92,6 +99,18 @@ export interface Computer {
   createdAt: number;
 }
 
+/** What a delete removed (STORE7). */
+export interface DeletedCounts {
+  conversations: number;
+  messages: number;
+  steps: number;
+}
+
+/** Who asked for a write, for the audit entry written in the same transaction. */
+export interface Actor {
+  actorAccountId: string | null;
+}
+
 export interface BotPatch {
   name?: string;
   instructions?: string;
@@ -107,9 +126,20 @@ export interface Store {
   createAccount(input: { name: string; isAdmin: boolean }): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
   findAdminAccount(): Promise<Account | undefined>;
-  /** S5: pass the SHA-256 hash, never the token. */
+  /** STORE5: pass the SHA-256 hash, never the token. */
   createApiToken(input: { accountId: string; name: string; tokenHash: string }): Promise<ApiToken>;
   findAccountByTokenHash(tokenHash: string): Promise<Account | undefined>;
+  /** The live token with this hash and its account (STORE5: pass the hash). */
+  findApiToken(tokenHash: string): Promise<{ token: ApiToken; account: Account } | undefined>;
+  /** The account's live tokens, oldest first. */
+  listApiTokens(accountId: string): Promise<ApiToken[]>;
+  /** Records that the token authenticated a request at `at`. */
+  touchApiToken(id: string, at: number): Promise<void>;
+  /**
+   * STORE7: deletes the account's token (its hash goes with it, so it never matches again) and
+   * audits `token.revoke`. NotFoundError when the account has no token of that id.
+   */
+  revokeApiToken(input: { id: string; accountId: string } & Actor): Promise<void>;
 
   /** Throws a `conflict` RoostError when the account already has a bot of that name. */
   createBot(input: {
@@ -122,6 +152,11 @@ export interface Store {
   getBot(id: string): Promise<Bot | undefined>;
   findBotByName(accountId: string, name: string): Promise<Bot | undefined>;
   updateBot(id: string, patch: BotPatch): Promise<Bot>;
+  /**
+   * STORE7: deletes the bot, its conversations and their messages and steps, and audits
+   * `bot.delete`, in one transaction. NotFoundError when there is no such bot.
+   */
+  deleteBot(input: { id: string } & Actor): Promise<DeletedCounts>;
 
   createConversation(input: {
     accountId: string;
@@ -133,8 +168,15 @@ export interface Store {
     options?: { botId?: string; limit?: number },
   ): Promise<Conversation[]>;
   getConversation(id: string): Promise<Conversation | undefined>;
+  /** Sets the title and audits `conversation.rename`. NotFoundError when there is no such conversation. */
+  renameConversation(input: { id: string; title: string } & Actor): Promise<Conversation>;
+  /**
+   * STORE7: deletes the conversation with its messages and steps and audits `conversation.delete`,
+   * in one transaction. NotFoundError when there is no such conversation.
+   */
+  deleteConversation(input: { id: string } & Actor): Promise<DeletedCounts>;
 
-  /** S1, S3, S4: stores the message and its `message` step together. */
+  /** STORE1, STORE3, STORE4: stores the message and its `message` step together. */
   appendMessage(input: {
     conversationId: string;
     clientMessageId: string;
@@ -146,7 +188,7 @@ export interface Store {
    * taken by `takeId`, oldest first. Repeating a take returns the same messages (plus any that
    * arrived since), so a retried journal step never loses one.
    *
-   * S6 `waiter` (or null) is recorded on the conversation in the same transaction. appendMessage
+   * STORE6 `waiter` (or null) is recorded on the conversation in the same transaction. appendMessage
    * returns the waiter current at its commit, so a message either is taken by this take or sees
    * the waiter: a loop about to wait for follow-ups can never miss one.
    */
@@ -163,7 +205,7 @@ export interface Store {
     options?: { limit?: number; afterSeq?: number },
   ): Promise<Message[]>;
 
-  /** S1, S2. */
+  /** STORE1, STORE2; NotFoundError when the conversation does not exist (STORE8). */
   appendStep(input: {
     conversationId: string;
     id: string;
@@ -179,7 +221,7 @@ export interface Store {
   /** The account's computer, created with `provider` on first use (one per account). */
   ensureComputer(accountId: string, provider: string): Promise<Computer>;
   getComputer(id: string): Promise<Computer | undefined>;
-  /** Replaces the computer's worker token (S5: hash only). */
+  /** Replaces the computer's worker token (STORE5: hash only). */
   setWorkerToken(computerId: string, tokenHash: string, expiresAt: number): Promise<void>;
   /** The computer a live worker token belongs to; expired tokens match nothing. */
   findComputerByWorkerToken(tokenHash: string, now: number): Promise<string | undefined>;
