@@ -200,7 +200,7 @@ for (const provider of providers) {
           const count = await waitFor(
             async () => {
               const got = await download("/workspace/stop.count");
-              return got.status === 200 ? Number(got.text) : undefined;
+              return got.status === 200 && got.text !== "" ? Number(got.text) : undefined;
             },
             { timeoutMs: 30_000, what: "the swap loop to stop" },
           );

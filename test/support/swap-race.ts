@@ -31,8 +31,10 @@ while not os.path.exists(stop) and time.time() < deadline:
         if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
             sys.exit("renameat2 failed: " + os.strerror(ctypes.get_errno()))
         swaps += 1
-with open(stop + ".count", "w") as count:
+# Written whole, then renamed: a reader never sees the file empty.
+with open(stop + ".count.tmp", "w") as count:
     count.write(str(swaps))
+os.rename(stop + ".count.tmp", stop + ".count")
 print("swaps", swaps, flush=True)
 `;
 
