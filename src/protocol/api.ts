@@ -71,6 +71,14 @@ export interface ErrorPayload {
   code: string;
   message: string;
 }
+/** What was running when a turn was stopped: the model call, or a tool call (cancelled). */
+export type StoppedCall = { kind: "model" } | { kind: "tool"; callId: string; name: string };
+/** The turn was stopped before it answered (`POST …/interrupt`, or a message with `interrupt`). */
+export interface InterruptedPayload {
+  /** Who stopped it: the conversation's owner. */
+  reason: "owner";
+  stopped: StoppedCall[];
+}
 
 interface StepBase {
   seq: number;
@@ -83,7 +91,25 @@ export type Step =
   | (StepBase & { kind: "model"; payload: ModelPayload })
   | (StepBase & { kind: "tool"; payload: ToolPayload })
   | (StepBase & { kind: "reply"; payload: ReplyPayload })
-  | (StepBase & { kind: "error"; payload: ErrorPayload });
+  | (StepBase & { kind: "error"; payload: ErrorPayload })
+  | (StepBase & { kind: "interrupted"; payload: InterruptedPayload });
+export type StepKind = Step["kind"];
+
+/** `POST /v1/conversations/{id}/messages` answers `202` with this. */
+export interface PostedMessage {
+  messageId: string;
+  seq: number;
+  /** True when the clientMessageId was seen before: nothing new was stored. */
+  duplicate: boolean;
+}
+
+/**
+ * `POST /v1/conversations/{id}/interrupt`: `202 {interrupted: true}` when a running turn was
+ * stopped, `200 {interrupted: false}` when none was running.
+ */
+export interface InterruptResult {
+  interrupted: boolean;
+}
 
 export type ComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
 
