@@ -90,16 +90,28 @@ function provisionNode(nodeBinary, env) {
   return install.status === 0 && existsSync(nodeBinary) ? nodeBinary : undefined;
 }
 
-/** `npm install` with Node 24 when the dependencies were never installed (a fresh clone). */
+/**
+ * `npm install` with Node 24 when the dependencies were never installed (a fresh clone), so npm
+ * checks their `engines` against the Node that will run them. Then `npx roost` once, quietly:
+ * npx installs this checkout into its cache on first use and checks `engines` there too, so doing
+ * it now keeps a later `npx roost` on the old Node quiet (docs/decisions/0010-clients-quiet-node-20.md).
+ */
 function installDependencies(nodeBinary) {
   if (existsSync(join(root, "node_modules", ".package-lock.json"))) return true;
   console.error(`roost: installing the dependencies with Node ${requiredMajor} (once)…`);
+  const env = environmentFor(nodeBinary);
   const install = spawnSync("npm", ["install", "--no-audit", "--no-fund"], {
     stdio: "inherit",
     cwd: root,
-    env: environmentFor(nodeBinary),
+    env,
   });
-  return install.status === 0;
+  if (install.status !== 0) return false;
+  spawnSync("npm", ["exec", "--yes", "--", "roost", "--version"], {
+    stdio: "ignore",
+    cwd: root,
+    env,
+  });
+  return true;
 }
 
 function main(args) {
