@@ -143,7 +143,16 @@ function main(args) {
   );
 }
 
-const invokedAs = process.argv[1] === undefined ? undefined : realpathSync(process.argv[1]);
-if (invokedAs !== undefined && pathToFileURL(invokedAs).href === import.meta.url) {
-  main(process.argv.slice(2));
+/** Run as a script (`node scripts/node24.mjs …`), not imported by bin/roost.js. */
+function invokedDirectly() {
+  try {
+    return (
+      process.argv[1] !== undefined &&
+      pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url
+    );
+  } catch {
+    return false;
+  }
 }
+
+if (invokedDirectly()) main(process.argv.slice(2));

@@ -30,7 +30,7 @@ import {
   type CliIo,
   type OutputStream,
 } from "./io.ts";
-import { createLiveOutput, type LiveOutputLimits } from "./live-output.ts";
+import { createLiveOutput } from "./live-output.ts";
 import { createStopper } from "./stopper.ts";
 
 const spec: CommandSpec = {
@@ -250,7 +250,7 @@ interface ChatView {
   close(): void;
 }
 
-function createChatView(io: CliIo, botName: string, limits?: LiveOutputLimits): ChatView {
+function createChatView(io: CliIo, botName: string): ChatView {
   const out = io.stdout;
   const side: OutputStream = io.stdout.isTTY === true ? io.stdout : io.stderr;
   const spinner = createSpinner(io, io.stderr);
@@ -259,7 +259,7 @@ function createChatView(io: CliIo, botName: string, limits?: LiveOutputLimits): 
   let streamed = "";
   let demoNoted = false;
   let computerNote = "";
-  const live = createLiveOutput(limits);
+  const live = createLiveOutput();
   /** Tool calls of this turn by id, to name them when the turn is stopped. */
   const calls = new Map<string, Api.ToolCall>();
   /** Calls that streamed output and have no result yet. */
