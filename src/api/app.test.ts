@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { issueApiToken } from "../auth/index.ts";
-import type { BotView, ConversationView, PostedMessage, StepView } from "../cli/client.ts";
+import type { Api } from "../protocol/index.ts";
 import { readSse, type SseMessage } from "../cli/sse.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
 import { errorCodes, RoostError } from "../errors/index.ts";
@@ -20,6 +20,11 @@ import { openStore, type Store } from "../store/index.ts";
 import { waitFor } from "../../test/support/wait.ts";
 import { createApi, type ApiDependencies } from "./app.ts";
 import { errorBody, httpStatus } from "./errors.ts";
+
+type BotView = Api.Bot;
+type ConversationView = Api.Conversation;
+type PostedMessage = Api.PostedMessage;
+type StepView = Api.Step;
 
 interface Harness {
   app: ReturnType<typeof createApi>;

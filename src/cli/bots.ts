@@ -1,6 +1,6 @@
 /** `roost bots list` and `roost bots create`. */
 import { booleanOption, stringOption, table, type Command, type CommandGroup } from "./args.ts";
-import type { BotView } from "./client.ts";
+import type { Api } from "../protocol/index.ts";
 import { clientEnvironment, clientFor, clientOptions } from "./client-config.ts";
 import { paint } from "./io.ts";
 
@@ -88,6 +88,6 @@ export const botsGroup: CommandGroup = {
   commands: [listCommand, createCommand],
 };
 
-function modelLabel(bot: BotView): string {
+function modelLabel(bot: Api.Bot): string {
   return bot.model === null ? `${bot.effectiveModel} (default)` : bot.model;
 }

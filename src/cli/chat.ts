@@ -17,18 +17,21 @@ import {
   type CommandSpec,
   type ParsedArgs,
 } from "./args.ts";
-import {
-  ApiError,
-  ConnectionError,
-  type BotView,
-  type ConversationView,
-  type PostedMessage,
-  type RoostClient,
-  type StepView,
-} from "./client.ts";
+import type { Api } from "../protocol/index.ts";
+import { ApiError, ConnectionError, type RoostClient } from "./client.ts";
 import { clientEnvironment, clientFor, clientOptions } from "./client-config.ts";
 import { followReply } from "./follow.ts";
-import { CliError, createSpinner, paint, readAll, type CliIo, type OutputStream } from "./io.ts";
+import {
+  CliError,
+  createSpinner,
+  onInterrupt,
+  paint,
+  readAll,
+  type CliIo,
+  type OutputStream,
+} from "./io.ts";
+import { createLiveOutput } from "./live-output.ts";
+import { createStopper } from "./stopper.ts";
 
 const spec: CommandSpec = {
   name: "chat",
@@ -38,6 +41,7 @@ const spec: CommandSpec = {
     "Without --bot the account's first bot answers (one named `assistant` is created if there is none).",
     "The most recent conversation with the bot is continued unless --new or --conversation is given.",
     "Without TEXT the message is read from stdin. Exits 1 when the bot's turn ends in an error.",
+    "Ctrl-C while the bot works stops its turn (exit 130 once it stopped); a second Ctrl-C quits at once.",
   ].join("\n"),
   options: {
     bot: { type: "string", short: "b", value: "NAME", description: "the bot to talk to (by name)" },
@@ -76,48 +80,62 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const abort = new AbortController();
   const view = createChatView(io, bot.name);
-  const onInterrupt = () => {
-    view.close();
-    io.stderr.write("\n");
-    process.exit(130);
-  };
-  process.once("SIGINT", onInterrupt);
+  const stopper = createStopper({
+    interrupt: () => client.interrupt(conversation.id),
+    notice: (text) => view.notice(text),
+  });
+  const stopListening = onInterrupt(io, () => stopper.press());
   try {
-    // Subscribe first, so no event of this turn can be missed; `hello` means the subscription exists.
-    const events = await client.openEvents(conversation.id, abort.signal);
-    const hello = await events.next();
-    if (hello.done === true || hello.value.type !== "hello") {
-      throw new CliError(
-        `the events stream of conversation ${conversation.id} closed before it started; try again`,
-      );
-    }
-    view.working();
-    const posted = await send(client, conversation.id, text);
-    const end = await followReply({
-      events,
-      reconnect: () => client.openEvents(conversation.id, abort.signal),
-      listSteps: async (after, limit) =>
-        (await client.listSteps(conversation.id, { after, limit })).steps,
-      afterSeq: posted.seq,
-      onDelta: (event) => (event.reset === true ? view.retrying() : view.delta(event.text)),
-      onStep: (step) => view.step(step),
-      onEvent: (event) => {
-        if (event.type === "computer") view.computer(event.state);
-        else view.toolOutput(event.data);
-      },
-      signal: abort.signal,
-    });
+    const end = await Promise.race([
+      stopper.quit,
+      (async () => {
+        // Subscribe first, so no event of this turn can be missed; `hello` means the subscription exists.
+        const events = await client.openEvents(conversation.id, abort.signal);
+        const hello = await events.next();
+        if (hello.done === true || hello.value.type !== "hello") {
+          throw new CliError(
+            `the events stream of conversation ${conversation.id} closed before it started; try again`,
+          );
+        }
+        view.working();
+        stopper.sending();
+        const posted = await send(client, conversation.id, text);
+        stopper.running();
+        return followReply({
+          events,
+          reconnect: () => client.openEvents(conversation.id, abort.signal),
+          listSteps: async (after, limit) =>
+            (await client.listSteps(conversation.id, { after, limit })).steps,
+          afterSeq: posted.seq,
+          onDelta: (event) => (event.reset === true ? view.retrying() : view.delta(event.text)),
+          onStep: (step) => view.step(step),
+          onEvent: (event) => {
+            if (event.type === "computer") view.computer(event.state);
+            else view.toolOutput(event.callId, event.stream, event.data);
+          },
+          signal: abort.signal,
+        });
+      })(),
+    ]);
     view.close();
-    if (end.kind === "error") {
-      const { code, message } = end.payload;
-      const text = typeof message === "string" ? message : "the turn failed";
-      io.stderr.write(`roost: ${text} (${typeof code === "string" ? code : "error"})\n`);
-      return 1;
+    if (end === "quit") {
+      io.stderr.write("\n");
+      return 130;
     }
-    return 0;
+    switch (end.kind) {
+      case "reply":
+        return 0;
+      case "error":
+        io.stderr.write(`roost: ${end.payload.message} (${end.payload.code})\n`);
+        return 1;
+      case "interrupted":
+        // Stopped from here (Ctrl-C), or by the owner elsewhere (the web app's stop button).
+        return stopper.requested ? 130 : 1;
+    }
   } finally {
     view.close();
-    process.removeListener("SIGINT", onInterrupt);
+    stopListening();
+    stopper.close();
     abort.abort();
   }
 }
@@ -127,7 +145,7 @@ async function send(
   client: RoostClient,
   conversationId: string,
   text: string,
-): Promise<PostedMessage> {
+): Promise<Api.PostedMessage> {
   const clientMessageId = randomUUID();
   for (let attempt = 1; ; attempt++) {
     try {
@@ -164,7 +182,7 @@ async function pickConversation(
   client: RoostClient,
   args: ParsedArgs,
   io: CliIo,
-): Promise<{ bot: BotView; conversation: ConversationView }> {
+): Promise<{ bot: Api.Bot; conversation: Api.Conversation }> {
   const botName = stringOption(args, "bot");
   const conversationId = stringOption(args, "conversation");
   if (conversationId !== undefined) {
@@ -185,7 +203,7 @@ async function pickConversation(
   return { bot, conversation: latest ?? (await client.createConversation({ botId: bot.id })) };
 }
 
-async function pickBot(client: RoostClient, name: string | undefined, io: CliIo): Promise<BotView> {
+async function pickBot(client: RoostClient, name: string | undefined, io: CliIo): Promise<Api.Bot> {
   const bots = await client.listBots();
   if (name !== undefined) {
     const bot = bots.find((candidate) => candidate.name === name);
@@ -222,11 +240,13 @@ interface ChatView {
   delta(text: string): void;
   /** The model call is being retried: what was streamed belongs to the failed attempt. */
   retrying(): void;
-  step(step: StepView): void;
+  step(step: Api.Step): void;
   /** The computer changed state: say so in the spinner while it is not awake. */
-  computer(state: string): void;
-  /** Output of a running computer tool, as it streams (shown dimmed, line by line). */
-  toolOutput(data: string): void;
+  computer(state: Api.ComputerState): void;
+  /** Output of a running computer tool, as it streams (shown dimmed, line by line, capped). */
+  toolOutput(callId: string, stream: "stdout" | "stderr", data: string): void;
+  /** A note of the chat itself (Ctrl-C), shown like the decoration. */
+  notice(text: string): void;
   close(): void;
 }
 
@@ -238,13 +258,12 @@ function createChatView(io: CliIo, botName: string): ChatView {
   /** Text streamed since the last model or reply step (to print only what the deltas missed). */
   let streamed = "";
   let demoNoted = false;
-  let label = `${botName} is working…`;
-  /** A running tool's output that has not ended in a newline yet. */
-  let partialOutput = "";
-  const flushToolOutput = () => {
-    if (partialOutput !== "") note(paint(io, side, "dim", `  │ ${partialOutput}`));
-    partialOutput = "";
-  };
+  let computerNote = "";
+  const live = createLiveOutput();
+  /** Tool calls of this turn by id, to name them when the turn is stopped. */
+  const calls = new Map<string, Api.ToolCall>();
+  /** Calls that streamed output and have no result yet. */
+  const streaming = new Set<string>();
 
   const write = (text: string) => {
     if (text === "") return;
@@ -260,7 +279,12 @@ function createChatView(io: CliIo, botName: string): ChatView {
     if (side === out) endLine();
     side.write(`${text}\n`);
   };
+  const outputLines = (lines: string[]) => {
+    for (const line of lines) note(paint(io, side, "dim", `  │ ${line}`));
+  };
   const working = () => {
+    const capped = [...streaming].some((callId) => live.capped(callId));
+    const label = `${botName} is working…${computerNote}${capped ? " (output continues)" : ""}`;
     // The spinner shares the terminal with the text: it only draws at the start of a line.
     if (out.isTTY !== true || atLineStart) spinner.start(label);
   };
@@ -283,39 +307,55 @@ function createChatView(io: CliIo, botName: string): ChatView {
       switch (step.kind) {
         case "model":
         case "reply": {
-          const text = typeof step.payload.text === "string" ? step.payload.text : "";
+          const text = step.payload.text;
           // Deltas are hints: print whatever part of the text they did not deliver.
           if (text.startsWith(streamed)) write(text.slice(streamed.length));
           streamed = "";
           endLine();
-          if (step.kind === "reply" && step.payload.model === "demo" && !demoNoted) {
+          if (step.kind === "model") {
+            for (const call of step.payload.toolCalls) calls.set(call.id, call);
+          } else if (step.payload.model === "demo" && !demoNoted) {
             demoNoted = true;
             note(paint(io, side, "dim", demoNote));
           }
           break;
         }
         case "tool":
-          flushToolOutput();
-          note(paint(io, side, "dim", `⚙ ${describeToolStep(step)}`));
+          streaming.delete(step.payload.callId);
+          outputLines(live.finish(step.payload));
+          note(paint(io, side, "dim", `⚙ ${describeToolStep(step.payload)}`));
           break;
+        case "interrupted": {
+          endLine();
+          for (const callId of streaming) outputLines(live.abandon(callId));
+          streaming.clear();
+          note(paint(io, side, "yellow", `⏹ ${describeInterrupted(step.payload, calls)}`));
+          break;
+        }
         case "error":
           endLine();
           break;
         case "message":
           break;
+        default: {
+          const unknown: never = step;
+          void unknown;
+        }
       }
-      if (step.kind !== "reply" && step.kind !== "error") working();
+      if (step.kind !== "reply" && step.kind !== "error" && step.kind !== "interrupted") working();
     },
-    toolOutput(data) {
-      const lines = (partialOutput + data).split("\n");
-      partialOutput = lines.pop() ?? "";
-      for (const line of lines) note(paint(io, side, "dim", `  │ ${line}`));
+    toolOutput(callId, stream, data) {
+      streaming.add(callId);
+      outputLines(live.push(callId, stream, data));
       working();
     },
     computer(state) {
-      label =
-        state === "awake" ? `${botName} is working…` : `${botName} is working… (computer ${state})`;
+      computerNote = state === "awake" ? "" : ` (computer ${state})`;
       working();
+    },
+    notice(text) {
+      endLine();
+      note(paint(io, side, "dim", text));
     },
     close() {
       spinner.stop();
@@ -324,26 +364,40 @@ function createChatView(io: CliIo, botName: string): ChatView {
   };
 }
 
+/** `stopped by you (cancelled shell: sleep 60)`: what an `interrupted` step stopped, in one line. */
+export function describeInterrupted(
+  payload: Api.InterruptedPayload,
+  calls: ReadonlyMap<string, Api.ToolCall> = new Map(),
+): string {
+  const tools = payload.stopped.flatMap((stopped) => {
+    if (stopped.kind !== "tool") return [];
+    const call = calls.get(stopped.callId);
+    const argument = call === undefined ? undefined : mainArgument(call.input);
+    return [argument === undefined ? stopped.name : `${stopped.name}: ${oneLine(argument, 60)}`];
+  });
+  return tools.length === 0 ? "stopped by you" : `stopped by you (cancelled ${tools.join(", ")})`;
+}
+
 /** `shell: echo hi → exit 0`: a tool step in one line. */
-export function describeToolStep(step: StepView): string {
-  const payload = step.payload;
-  const name = typeof payload.name === "string" ? payload.name : "tool";
-  const input = (
-    typeof payload.input === "object" && payload.input !== null ? payload.input : {}
-  ) as Record<string, unknown>;
-  const main = ["command", "path", "url", "query"]
-    .map((key) => input[key])
-    .find((value) => typeof value === "string");
-  const argument = oneLine(typeof main === "string" ? main : JSON.stringify(input), 80);
-  const details = (
-    typeof payload.details === "object" && payload.details !== null ? payload.details : {}
-  ) as Record<string, unknown>;
-  const output = typeof payload.output === "string" ? payload.output : "";
+export function describeToolStep(payload: Api.ToolPayload): string {
+  const argument = oneLine(mainArgument(payload.input) ?? JSON.stringify(payload.input) ?? "", 80);
+  const exitCode = payload.details.exitCode;
   let outcome: string;
-  if (typeof details.exitCode === "number") outcome = `exit ${details.exitCode}`;
-  else if (payload.isError === true) outcome = `error: ${oneLine(output, 60)}`;
+  if (typeof exitCode === "number") outcome = `exit ${exitCode}`;
+  else if (payload.isError) outcome = `error: ${oneLine(payload.output, 60)}`;
   else outcome = "ok";
-  return `${name}: ${argument} → ${outcome}`;
+  return `${payload.name}: ${argument} → ${outcome}`;
+}
+
+/** The argument that says what a tool call does: its command, path, URL or query. */
+function mainArgument(input: unknown): string | undefined {
+  if (typeof input !== "object" || input === null) return undefined;
+  const fields = input as Record<string, unknown>;
+  for (const key of ["command", "path", "url", "query"]) {
+    const value = fields[key];
+    if (typeof value === "string") return value;
+  }
+  return undefined;
 }
 
 function oneLine(text: string, max: number): string {

@@ -3,20 +3,16 @@
  * SQLite in a temp dir) and every command runs as a child process against it, the way a user
  * runs them, configured only by ROOST_URL and ROOST_TOKEN.
  */
-import { createMemoryLogger } from "../log/testing/index.ts";
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resolveConfig } from "../config/index.ts";
-import { findFreePort } from "../engine/index.ts";
-import { startPlatform, type Platform } from "../platform/index.ts";
+import type { Platform } from "../platform/index.ts";
 import { z } from "zod";
 import { defineToolSource, serverTool, type ToolSource } from "../tools/index.ts";
-import { createClient, type BotView, type RoostClient } from "./client.ts";
+import type { Api } from "../protocol/index.ts";
+import { createClient, type RoostClient } from "./client.ts";
 import { runCli } from "./main.ts";
+import { startCliPlatform, type CliPlatform } from "./testing/index.ts";
 
 const mainPath = fileURLToPath(new URL("./main.ts", import.meta.url));
 const launcherPath = fileURLToPath(new URL("../../bin/roost.js", import.meta.url));
@@ -27,11 +23,10 @@ interface Run {
   stderr: string;
 }
 
-let dataDir: string;
+let running: CliPlatform | undefined;
 let platform: Platform | undefined;
 let adminToken: string;
 let admin: RoostClient;
-const platformLog = createMemoryLogger();
 
 /**
  * A one-tool router standing in for the computer, so tool steps are deterministic and no worker
@@ -97,35 +92,14 @@ function roost(
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "roost-cli-e2e-"));
-  const ingress = await findFreePort();
-  const adminPort = await findFreePort([ingress]);
-  const node = await findFreePort([ingress, adminPort]);
-  const config = resolveConfig(
-    {
-      "data-dir": dataDir,
-      port: "0",
-      "service-port": "0",
-      "restate-ingress-port": String(ingress),
-      "restate-admin-port": String(adminPort),
-      "restate-node-port": String(node),
-    },
-    {},
-  );
-  platform = await startPlatform(config, {
-    logger: platformLog,
-    toolSources: [echoShell],
-  });
-  adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
+  running = await startCliPlatform({ toolSources: [echoShell] });
+  platform = running.platform;
+  adminToken = running.adminToken;
   admin = createClient({ url: platform.url, token: adminToken });
 });
 
 afterAll(async () => {
-  try {
-    await platform?.close();
-  } finally {
-    await rm(dataDir, { recursive: true, force: true });
-  }
+  await running?.close();
 });
 
 describe("roost chat", () => {
@@ -175,7 +149,9 @@ describe("roost chat", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('You said: "piped in"');
     const { steps } = await admin.listSteps(conversation.id);
-    expect(steps.map((step) => [step.kind, step.payload.text])).toEqual([
+    expect(
+      steps.map((step) => [step.kind, "text" in step.payload ? step.payload.text : undefined]),
+    ).toEqual([
       ["message", "piped in"],
       ["reply", expect.stringContaining('You said: "piped in"')],
     ]);
@@ -282,7 +258,7 @@ describe("roost bots, token and accounts", () => {
     );
     const json = await roost(["bots", "list", "--json"]);
     expect(
-      (JSON.parse(json.stdout) as BotView[]).find((bot) => bot.name === "researcher"),
+      (JSON.parse(json.stdout) as Api.Bot[]).find((bot) => bot.name === "researcher"),
     ).toMatchObject({
       instructions: "Cite sources.",
       model: "demo",

@@ -2,68 +2,8 @@
  * A typed client for Roost's HTTP API (docs/api.md) over `fetch`. The CLI talks to Roost only
  * through this module; tests use it too. It knows the wire format, nothing of the server's code.
  */
+import type { Api } from "../protocol/index.ts";
 import { readSse } from "./sse.ts";
-
-export type TurnState = "working" | "idle";
-
-export interface BotView {
-  id: string;
-  name: string;
-  instructions: string;
-  /** `provider:model`, `demo`, or null for the platform default. */
-  model: string | null;
-  /** The model the bot actually uses (its own, or the platform default). */
-  effectiveModel: string;
-  isDemo: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface ConversationView {
-  id: string;
-  botId: string;
-  title: string;
-  lastSeq: number;
-  state: TurnState;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export type StepKind = "message" | "model" | "tool" | "reply" | "error";
-
-export interface StepView {
-  seq: number;
-  id: string;
-  turnId: string | null;
-  kind: StepKind;
-  payload: Record<string, unknown>;
-  createdAt: string;
-}
-
-export interface MeView {
-  id: string;
-  name: string;
-  isAdmin: boolean;
-  defaultModel: { id: string; isDemo: boolean };
-}
-
-export interface PostedMessage {
-  messageId: string;
-  seq: number;
-  /** True when the clientMessageId was seen before: nothing new was stored. */
-  duplicate: boolean;
-}
-
-/** What `GET /v1/conversations/{id}/events` sends, decoded. */
-export type ConversationEvent =
-  | { type: "hello"; seq: number; state: TurnState }
-  | { type: "changed"; seq: number }
-  | { type: "delta"; turnId: string; text: string; reset?: true }
-  | { type: "turn"; state: TurnState; turnId: string | null }
-  /** Output of a running tool as it streams; the `tool` step holds the final result. */
-  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
-  /** The account's computer changed state (asleep, waking, awake…). */
-  | { type: "computer"; computerId: string; state: string };
 
 /** The API answered with its error envelope `{error: {code, message, details?}}`. */
 export class ApiError extends Error {
@@ -125,29 +65,31 @@ export interface ClientOptions {
 
 export interface RoostClient {
   readonly url: string;
-  me(): Promise<MeView>;
-  listBots(): Promise<BotView[]>;
-  getBot(id: string): Promise<BotView>;
+  me(): Promise<Api.Me>;
+  listBots(): Promise<Api.Bot[]>;
+  getBot(id: string): Promise<Api.Bot>;
   createBot(input: {
     name: string;
     instructions?: string;
     model?: string | null;
-  }): Promise<BotView>;
+  }): Promise<Api.Bot>;
   updateBot(
     id: string,
     patch: { name?: string; instructions?: string; model?: string | null },
-  ): Promise<BotView>;
-  listConversations(query?: { botId?: string; limit?: number }): Promise<ConversationView[]>;
-  getConversation(id: string): Promise<ConversationView>;
-  createConversation(input: { botId: string; title?: string }): Promise<ConversationView>;
+  ): Promise<Api.Bot>;
+  listConversations(query?: { botId?: string; limit?: number }): Promise<Api.Conversation[]>;
+  getConversation(id: string): Promise<Api.Conversation>;
+  createConversation(input: { botId: string; title?: string }): Promise<Api.Conversation>;
   postMessage(
     conversationId: string,
     input: { text: string; clientMessageId: string },
-  ): Promise<PostedMessage>;
+  ): Promise<Api.PostedMessage>;
+  /** Stops the conversation's running turn; `interrupted` is false when none was running. */
+  interrupt(conversationId: string): Promise<Api.InterruptResult>;
   listSteps(
     conversationId: string,
     query?: { after?: number; limit?: number },
-  ): Promise<{ steps: StepView[]; lastSeq: number }>;
+  ): Promise<{ steps: Api.Step[]; lastSeq: number }>;
   /**
    * Opens the conversation's event stream. Resolves once the server answered (so the
    * subscription exists); the iterator ends when the server closes the stream.
@@ -155,7 +97,7 @@ export interface RoostClient {
   openEvents(
     conversationId: string,
     signal?: AbortSignal,
-  ): Promise<AsyncGenerator<ConversationEvent>>;
+  ): Promise<AsyncGenerator<Api.StreamEvent>>;
   createAccount(
     name: string,
   ): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
@@ -213,13 +155,13 @@ export function createClient(options: ClientOptions): RoostClient {
   return {
     url: base,
     me: () => call("GET", "/v1/me"),
-    listBots: async () => (await call<{ bots: BotView[] }>("GET", "/v1/bots")).bots,
+    listBots: async () => (await call<{ bots: Api.Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id) => call("GET", `/v1/bots/${segment(id)}`),
     createBot: (input) => call("POST", "/v1/bots", input),
     updateBot: (id, patch) => call("PATCH", `/v1/bots/${segment(id)}`, patch),
     listConversations: async (query = {}) =>
       (
-        await call<{ conversations: ConversationView[] }>(
+        await call<{ conversations: Api.Conversation[] }>(
           "GET",
           `/v1/conversations${queryString(query)}`,
         )
@@ -228,6 +170,8 @@ export function createClient(options: ClientOptions): RoostClient {
     createConversation: (input) => call("POST", "/v1/conversations", input),
     postMessage: (conversationId, input) =>
       call("POST", `/v1/conversations/${segment(conversationId)}/messages`, input),
+    interrupt: (conversationId) =>
+      call("POST", `/v1/conversations/${segment(conversationId)}/interrupt`, {}),
     listSteps: (conversationId, query = {}) =>
       call("GET", `/v1/conversations/${segment(conversationId)}/steps${queryString(query)}`),
     async openEvents(conversationId, signal) {
@@ -279,7 +223,7 @@ function toApiError(status: number, body: unknown, what: string): ApiError {
 
 async function* decodeEvents(
   messages: AsyncGenerator<{ event: string; data: string }>,
-): AsyncGenerator<ConversationEvent> {
+): AsyncGenerator<Api.StreamEvent> {
   for await (const message of messages) {
     let data: unknown;
     try {
@@ -302,10 +246,10 @@ async function* decodeEvents(
         else yield { type: "changed", seq: fields.seq };
         break;
       case "delta":
-        if (typeof fields.text === "string")
+        if (typeof fields.text === "string" && typeof fields.turnId === "string")
           yield {
             type: "delta",
-            turnId: String(fields.turnId),
+            turnId: fields.turnId,
             text: fields.text,
             ...(fields.reset === true ? { reset: true as const } : {}),
           };
@@ -328,7 +272,7 @@ async function* decodeEvents(
         }
         break;
       case "computer":
-        if (typeof fields.computerId === "string" && typeof fields.state === "string") {
+        if (typeof fields.computerId === "string" && isComputerState(fields.state)) {
           yield { type: "computer", computerId: fields.computerId, state: fields.state };
         }
         break;
@@ -336,4 +280,16 @@ async function* decodeEvents(
         break; // Newer servers may send more event types; ignore them.
     }
   }
+}
+
+const computerStates = new Set<unknown>([
+  "asleep",
+  "waking",
+  "awake",
+  "sleeping",
+  "failed",
+] satisfies Api.ComputerState[]);
+
+function isComputerState(value: unknown): value is Api.ComputerState {
+  return computerStates.has(value);
 }

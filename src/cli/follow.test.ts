@@ -1,21 +1,46 @@
 import { describe, expect, it } from "vitest";
 import { describeToolStep } from "./chat.ts";
-import type { ConversationEvent, StepView } from "./client.ts";
+import type { Api } from "../protocol/index.ts";
 import { followReply, type FollowOptions } from "./follow.ts";
 
-function step(
+type ConversationEvent = Api.StreamEvent;
+type StepView = Api.Step;
+type StepOf<K extends Api.StepKind> = Extract<Api.Step, { kind: K }>;
+
+const emptyPayloads: { [K in Api.StepKind]: StepOf<K>["payload"] } = {
+  message: { messageId: "m", text: "", authorAccountId: "a" },
+  model: { text: "", toolCalls: [], model: "demo" },
+  tool: {
+    callId: "c",
+    name: "tool",
+    input: {},
+    output: "",
+    isError: false,
+    details: {},
+    durationMs: 0,
+  },
+  reply: { text: "", model: "demo" },
+  error: { code: "internal", message: "" },
+  interrupted: { reason: "owner", stopped: [] },
+};
+
+function step<K extends Api.StepKind>(
   seq: number,
-  kind: StepView["kind"],
-  payload: Record<string, unknown> = {},
+  kind: K,
+  payload: Partial<StepOf<K>["payload"]> = {},
 ): StepView {
   return {
     seq,
     id: `s${seq}`,
     turnId: kind === "message" ? null : "t",
     kind,
-    payload,
+    payload: { ...emptyPayloads[kind], ...payload },
     createdAt: new Date(0).toISOString(),
-  };
+  } as unknown as StepOf<K>;
+}
+
+function toolPayload(payload: Partial<Api.ToolPayload>): Api.ToolPayload {
+  return { ...emptyPayloads.tool, ...payload };
 }
 
 async function* stream(
@@ -96,6 +121,31 @@ describe("followReply", () => {
       ]),
     });
     expect(end).toMatchObject({ kind: "error", payload: { message: "boom" } });
+  });
+
+  it("a stopped turn ends the follow with its interrupted step (F3)", async () => {
+    const { shown, options } = recorder([
+      step(1, "message"),
+      step(2, "model", {
+        toolCalls: [{ id: "c1", name: "shell", input: { command: "sleep 60" } }],
+      }),
+      step(3, "interrupted", {
+        reason: "owner",
+        stopped: [{ kind: "tool", callId: "c1", name: "shell" }],
+      }),
+    ]);
+    const end = await followReply({
+      ...options,
+      afterSeq: 1,
+      reconnect: noReconnect,
+      events: stream([
+        { type: "changed", seq: 2 },
+        { type: "changed", seq: 3 },
+        { type: "turn", state: "idle", turnId: "t" },
+      ]),
+    });
+    expect(end).toMatchObject({ kind: "interrupted", payload: { reason: "owner" } });
+    expect(shown).toEqual(["2:model", "3:interrupted"]);
   });
 
   it("does not end on the idle of a turn that has not replied after the message", async () => {
@@ -187,7 +237,7 @@ describe("followReply", () => {
 
 describe("describeToolStep", () => {
   it("shows the command and its exit status", () => {
-    const tool = step(2, "tool", {
+    const tool = toolPayload({
       name: "shell",
       input: { command: "echo hi" },
       output: "hi\n",
@@ -198,14 +248,14 @@ describe("describeToolStep", () => {
   });
 
   it("shows errors on one line, shortened", () => {
-    const tool = step(2, "tool", {
+    const tool = toolPayload({
       name: "read",
       input: { path: "/etc/x" },
       output: "no such file\nor directory",
       isError: true,
     });
     expect(describeToolStep(tool)).toBe("read: /etc/x → error: no such file or directory");
-    const long = step(2, "tool", {
+    const long = toolPayload({
       name: "fetch",
       input: { a: "x".repeat(200) },
       output: "",

@@ -8,24 +8,31 @@
  *      are still queued behind the `changed` that announces it.
  *   F2 a stream that ends or fails is reopened; its `hello` carries the latest seq, so the steps
  *      missed meanwhile are loaded (reload on gap) and nothing is shown twice.
- *   F3 the follow ends when the turn goes idle after a `reply` or `error` step with a seq above
- *      the message that was sent. (A reply to a turn that began before the message arrived, and
+ *   F3 the follow ends when the turn goes idle after a `reply`, `error` or `interrupted` step
+ *      with a seq above the message that was sent. (A reply to a turn that began before the message arrived, and
  *      that did not pick it up, also counts: the API does not say which turn took a message.)
  */
-import type { ConversationEvent, StepView } from "./client.ts";
+import type { Api } from "../protocol/index.ts";
+
+/** The steps that end a turn. */
+export type EndStep = Extract<Api.Step, { kind: "reply" | "error" | "interrupted" }>;
+
+export function isEndStep(step: Api.Step): step is EndStep {
+  return step.kind === "reply" || step.kind === "error" || step.kind === "interrupted";
+}
 
 export interface FollowOptions {
   /** The open stream, its `hello` already read. */
-  events: AsyncIterator<ConversationEvent>;
+  events: AsyncIterator<Api.StreamEvent>;
   /** Opens the stream again after it ended or failed. */
-  reconnect(): Promise<AsyncIterator<ConversationEvent>>;
-  listSteps(after: number, limit: number): Promise<StepView[]>;
+  reconnect(): Promise<AsyncIterator<Api.StreamEvent>>;
+  listSteps(after: number, limit: number): Promise<Api.Step[]>;
   /** Seq of the message that was sent: steps up to it are not shown. */
   afterSeq: number;
-  onDelta(event: Extract<ConversationEvent, { type: "delta" }>): void;
-  onStep(step: StepView): void;
+  onDelta(event: Extract<Api.StreamEvent, { type: "delta" }>): void;
+  onStep(step: Api.Step): void;
   /** Live tool output and computer state: shown while they happen, never the record. */
-  onEvent?(event: Extract<ConversationEvent, { type: "tool-output" | "computer" }>): void;
+  onEvent?(event: Extract<Api.StreamEvent, { type: "tool-output" | "computer" }>): void;
   /** Reopen attempts in a row before giving up. @default 5 */
   maxReconnects?: number;
   /** Delay before the n-th reopen (from 1). @default 200 ms × n */
@@ -33,14 +40,14 @@ export interface FollowOptions {
   signal?: AbortSignal;
 }
 
-/** Follows the conversation until the turn ended; returns the `reply` or `error` step. */
-export async function followReply(options: FollowOptions): Promise<StepView> {
+/** Follows the conversation until the turn ended; returns the step that ended it. */
+export async function followReply(options: FollowOptions): Promise<EndStep> {
   const pageLimit = 500;
   const maxReconnects = options.maxReconnects ?? 5;
   const delay = options.reconnectDelayMs ?? ((attempt: number) => 200 * attempt);
   let events = options.events;
   let cursor = options.afterSeq;
-  let finished: StepView | undefined;
+  let finished: EndStep | undefined;
   let failures = 0;
 
   // F1
@@ -53,7 +60,7 @@ export async function followReply(options: FollowOptions): Promise<StepView> {
         if (step.seq > upTo) return;
         cursor = step.seq;
         options.onStep(step);
-        if (step.kind === "reply" || step.kind === "error") finished = step;
+        if (isEndStep(step)) finished = step;
       }
     }
   };
@@ -61,7 +68,7 @@ export async function followReply(options: FollowOptions): Promise<StepView> {
   let lastError: unknown;
   for (;;) {
     options.signal?.throwIfAborted();
-    let next: IteratorResult<ConversationEvent>;
+    let next: IteratorResult<Api.StreamEvent>;
     try {
       next = await events.next();
     } catch (error) {
@@ -113,7 +120,7 @@ export async function followReply(options: FollowOptions): Promise<StepView> {
   }
 }
 
-async function* emptyStream(): AsyncGenerator<ConversationEvent> {}
+async function* emptyStream(): AsyncGenerator<Api.StreamEvent> {}
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {

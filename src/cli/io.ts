@@ -1,7 +1,7 @@
 /**
  * What a command may touch of the outside world, passed in so tests can run commands in-process:
- * the three standard streams and the environment (the CLI's own resolve step reads `env`, never
- * `process.env`). Plus terminal styling and the spinner, which only ever draw on a TTY.
+ * the three standard streams, the environment (the CLI's own resolve step reads `env`, never
+ * `process.env`) and Ctrl-C. Plus terminal styling and the spinner, which only ever draw on a TTY.
  */
 import { styleText } from "node:util";
 
@@ -19,6 +19,18 @@ export interface CliIo {
   stderr: OutputStream;
   stdin: InputStream;
   env: Record<string, string | undefined>;
+  /**
+   * Calls `listener` on each Ctrl-C until the returned function is called; while anyone listens,
+   * Ctrl-C does not end the process. @default the process's SIGINT
+   */
+  onInterrupt?(listener: () => void): () => void;
+}
+
+/** Listens for Ctrl-C through `io.onInterrupt`, or the process's SIGINT. */
+export function onInterrupt(io: CliIo, listener: () => void): () => void {
+  if (io.onInterrupt !== undefined) return io.onInterrupt(listener);
+  process.on("SIGINT", listener);
+  return () => process.removeListener("SIGINT", listener);
 }
 
 /** A failure the user can act on: printed as `roost: <message>`, exit status 1. */

@@ -75,10 +75,13 @@ export interface ErrorPayload {
   code: string;
   message: string;
 }
-/** A turn the owner stopped, and what was running when they did. */
+/** What was running when a turn was stopped: the model call, or a tool call (cancelled). */
+export type StoppedCall = { kind: "model" } | { kind: "tool"; callId: string; name: string };
+/** The turn was stopped before it answered (`POST …/interrupt`, or a message with `interrupt`). */
 export interface InterruptedPayload {
+  /** Who stopped it: the conversation's owner. */
   reason: "owner";
-  stopped: ({ kind: "model" } | { kind: "tool"; callId: string; name: string })[];
+  stopped: StoppedCall[];
 }
 /** PRM2: a hash of each prompt section a model call was sent (and of the history it started with). */
 export interface PromptHash {
@@ -100,6 +103,15 @@ export type Step =
   | (StepBase & { kind: "reply"; payload: ReplyPayload })
   | (StepBase & { kind: "error"; payload: ErrorPayload })
   | (StepBase & { kind: "interrupted"; payload: InterruptedPayload });
+export type StepKind = Step["kind"];
+
+/**
+ * `POST /v1/conversations/{id}/interrupt`: `202 {interrupted: true}` when a running turn was
+ * stopped, `200 {interrupted: false}` when none was running.
+ */
+export interface InterruptResult {
+  interrupted: boolean;
+}
 
 export type ComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
 

@@ -2,7 +2,16 @@
  * The page's only way to the server: the documented HTTP API with a bearer token.
  * Errors become `ApiError` with the server's stable code and its fix-it message.
  */
-import type { Bot, Computer, Conversation, Listing, Me, Step } from "./types.ts";
+import type {
+  Bot,
+  Computer,
+  Conversation,
+  InterruptResult,
+  Listing,
+  Me,
+  PostedMessage,
+  Step,
+} from "./types.ts";
 
 export class ApiError extends Error {
   override readonly name = "ApiError";
@@ -117,13 +126,14 @@ export function createApiClient(options: ApiClientOptions) {
         json: title === undefined ? { botId } : { botId, title },
       }),
     sendMessage: (conversationId: string, text: string, clientMessageId: string) =>
-      json<{ messageId: string; seq: number; duplicate: boolean }>(
-        "POST",
-        `/v1/conversations/${enc(conversationId)}/messages`,
-        {
-          json: { text, clientMessageId },
-        },
-      ),
+      json<PostedMessage>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
+        json: { text, clientMessageId },
+      }),
+    /** Stops the conversation's running turn; `interrupted` is false when none was running. */
+    interrupt: (conversationId: string) =>
+      json<InterruptResult>("POST", `/v1/conversations/${enc(conversationId)}/interrupt`, {
+        json: {},
+      }),
     listSteps: (conversationId: string, after: number, limit: number, signal?: AbortSignal) =>
       json<{ steps: Step[]; lastSeq: number }>(
         "GET",

@@ -135,14 +135,20 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
             : `Message ${bot?.name ?? "the bot"}…`
         }
         hint={
-          activity === "working"
-            ? "The bot is working: a message now joins the running turn · Shift+Enter for a new line"
-            : undefined
+          snapshot.stopProblem !== undefined
+            ? `Could not stop the bot: ${snapshot.stopProblem}`
+            : snapshot.stopping
+              ? "Stopping…"
+              : activity === "working"
+                ? "The bot is working: a message now joins the running turn · Stop ends the turn"
+                : undefined
         }
         onSend={async (text) => {
           await feed.send(text);
           void refreshConversations();
         }}
+        onStop={activity === "working" ? () => void feed.stop() : undefined}
+        stopping={snapshot.stopping}
       />
     </>
   );

@@ -1,8 +1,9 @@
 /**
  * The message box: Enter sends, Shift+Enter starts a new line. It stays usable while the bot
- * works: a message sent then joins the running turn.
+ * works: a message sent then joins the running turn. While the bot works, a Stop button beside
+ * Send stops the turn (sending stays a normal message, never a stop).
  */
-import { ArrowUp } from "lucide-react";
+import { ArrowUp, Square } from "lucide-react";
 import {
   useEffect,
   useLayoutEffect,
@@ -18,6 +19,8 @@ export function Composer({
   hint,
   autoFocus = true,
   draftKey,
+  onStop,
+  stopping = false,
 }: {
   onSend(text: string): void | Promise<void>;
   placeholder: string;
@@ -25,6 +28,10 @@ export function Composer({
   autoFocus?: boolean;
   /** Keeps an unsent draft per conversation for this browser tab. */
   draftKey: string;
+  /** Given while the bot works: shows the Stop button, which calls it. */
+  onStop?: (() => void) | undefined;
+  /** A stop was asked for and the turn has not ended yet. */
+  stopping?: boolean;
 }) {
   const [text, setText] = useState(() => sessionStorage.getItem(`roost.draft.${draftKey}`) ?? "");
   const [sending, setSending] = useState(false);
@@ -87,6 +94,18 @@ export function Composer({
           maxLength={100_000}
           enterKeyHint="send"
         />
+        {onStop !== undefined && (
+          <button
+            type="button"
+            className="stop-button"
+            onClick={onStop}
+            disabled={stopping}
+            aria-label="Stop"
+            title={stopping ? "Stopping…" : "Stop the bot"}
+          >
+            <Square size={14} fill="currentColor" aria-hidden="true" />
+          </button>
+        )}
         <button
           type="submit"
           className="send-button"

@@ -1,5 +1,5 @@
 /** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
-import { AlertTriangle, ArrowDown, RotateCcw, Trash2 } from "lucide-react";
+import { AlertTriangle, ArrowDown, RotateCcw, Square, Trash2 } from "lucide-react";
 import {
   memo,
   useCallback,
@@ -10,7 +10,7 @@ import {
   useRef,
   useState,
 } from "react";
-import type { Bot, Step, ToolPayload } from "../api/types.ts";
+import type { Bot, InterruptedPayload, Step, ToolPayload } from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
@@ -139,6 +139,27 @@ const ErrorRow = memo(function ErrorRow({ code, message }: { code: string; messa
   );
 });
 
+/** "Stopped by you while running shell": an `interrupted` step in a few words. */
+export function describeStop(payload: InterruptedPayload): string {
+  const tools = payload.stopped.flatMap((stopped) =>
+    stopped.kind === "tool" ? [stopped.name] : [],
+  );
+  if (tools.length === 0) return "Stopped by you";
+  const names =
+    tools.length === 1 ? tools[0] : `${tools.slice(0, -1).join(", ")} and ${tools.at(-1)}`;
+  return `Stopped by you while running ${names}`;
+}
+
+const StoppedRow = memo(function StoppedRow({ text, time }: { text: string; time: string }) {
+  return (
+    <div className="row row-interrupted" data-step="interrupted">
+      <Square size={12} aria-hidden="true" />
+      <span>{text}</span>
+      <span className="row-meta">{formatTime(time)}</span>
+    </div>
+  );
+});
+
 type Row =
   | { key: string; kind: "user"; text: string; time: string }
   | { key: string; kind: "bot"; text: string; meta?: string }
@@ -149,8 +170,11 @@ type Row =
       result: ToolPayload | undefined;
       startedAt: string;
       turnId: string | null;
+      /** The owner stopped the turn while this call ran. */
+      stopped: boolean;
     }
-  | { key: string; kind: "error"; code: string; message: string };
+  | { key: string; kind: "error"; code: string; message: string }
+  | { key: string; kind: "interrupted"; text: string; time: string };
 
 function usageMeta(
   model: string,
@@ -168,9 +192,12 @@ function usageMeta(
 export function buildRows(steps: readonly Step[]): Row[] {
   const results = new Map<string, ToolPayload>();
   const calls = new Set<string>();
+  const stopped = new Set<string>();
   for (const step of steps) {
     if (step.kind === "tool") results.set(step.payload.callId, step.payload);
     if (step.kind === "model") for (const call of step.payload.toolCalls) calls.add(call.id);
+    if (step.kind === "interrupted")
+      for (const what of step.payload.stopped) if (what.kind === "tool") stopped.add(what.callId);
   }
   const rows: Row[] = [];
   for (const step of steps) {
@@ -189,6 +216,7 @@ export function buildRows(steps: readonly Step[]): Row[] {
             result: results.get(call.id),
             startedAt: step.createdAt,
             turnId: step.turnId,
+            stopped: stopped.has(call.id),
           });
         }
         break;
@@ -202,6 +230,7 @@ export function buildRows(steps: readonly Step[]): Row[] {
             result: step.payload,
             startedAt: step.createdAt,
             turnId: step.turnId,
+            stopped: false,
           });
         }
         break;
@@ -221,16 +250,29 @@ export function buildRows(steps: readonly Step[]): Row[] {
           message: step.payload.message,
         });
         break;
+      case "interrupted":
+        rows.push({
+          key: step.id,
+          kind: "interrupted",
+          text: describeStop(step.payload),
+          time: step.createdAt,
+        });
+        break;
     }
   }
   return rows;
 }
 
-/** Whether the bot still owes an answer: the newest step is not a reply or an error. */
+/** Whether the bot still owes an answer: the newest step does not end a turn. */
 export function owesAnswer(snapshot: FeedSnapshot): boolean {
   if (snapshot.pending.some((message) => message.status !== "failed")) return true;
   const last = snapshot.steps.at(-1);
-  return last !== undefined && last.kind !== "reply" && last.kind !== "error";
+  return (
+    last !== undefined &&
+    last.kind !== "reply" &&
+    last.kind !== "error" &&
+    last.kind !== "interrupted"
+  );
 }
 
 export function Timeline({
@@ -253,7 +295,7 @@ export function Timeline({
   const rows = useMemo(() => buildRows(steps), [steps]);
   const working = snapshot.turnState === "working";
   const runningTool =
-    working && rows.some((row) => row.kind === "tool" && row.result === undefined);
+    working && rows.some((row) => row.kind === "tool" && row.result === undefined && !row.stopped);
   const firstSeq = steps[0]?.seq ?? 0;
   const beforePrepend = useRef<{ firstSeq: number; fromBottom: number } | undefined>(undefined);
 
@@ -369,11 +411,14 @@ export function Timeline({
                       liveOutput={
                         row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined
                       }
+                      stopped={row.stopped}
                     />
                   </div>
                 );
               case "error":
                 return <ErrorRow key={row.key} code={row.code} message={row.message} />;
+              case "interrupted":
+                return <StoppedRow key={row.key} text={row.text} time={row.time} />;
             }
           })}
           {snapshot.pending.map((message) => (

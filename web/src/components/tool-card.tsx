@@ -12,13 +12,14 @@ import {
   LoaderCircle,
   PenLine,
   SquareTerminal,
+  Square,
   Wrench,
 } from "lucide-react";
 import { memo, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
 
-export type ToolStatus = "running" | "done" | "failed" | "interrupted";
+export type ToolStatus = "running" | "done" | "failed" | "stopped" | "interrupted";
 
 const icons: Record<string, typeof Wrench> = {
   shell: SquareTerminal,
@@ -30,8 +31,17 @@ const icons: Record<string, typeof Wrench> = {
   glob: FolderTree,
 };
 
-export function toolStatus(result: ToolPayload | undefined, working: boolean): ToolStatus {
-  if (result === undefined) return working ? "running" : "interrupted";
+export function toolStatus(
+  result: ToolPayload | undefined,
+  working: boolean,
+  stopped = false,
+): ToolStatus {
+  if (result === undefined) {
+    if (stopped) return "stopped";
+    return working ? "running" : "interrupted";
+  }
+  // The server records a stopped call with a result saying so (the model needs one per call).
+  if (result.details.interrupted === true) return "stopped";
   const exitCode = result.details.exitCode;
   if (result.isError || (typeof exitCode === "number" && exitCode !== 0)) return "failed";
   return "done";
@@ -41,6 +51,7 @@ const statusLabel: Record<ToolStatus, string> = {
   running: "Running",
   done: "Done",
   failed: "Failed",
+  stopped: "Stopped",
   interrupted: "No result",
 };
 
@@ -61,6 +72,8 @@ function StatusIcon({ status }: { status: ToolStatus }) {
       return <CircleCheck size={16} aria-hidden="true" />;
     case "failed":
       return <CircleAlert size={16} aria-hidden="true" />;
+    case "stopped":
+      return <Square size={14} aria-hidden="true" />;
     case "interrupted":
       return <CircleDashed size={16} aria-hidden="true" />;
   }
@@ -209,6 +222,7 @@ export const ToolCard = memo(function ToolCard({
   working,
   startedAt,
   liveOutput,
+  stopped = false,
 }: {
   call: ToolCall;
   result: ToolPayload | undefined;
@@ -217,10 +231,12 @@ export const ToolCard = memo(function ToolCard({
   startedAt: string;
   /** What the running call has printed so far. */
   liveOutput?: string | undefined;
+  /** The owner stopped the turn while this call ran (an `interrupted` step names it). */
+  stopped?: boolean;
 }) {
   const [open, setOpen] = useState(false);
   const bodyId = useId();
-  const status = toolStatus(result, working);
+  const status = toolStatus(result, working, stopped);
   const Icon = icons[call.name] ?? Wrench;
   const summary = summarizeInput(call.input);
   const lines = result === undefined ? [] : detailLines(result.details);
@@ -267,18 +283,29 @@ export const ToolCard = memo(function ToolCard({
             <Arguments name={call.name} input={call.input} />
           </div>
           {result === undefined ? (
-            status === "running" && liveOutput !== undefined && liveOutput !== "" ? (
-              <div className="tool-section">
-                <h4>Output so far</h4>
-                <pre className="tool-pre tool-output">{liveOutput}</pre>
-              </div>
-            ) : (
-              <p className="muted tool-section">
-                {status === "running"
-                  ? "Running on the computer…"
-                  : "This call has no result: the turn ended before it finished."}
-              </p>
-            )
+            <>
+              {status === "stopped" && (
+                <p className="muted tool-section">
+                  Stopped by you before it finished; what it was running on the computer was killed.
+                </p>
+              )}
+              {(status === "running" || status === "stopped") &&
+              liveOutput !== undefined &&
+              liveOutput !== "" ? (
+                <div className="tool-section">
+                  <h4>{status === "running" ? "Output so far" : "Output before it was stopped"}</h4>
+                  <pre className="tool-pre tool-output">{liveOutput}</pre>
+                </div>
+              ) : (
+                status !== "stopped" && (
+                  <p className="muted tool-section">
+                    {status === "running"
+                      ? "Running on the computer…"
+                      : "This call has no result: the turn ended before it finished."}
+                  </p>
+                )
+              )}
+            </>
           ) : (
             <>
               <Output result={result} />

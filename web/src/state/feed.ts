@@ -12,11 +12,13 @@
  *      resets only after a connection stayed up a while; its `hello` carries the latest seq, so
  *      what happened meanwhile is loaded (F2). Only a 4xx other than 408/429 stops it.
  *   F4 streamed text is a preview: each piece remembers the highest seq announced before it
- *      arrived, and is dropped once a `model`, `reply` or `error` step of its turn with a higher
- *      seq is applied (that step holds the final text). A reload mid-turn simply starts with no
+ *      arrived, and is dropped once a `model`, `reply`, `error` or `interrupted` step of its turn
+ *      with a higher seq is applied (that step holds the final text). A reload mid-turn simply starts with no
  *      preview and shows the rest as it streams.
  *   F5 a message shows at once as pending and is retried with the same client message id, so
  *      the server stores it once; it leaves the pending list when its step is applied.
+ *   F6 a stop asked for (`stop()`) shows as `stopping` until the turn it stopped ends (its
+ *      `interrupted` step, or the turn going idle); a failed request shows why in `stopProblem`.
  */
 import { ApiError, type ApiClient } from "../api/client.ts";
 import { readEventStream } from "../api/event-stream.ts";
@@ -57,6 +59,10 @@ export interface FeedSnapshot {
   /** Live output of running tool calls by call id (the tail, while the call runs). */
   readonly toolOutput: Readonly<Record<string, string>>;
   readonly lastSeq: number;
+  /** A stop of the running turn was asked for and it has not ended yet (F6). */
+  readonly stopping: boolean;
+  /** Why the last stop could not be asked for, in plain words. */
+  readonly stopProblem: string | undefined;
 }
 
 interface Segment {
@@ -105,6 +111,8 @@ export class ConversationFeed {
     computerState: undefined,
     toolOutput: {},
     lastSeq: 0,
+    stopping: false,
+    stopProblem: undefined,
   };
 
   constructor(api: ApiClient, conversationId: string, options: FeedOptions = {}) {
@@ -172,6 +180,19 @@ export class ConversationFeed {
     };
     this.update({ pending: [...this.state.pending, pending] }, true);
     await this.deliver(pending.clientMessageId);
+  }
+
+  /** F6: asks the server to stop the running turn. */
+  async stop(): Promise<void> {
+    if (this.state.stopping) return;
+    this.update({ stopping: true, stopProblem: undefined }, true);
+    try {
+      const answer = await this.api.interrupt(this.conversationId);
+      // Nothing was running (the turn ended meanwhile): there is nothing to wait for.
+      if (!answer.interrupted) this.update({ stopping: false }, true);
+    } catch (error) {
+      this.update({ stopping: false, stopProblem: describe(error) }, true);
+    }
   }
 
   async retry(clientMessageId: string): Promise<void> {
@@ -363,7 +384,13 @@ export class ConversationFeed {
         if (event.state === "idle")
           this.segments = this.segments.filter((segment) => segment.turnId !== event.turnId);
         this.state = { ...this.state, turnState: event.state, turnId: event.turnId };
-        this.update({ streaming: this.streamingText() }, true);
+        this.update(
+          {
+            streaming: this.streamingText(),
+            ...(event.state === "idle" ? { stopping: false, stopProblem: undefined } : {}),
+          },
+          true,
+        );
         return;
       case "computer":
         this.update({ computerState: event.state }, true);
@@ -396,14 +423,19 @@ export class ConversationFeed {
   private absorb(fresh: Step[]): void {
     const messageIds = new Set<string>();
     let toolOutput = this.state.toolOutput;
+    let stopping = this.state.stopping;
     for (const step of fresh) {
+      if (step.kind === "interrupted") stopping = false; // F6
       if (step.kind === "message") messageIds.add(step.payload.messageId);
       if (step.kind === "tool" && step.payload.callId in toolOutput) {
         const { [step.payload.callId]: _done, ...rest } = toolOutput;
         toolOutput = rest;
       }
       if (
-        (step.kind === "model" || step.kind === "reply" || step.kind === "error") &&
+        (step.kind === "model" ||
+          step.kind === "reply" ||
+          step.kind === "error" ||
+          step.kind === "interrupted") &&
         step.turnId !== null
       ) {
         const turnId = step.turnId;
@@ -422,6 +454,7 @@ export class ConversationFeed {
         streaming: this.streamingText(),
         toolOutput,
         lastSeq: this.cursor,
+        stopping,
       },
       true,
     );
