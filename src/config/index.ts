@@ -47,7 +47,16 @@ export interface RoostConfig {
   /** Retries of a failed model call inside one journaled step. @default 4 */
   modelAttempts: number;
   computers: ComputersConfig;
+  egress: EgressConfig;
   log: LogConfig;
+}
+
+export interface EgressConfig {
+  /**
+   * Private ranges (RFC 1918, 100.64.0.0/10, fc00::/7) computers may reach when their own policy
+   * has an IP rule for them. Never loopback, link-local or Roost's own ports. @default none
+   */
+  allowPrivate: string[];
 }
 
 export interface LogConfig {
@@ -338,8 +347,26 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       max: 20,
     }),
     computers: resolveComputers(source, dataDir),
+    egress: resolveEgress(source),
     log: resolveLog(source),
   };
+}
+
+function resolveEgress(source: Source): EgressConfig {
+  const raw = pick(source, "egress-allow-private", "ROOST_EGRESS_ALLOW_PRIVATE") ?? "";
+  const allowPrivate = raw
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+  // Which ranges are private is the egress module's to judge (at start, with a fix-it message).
+  for (const part of allowPrivate) {
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(part)) {
+      throw new ConfigError(
+        `ROOST_EGRESS_ALLOW_PRIVATE (--egress-allow-private) is a comma-separated list of CIDR ranges such as 10.20.0.0/16,fd00:1::/64; ${JSON.stringify(part)} is not one`,
+      );
+    }
+  }
+  return { allowPrivate };
 }
 
 function resolveLog(source: Source): LogConfig {
