@@ -19,6 +19,7 @@ import { waitFor } from "../../../test/support/wait.ts";
 import { createLocalProvider, type LocalProvider } from "./local-provider.ts";
 import { forwarderPorts } from "./sandbox.ts";
 import {
+  floodScript,
   makeTempDir,
   skipReason,
   startOutsideHost,
@@ -82,25 +83,6 @@ ws.on("open", () => ws.send(JSON.stringify({ type: "hello", workerId: "wrk_fake"
 ws.on("message", (data) => console.log("frame " + data));
 ws.on("close", (code, reason) => console.log("closed " + code + " " + reason));
 ws.on("error", (error) => console.log("error " + error.message));
-`;
-
-/** Opens COUNT connections to each target and sends half a request line on each, then holds them. */
-const floodScript = `
-const net = require("node:net");
-const count = Number(process.argv[1]);
-const targets = [
-  { port: ${forwarderPorts.http}, host: "127.0.0.1", data: "GET http://x.test/ HT" },
-  { path: "/run/roost/egress-http.sock", data: "CONNECT x.test:443 HT" },
-  { path: "/run/roost/egress-socks.sock", data: Buffer.from([5, 1]) },
-  { path: "/run/roost/gateway.sock", data: "GET /v1/gateway HT" },
-];
-let opened = 0;
-for (const target of targets) for (let i = 0; i < count; i++) {
-  const socket = net.connect(target.path === undefined ? { port: target.port, host: target.host } : { path: target.path });
-  socket.on("connect", () => { opened++; socket.write(target.data); });
-  socket.on("error", () => undefined);
-}
-setTimeout(() => { console.log("opened " + opened); process.exit(0); }, Number(process.argv[2]) * 1000);
 `;
 
 const openssl = (args: string[], cwd: string) => {

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { MAX_FRAME_BYTES, PROTOCOL_VERSION } from "../../../protocol/index.ts";
+import { forwarderPorts } from "../sandbox.ts";
 import { findExecutable, runChecked, runCommand } from "../system.ts";
 
 /** Why the namespace tests cannot run here, or undefined when they can. */
@@ -311,3 +312,27 @@ export async function startOutsideHost(
     throw error;
   }
 }
+
+/**
+ * Node source for `node -e SCRIPT COUNT SECONDS` inside a computer: opens COUNT connections to
+ * each way out of the sandbox (the HTTP forwarder, both egress sockets directly, the gateway
+ * socket), sends half a request line (or half a SOCKS5 greeting) on each, holds them for SECONDS,
+ * then prints how many opened. The flood of the hardening issue (§1.4).
+ */
+export const floodScript = `
+const net = require("node:net");
+const count = Number(process.argv[1]);
+const targets = [
+  { port: ${forwarderPorts.http}, host: "127.0.0.1", data: "GET http://x.test/ HT" },
+  { path: "/run/roost/egress-http.sock", data: "CONNECT x.test:443 HT" },
+  { path: "/run/roost/egress-socks.sock", data: Buffer.from([5, 1]) },
+  { path: "/run/roost/gateway.sock", data: "GET /v1/gateway HT" },
+];
+let opened = 0;
+for (const target of targets) for (let i = 0; i < count; i++) {
+  const socket = net.connect(target.path === undefined ? { port: target.port, host: target.host } : { path: target.path });
+  socket.on("connect", () => { opened++; socket.write(target.data); });
+  socket.on("error", () => undefined);
+}
+setTimeout(() => { console.log("opened " + opened); process.exit(0); }, Number(process.argv[2]) * 1000);
+`;
