@@ -581,8 +581,8 @@ class LocalComputerProvider implements LocalProvider {
         // LNET1: served before the sandbox starts, then handed to the computer's uid alone.
         listeners.push(await this.#config.sockets.gateway(computerId, sockets.gateway));
         if (sockets.egressHttp !== undefined && sockets.egressSocks !== undefined) {
-          const paths = { http: sockets.egressHttp, socks: sockets.egressSocks };
-          const listener = await this.#config.sockets.egress?.(computerId, paths);
+          const egressPaths = { http: sockets.egressHttp, socks: sockets.egressSocks };
+          const listener = await this.#config.sockets.egress?.(computerId, egressPaths);
           if (listener !== undefined) listeners.push(listener);
         }
         for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
