@@ -4,7 +4,8 @@
  *      wake() resolved (sandbox up, supervisor running), first command result through the
  *      provider's exec helper, and first shell tool result through the real worker and a gateway
  *      on 127.0.0.1 (hello + call);
- *   2. host memory per awake idle computer: RSS of its processes and its cgroups' memory usage;
+ *   2. host memory per awake idle computer (worker, supervisor and the egress forwarders): RSS
+ *      and PSS of its processes and its cgroups' memory usage;
  *   3. how many computers can be awake before the wake latency (to the first tool result)
  *      doubles, stopping at --max-awake.
  */
@@ -16,6 +17,7 @@ import {
   type LocalProvider,
 } from "../src/computers/local/index.ts";
 import { prepareWorkerBuild } from "../src/computers/worker-build.ts";
+import { createEgressProxy } from "../src/egress/index.ts";
 import {
   isolationUnavailableReason,
   makeTempDir,
@@ -39,21 +41,27 @@ const step = Number(values.step);
 const reason = await isolationUnavailableReason();
 if (reason !== undefined) {
   console.error(
-    `wake-local: cannot run: ${reason} (run as root with bubblewrap and nftables installed)`,
+    `wake-local: cannot run: ${reason} (run as root with bubblewrap, util-linux and socat installed)`,
   );
   process.exit(2);
 }
 
 const dataDir = await makeTempDir("roost-bench-local-");
-// As the platform runs it: the worker from its prebuilt JavaScript (src/computers/worker-build.ts).
+// As the platform runs it: the worker from its prebuilt JavaScript (src/computers/worker-build.ts),
+// each computer's gateway socket, and the egress proxy's sockets with their forwarders inside.
 const workerBuild = await prepareWorkerBuild();
+const egress = createEgressProxy();
+const gateways = new Map<string, TestGateway>();
 const provider: LocalProvider = await createLocalProvider({
   dataDir: dataDir.path,
   ...(workerBuild === undefined
     ? {}
     : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
+  sockets: {
+    gateway: async (id, socketPath) => (await gatewayFor(id)).listenComputer(id, socketPath),
+    egress: (id, paths) => egress.listenComputer(id, paths),
+  },
 });
-const gateways = new Map<string, TestGateway>();
 const created: string[] = [];
 
 async function gatewayFor(id: string): Promise<TestGateway> {
@@ -147,6 +155,14 @@ try {
   console.log(
     `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
   );
+  const byName = new Map<string, number>();
+  for (const pid of usage.pids) {
+    const name = (await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "?")).trim();
+    byName.set(name, (byName.get(name) ?? 0) + (await memoryBytes([pid], "Pss")));
+  }
+  console.log(
+    `  PSS by process: ${[...byName].map(([name, bytes]) => `${name} ${mib(bytes)}`).join(", ")}`,
+  );
   await provider.sleep("bench-wake");
 
   // 3. Awake computers until the wake latency doubles.
@@ -198,6 +214,7 @@ try {
   for (const id of created)
     await provider.destroy(id).catch((error: unknown) => console.error(String(error)));
   await provider.close();
+  await egress.close();
   for (const gateway of gateways.values()) await gateway.close();
   await dataDir.remove();
 }

@@ -161,6 +161,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_GATEWAY_URL",
     default: "ws://$ROOST_HOST:$ROOST_PORT/v1/gateway",
   },
+  "egress-allow-private": {
+    type: "string",
+    value: "CIDRS",
+    description: "private ranges computers may reach when their policy has an IP rule for them",
+    env: "ROOST_EGRESS_ALLOW_PRIVATE",
+    default: "none",
+  },
   "blob-store": {
     type: "string",
     value: "KIND",

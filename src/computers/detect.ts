@@ -1,13 +1,13 @@
 /**
  * What this host allows for computers, checked once at start so the server can pick a provider
- * (ARCHITECTURE.md §7): the isolated `local` provider needs Linux, root, bubblewrap, iproute2,
- * nftables, util-linux (nsenter, setpriv), namespaces that can be created, and the memory and pids
- * cgroup controllers (v1 or v2; cpu is used when present). Where that is not possible, Roost stops
- * with a message naming what is missing; the unisolated `process` provider runs only when asked
- * for explicitly (ROOST_COMPUTER_PROVIDER=process).
+ * (ARCHITECTURE.md §7): the isolated `local` provider needs Linux, root, bubblewrap, util-linux
+ * (nsenter, setpriv), socat (the sandbox's forwarder to the egress proxy), namespaces that can
+ * be created, and the memory and pids cgroup controllers (v1 or v2; cpu is used when present).
+ * It needs no firewall and no network tools: a computer's network namespace holds only loopback.
+ * Where that is not possible, Roost stops with a message naming what is missing; the unisolated
+ * `process` provider runs only when asked for explicitly (ROOST_COMPUTER_PROVIDER=process).
  *
- * The probes change nothing on the host: namespaces are created by short-lived processes that
- * exit, and the nftables probe is validated by the kernel in check mode (`nft -c`), not applied.
+ * The probes change nothing on the host: namespaces are created by short-lived processes that exit.
  */
 import { ConfigError } from "../errors/index.ts";
 import { discoverCgroups, type CgroupController, type CgroupDiscovery } from "./local/cgroups.ts";
@@ -35,8 +35,6 @@ export interface HostReport {
   namespaces: HostCheck;
   /** bubblewrap can start a sandbox with its own pid and network namespaces. */
   sandbox: HostCheck;
-  /** The kernel accepts the nftables filter and NAT rules the provider installs. */
-  nftables: HostCheck;
   /** Which cgroup version provides each controller (undefined: not available). */
   cgroups: Record<CgroupController, 1 | 2 | undefined>;
   /** What the local provider lacks here, each with how to fix it; empty when it can run. */
@@ -69,12 +67,6 @@ export interface DetectOptions {
 export const processProviderHint =
   "To run without isolation anyway (development only: every computer is then a plain process of the server's user, with full access to this machine, its files and its network), set ROOST_COMPUTER_PROVIDER=process.";
 
-const nftProbe = `table inet roost_probe {
-  chain input { type filter hook input priority filter - 10; policy accept; iifname "rv-*" meta l4proto tcp reject with tcp reset; }
-  chain prerouting { type nat hook prerouting priority dstnat - 10; policy accept; iifname "rv-*" tcp dport 1 dnat ip to 127.0.0.1; }
-}
-`;
-
 function failed(result: CommandResult): string {
   return (
     result.stderr.trim() ||
@@ -100,13 +92,12 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
     file: string | undefined,
     what: string,
     args: string[],
-    input?: string,
   ): Promise<HostCheck> => {
     if (platform !== "linux") return skipped("not Linux");
     if (!root) return skipped("not root");
     if (file === undefined) return skipped(`${what} is not installed`);
     try {
-      const result = await run(file, args, { input, timeoutMs: 10_000 });
+      const result = await run(file, args, { timeoutMs: 10_000 });
       return result.exitCode === 0
         ? { ok: true, detail: `${what} works` }
         : { ok: false, detail: `${what}: ${failed(result)}` };
@@ -114,7 +105,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
       return { ok: false, detail: `${what}: ${(error as Error).message}` };
     }
   };
-  const [namespaces, sandbox, nftables] = await Promise.all([
+  const [namespaces, sandbox] = await Promise.all([
     probe(unshare, "unshare", [
       "--mount",
       "--pid",
@@ -139,7 +130,6 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
       "--die-with-parent",
       "/bin/true",
     ]),
-    probe(tools.nft, "nftables", ["-c", "-f", "-"], nftProbe),
   ]);
 
   const discovery =
@@ -156,16 +146,14 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   const missing: string[] = [];
   if (platform !== "linux") missing.push(`Linux (this is ${platform})`);
   if (platform === "linux" && !root) {
-    missing.push(
-      "root (Roost creates namespaces, network interfaces, firewall rules, cgroups and one uid per computer)",
-    );
+    missing.push("root (Roost creates namespaces, cgroups and one uid per computer)");
   }
   const absent = hostToolNames.filter((name) => platform === "linux" && tools[name] === undefined);
   if (absent.length > 0) {
     const packages = [...new Set(absent.map((name) => hostToolPackages[name]))];
     missing.push(`${absent.join(", ")} (Debian: apt-get install ${packages.join(" ")})`);
   }
-  for (const check of [namespaces, sandbox, nftables]) {
+  for (const check of [namespaces, sandbox]) {
     if (!check.ok && !check.detail.startsWith("not tried")) missing.push(`working ${check.detail}`);
   }
   const controllers = (["memory", "pids"] as const).filter(
@@ -178,7 +166,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   }
   const localAvailable = missing.length === 0;
   const message = localAvailable
-    ? `This host can isolate computers (local provider: bubblewrap, network namespaces, nftables, cgroup v${cgroups.memory} memory, v${cgroups.pids} pids${cgroups.cpu === undefined ? ", no cpu controller: CPU is not limited" : `, v${cgroups.cpu} cpu`}).`
+    ? `This host can isolate computers (local provider: bubblewrap, network namespaces with loopback only, cgroup v${cgroups.memory} memory, v${cgroups.pids} pids${cgroups.cpu === undefined ? ", no cpu controller: CPU is not limited" : `, v${cgroups.cpu} cpu`}).`
     : `This host cannot isolate computers (the local provider), because it lacks: ${missing.join("; ")}. ${processProviderHint}`;
   return {
     platform,
@@ -186,7 +174,6 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
     tools,
     namespaces,
     sandbox,
-    nftables,
     cgroups,
     missing,
     localAvailable,

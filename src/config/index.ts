@@ -47,6 +47,7 @@ export interface RoostConfig {
   /** Retries of a failed model call inside one journaled step. @default 4 */
   modelAttempts: number;
   computers: ComputersConfig;
+  egress: EgressConfig;
   log: LogConfig;
   /** The users' timezone (IANA name) until accounts have their own; the prompt states the date in it. @default UTC */
   timezone: string;
@@ -61,6 +62,14 @@ export interface RateLimitsConfig {
   requestBurst: number;
   /** Event streams an account may hold open at once. @default 20 */
   eventStreamsPerAccount: number;
+}
+
+export interface EgressConfig {
+  /**
+   * Private ranges (RFC 1918, 100.64.0.0/10, fc00::/7) computers may reach when their own policy
+   * has an IP rule for them. Never loopback, link-local or Roost's own ports. @default none
+   */
+  allowPrivate: string[];
 }
 
 export interface LogConfig {
@@ -351,6 +360,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       max: 20,
     }),
     computers: resolveComputers(source, dataDir),
+    egress: resolveEgress(source),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
     rateLimits: {
@@ -377,6 +387,23 @@ function resolveTimezone(source: Source): string {
     );
   }
   return timezone;
+}
+
+function resolveEgress(source: Source): EgressConfig {
+  const raw = pick(source, "egress-allow-private", "ROOST_EGRESS_ALLOW_PRIVATE") ?? "";
+  const allowPrivate = raw
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+  // Which ranges are private is the egress module's to judge (at start, with a fix-it message).
+  for (const part of allowPrivate) {
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(part)) {
+      throw new ConfigError(
+        `ROOST_EGRESS_ALLOW_PRIVATE (--egress-allow-private) is a comma-separated list of CIDR ranges such as 10.20.0.0/16,fd00:1::/64; ${JSON.stringify(part)} is not one`,
+      );
+    }
+  }
+  return { allowPrivate };
 }
 
 function resolveLog(source: Source): LogConfig {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   classifyAddress,
+  classifyRange,
   formatIp,
   normalizeIp,
   parseCidr,
@@ -146,5 +147,26 @@ describe("classifyAddress", () => {
   ];
   it.each(cases)("%s is %s", (address, expected) => {
     expect(classifyAddress(address)).toBe(expected);
+  });
+});
+
+describe("classifyRange (A4)", () => {
+  const scope = (cidr: string) => classifyRange(parseCidr(cidr)!);
+
+  it("gives a range the class of the special range holding all of it", () => {
+    expect(scope("127.0.0.0/8")).toBe("loopback");
+    expect(scope("127.1.2.3")).toBe("loopback");
+    expect(scope("10.1.0.0/16")).toBe("private");
+    expect(scope("169.254.169.254")).toBe("link-local");
+    expect(scope("fd00::/8")).toBe("private");
+    expect(scope("::ffff:127.0.0.0/104")).toBe("loopback");
+    expect(scope("64:ff9b::a00:0/120")).toBe("private"); // NAT64 of 10.0.0.0/24 (A2)
+    expect(scope("2002:a00::/24")).toBe("private"); // 6to4 of 10.0.0.0/8
+    expect(scope("4000::/3")).toBe("reserved"); // outside global unicast (A3)
+  });
+
+  it("calls every range that spans public space public, however much it covers", () => {
+    for (const cidr of ["0.0.0.0/0", "::/0", "8.0.0.0/5", "10.0.0.0/7", "2000::/3", "8.8.8.8"])
+      expect(scope(cidr), cidr).toBe("public");
   });
 });

@@ -10,6 +10,9 @@
  *      are classified by the embedded address, so they cannot smuggle a private IPv4 destination.
  *   A3 Only IPv6 global unicast (2000::/3) outside the special ranges is public; anything the
  *      classifier does not know is not public.
+ *   A4 A range has the class of the special range that contains all of it, and is `public`
+ *      otherwise (`0.0.0.0/0`, `::/0` and any range that spans public space): the policy lets a
+ *      public-scoped range match public addresses only.
  */
 import { isIPv4, isIPv6 } from "node:net";
 
@@ -240,8 +243,55 @@ function classifyParsed(ip: ParsedIp): AddressClass {
   return "public";
 }
 
+/**
+ * Classes no policy and no operator setting can open: the host itself (loopback, unspecified),
+ * its link (link-local, incl. 169.254.169.254), and one-to-many addresses.
+ */
+export const unreachableClasses: ReadonlySet<AddressClass> = new Set([
+  "loopback",
+  "unspecified",
+  "link-local",
+  "multicast",
+  "broadcast",
+]);
+
+/** Classes the operator may open for computers (ROOST_EGRESS_ALLOW_PRIVATE). */
+export const operatorClasses: ReadonlySet<AddressClass> = new Set(["private", "cgnat"]);
+
 /** Classify an address; text that is not an IP address is `reserved` (never public). */
 export function classifyAddress(address: string): AddressClass {
   const parsed = parseIp(address);
   return parsed === undefined ? "reserved" : classifyParsed(parsed);
+}
+
+/** Whether every address of `inner` is in `outer`. */
+export function rangeWithin(inner: IpRange, outer: IpRange): boolean {
+  return (
+    inner.family === outer.family &&
+    inner.prefix >= outer.prefix &&
+    (inner.network & mask(outer.family, outer.prefix)) === outer.network
+  );
+}
+
+/** Whether the two ranges share an address. */
+export function rangesOverlap(a: IpRange, b: IpRange): boolean {
+  return rangeWithin(a, b) || rangeWithin(b, a);
+}
+
+/** A4: the class of the special range holding all of `range`; `public` when none does. */
+export function classifyRange(range: IpRange): AddressClass {
+  const table = range.family === 4 ? ipv4Special : ipv6Special;
+  for (const { range: special, kind } of table) {
+    if (!rangeWithin(range, special)) continue;
+    if (kind !== "embedded-v4") return kind;
+    // A2: NAT64 keeps the IPv4 part in the last 32 bits, 6to4 in bits 16–48.
+    const embeddedBits = special.prefix === 96 ? 96 : 16;
+    const shift = special.prefix === 96 ? 0n : 80n;
+    const v4Prefix = Math.min(32, range.prefix - embeddedBits);
+    const network = (range.network >> shift) & 0xffffffffn;
+    return classifyRange({ family: 4, network: network & mask(4, v4Prefix), prefix: v4Prefix });
+  }
+  if (range.family === 6 && range.prefix >= 3 && !rangeWithin(range, globalUnicast))
+    return "reserved"; // A3
+  return "public";
 }

@@ -6,6 +6,7 @@
  * (more than `maxPending` writes in flight) allowed entries are dropped and counted, the count
  * riding on the next row written (`detail.droppedBefore`); denied entries are never dropped.
  */
+import { silentLogger, type Logger } from "../log/index.ts";
 import type { Store } from "../store/index.ts";
 import type { EgressLogEntry } from "./proxy.ts";
 
@@ -14,7 +15,8 @@ export interface EgressAuditOptions {
   allowed?: boolean;
   /** Writes in flight beyond which allowed entries are dropped. @default 1000 */
   maxPending?: number;
-  log?: (message: string) => void;
+  /** @default silent */
+  logger?: Logger;
 }
 
 /** An `onRequest` hook for the proxy, with a way to wait for its writes. */
@@ -33,7 +35,6 @@ export function auditDetail(entry: EgressLogEntry): Record<string, unknown> {
     host: entry.host,
     port: entry.port,
     status: entry.status,
-    sourceAddress: entry.sourceAddress,
     bytesUp: entry.bytesUp,
     bytesDown: entry.bytesDown,
     durationMs: entry.durationMs,
@@ -51,7 +52,7 @@ export function auditTo(
 ): EgressAuditSink {
   const writeAllowed = options.allowed ?? true;
   const maxPending = options.maxPending ?? 1000;
-  const log = options.log ?? ((message: string) => console.error(message));
+  const logger = (options.logger ?? silentLogger).child({ component: "egress-audit" });
   const pending = new Set<Promise<void>>();
   let dropped = 0;
   let droppedUnreported = 0;
@@ -74,10 +75,10 @@ export function auditTo(
       .audit({
         accountId: null,
         action: entry.decision === "allowed" ? "egress.allowed" : "egress.denied",
-        target: entry.computerId ?? `source:${entry.sourceAddress}`,
+        target: entry.computerId,
         detail,
       })
-      .catch((error: unknown) => log(`roost egress: audit write failed: ${String(error)}`))
+      .catch((error: unknown) => logger.warn("egress audit write failed", { error }))
       .finally(() => pending.delete(write));
     pending.add(write);
   };

@@ -1,9 +1,11 @@
 /**
- * Egress: the host-side proxy every computer's traffic leaves through, and the policy it
- * enforces. docs/egress.md describes the policy format, the defaults and what is refused.
+ * Egress: the host-side proxy every computer's traffic leaves through (one pair of unix sockets
+ * per computer: HTTP proxy and SOCKS5), and the policy it enforces. docs/egress.md describes the
+ * policy format, the defaults and what is refused.
  */
 export {
   classifyAddress,
+  classifyRange,
   formatIp,
   normalizeIp,
   parseCidr,
@@ -24,6 +26,7 @@ export {
   formatTarget,
   normalizeRule,
   parseEgressPolicy,
+  parseUserEgressPolicy,
   type CompiledPolicy,
   type DestinationContext,
   type EgressDenial,
@@ -37,9 +40,12 @@ export {
   type PortSpec,
 } from "./policy.ts";
 export {
+  createDestinationContext,
   createEgressProxy,
   egressHeader,
-  type EgressAddress,
+  parseAllowPrivate,
+  type ComputerEgressSockets,
+  type EgressListener,
   type EgressLogEntry,
   type EgressProxy,
   type EgressProxyOptions,
@@ -47,21 +53,3 @@ export {
   type EgressResolver,
   type EgressStats,
 } from "./proxy.ts";
-
-/**
- * The environment that points a computer's programs at the proxy (the computer has no other
- * route out, and no DNS). Local addresses stay direct: they are the computer's own services.
- */
-export function proxyEnvironment(proxyUrl: string): Record<string, string> {
-  const noProxy = "localhost,127.0.0.1,::1";
-  return {
-    HTTP_PROXY: proxyUrl,
-    HTTPS_PROXY: proxyUrl,
-    http_proxy: proxyUrl,
-    https_proxy: proxyUrl,
-    NO_PROXY: noProxy,
-    no_proxy: noProxy,
-    // Node's own fetch and http honour the variables above only when asked (Node ≥ 24.5).
-    NODE_USE_ENV_PROXY: "1",
-  };
-}

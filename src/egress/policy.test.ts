@@ -2,22 +2,26 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { InvalidRequestError } from "../errors/index.ts";
 import { defaultHosts } from "./defaults.ts";
+import { parseAllowPrivate } from "./proxy.ts";
 import {
   checkDestination,
   checkName,
   compilePolicy,
   normalizeRule,
   parseEgressPolicy,
+  parseUserEgressPolicy,
   type DestinationContext,
   type EgressPolicyInput,
 } from "./policy.ts";
 
-const hostAddresses = new Set(["10.0.0.5", "203.0.113.9", "2001:db8::5"]);
+const hostAddresses = new Set(["10.0.0.5", "203.0.113.9", "2001:db8::5", "198.51.100.7"]);
+/** This test's operator opened 10.213.0.0/16, 100.64.1.0/24 and fd00::/8; Roost listens on 7700 and 7780. */
 const context: DestinationContext = {
   isHostAddress: (address) => hostAddresses.has(address),
-  isProxy: (address, port) =>
-    port === 3128 && (address === "127.0.0.1" || hostAddresses.has(address)),
+  allowPrivate: parseAllowPrivate(["10.213.0.0/16", "100.64.1.0/24", "fd00::/8"]),
+  isPlatformPort: (port) => port === 7700 || port === 7780,
 };
+const closedContext: DestinationContext = { ...context, allowPrivate: [] };
 
 function verdict(policy: EgressPolicyInput, host: string, port: number, addresses: string[]) {
   const denial = checkDestination(
@@ -114,12 +118,15 @@ describe("modes", () => {
     );
   });
 
-  it("allow-all still refuses private and host addresses (P3, P4)", () => {
+  it("allow-all still refuses private, link-local and host addresses (P3, P4, P5)", () => {
     expect(verdict({ mode: "allow-all" }, "intranet.example", 443, ["10.1.1.1"])).toBe(
       "private-address",
     );
-    expect(verdict({ mode: "allow-all" }, "metadata.example", 80, ["169.254.169.254"])).toBe(
+    expect(verdict({ mode: "allow-all" }, "intranet.example", 443, ["10.213.1.1"])).toBe(
       "private-address",
+    );
+    expect(verdict({ mode: "allow-all" }, "metadata.example", 80, ["169.254.169.254"])).toBe(
+      "special-address",
     );
     expect(verdict({ mode: "allow-all" }, "localhost", 80, ["127.0.0.1"])).toBe("host-address");
     expect(verdict({ mode: "allow-all" }, "203.0.113.9", 443, ["203.0.113.9"])).toBe(
@@ -192,7 +199,7 @@ describe("rules", () => {
       allow: ["140.82.112.0/20", "2606:4700::/32:443"],
     };
     expect(verdict(policy, "140.82.121.4", 443, ["140.82.121.4"])).toBe("allowed");
-    expect(verdict(policy, "github.com", 443, ["140.82.121.4"])).toBe("allowed");
+    expect(verdict(policy, "github.com", 443, ["140.82.121.4"])).toBe("not-allowed"); // P7: names need a domain rule
     expect(verdict(policy, "140.82.128.1", 443, ["140.82.128.1"])).toBe("not-allowed");
     expect(verdict(policy, "2606:4700::1111", 443, ["2606:4700::1111"])).toBe("allowed");
     expect(verdict(policy, "2606:4700::1111", 80, ["2606:4700::1111"])).toBe("port-not-allowed");
@@ -210,7 +217,11 @@ describe("rules", () => {
   it("deny rules beat allow rules in every mode (P2)", () => {
     const deny = ["*.blocked.example", "9.9.9.0/24", "open.example:22"];
     for (const mode of ["allow-all", "defaults-and-allowlist", "allowlist-only"] as const) {
-      const policy = { mode, allow: ["x.blocked.example", "9.9.9.9", "open.example:*"], deny };
+      const policy = {
+        mode,
+        allow: ["x.blocked.example", "9.9.9.9", "open.example:*", "quad9.example"],
+        deny,
+      };
       expect(verdict(policy, "x.blocked.example", 443, ["8.8.8.8"]), mode).toBe("deny-rule");
       expect(verdict(policy, "9.9.9.9", 443, ["9.9.9.9"]), mode).toBe("deny-rule");
       expect(verdict(policy, "quad9.example", 443, ["9.9.9.9"]), mode).toBe("deny-rule");
@@ -221,75 +232,109 @@ describe("rules", () => {
 });
 
 describe("private and host addresses", () => {
-  it("are refused when reached through a domain rule, a wildcard or the defaults (P3)", () => {
+  it("are refused when reached through a domain rule, a wildcard or the defaults (P3, P5)", () => {
     const policy = {
       mode: "defaults-and-allowlist" as const,
       allow: ["rebind.test", "*.rebind.test"],
     };
     expect(verdict(policy, "rebind.test", 443, ["192.168.1.10"])).toBe("private-address");
+    expect(verdict(policy, "rebind.test", 443, ["10.213.0.9"])).toBe("private-address");
     expect(verdict(policy, "a.rebind.test", 443, ["100.64.0.1"])).toBe("private-address");
-    expect(verdict(policy, "github.com", 443, ["169.254.169.254"])).toBe("private-address");
+    expect(verdict(policy, "github.com", 443, ["169.254.169.254"])).toBe("special-address");
+    expect(verdict(policy, "github.com", 443, ["fe80::1"])).toBe("special-address");
     expect(verdict(policy, "github.com", 443, ["fd00::1"])).toBe("private-address");
     expect(verdict(policy, "github.com", 443, ["::ffff:10.0.0.1"])).toBe("private-address");
     expect(verdict(policy, "github.com", 443, ["64:ff9b::a00:1"])).toBe("private-address");
-    expect(verdict(policy, "github.com", 443, ["224.0.0.1"])).toBe("private-address");
+    expect(verdict(policy, "github.com", 443, ["224.0.0.1"])).toBe("special-address");
+    expect(verdict(policy, "github.com", 443, ["255.255.255.255"])).toBe("special-address");
     expect(verdict(policy, "github.com", 443, ["0.0.0.0"])).toBe("host-address");
     expect(verdict(policy, "github.com", 443, ["::"])).toBe("host-address");
     expect(verdict(policy, "github.com", 443, ["::1"])).toBe("host-address");
     expect(verdict(policy, "github.com", 443, ["::ffff:127.0.0.1"])).toBe("host-address");
   });
 
-  it("are allowed when an IP rule contains them, on its ports", () => {
+  it("private addresses the operator opened are allowed when an IP rule contains them, on its ports (P4)", () => {
     const policy = {
       mode: "allowlist-only" as const,
-      allow: ["10.213.0.0/30:8080", "fd00::/64:*"],
+      allow: ["10.213.0.0/30:8080", "fd00::/64:*", "100.64.1.0/24:5432"],
     };
     expect(verdict(policy, "10.213.0.2", 8080, ["10.213.0.2"])).toBe("allowed");
-    expect(verdict(policy, "db.test", 8080, ["10.213.0.2"])).toBe("allowed");
     expect(verdict(policy, "::ffff:10.213.0.2", 8080, ["10.213.0.2"])).toBe("allowed");
     expect(verdict(policy, "10.213.0.2", 80, ["10.213.0.2"])).toBe("port-not-allowed");
     expect(verdict(policy, "10.213.0.6", 8080, ["10.213.0.6"])).toBe("not-allowed");
-    expect(verdict({ mode: "allow-all" }, "10.213.0.6", 8080, ["10.213.0.6"])).toBe(
-      "private-address",
-    );
     expect(verdict(policy, "fd00::7", 22, ["fd00::7"])).toBe("allowed");
+    expect(verdict(policy, "100.64.1.9", 5432, ["100.64.1.9"])).toBe("allowed");
+    // Not opened by the operator: refused whatever the policy says.
+    const closed = checkDestination(
+      compilePolicy(parseEgressPolicy(policy)),
+      { host: "10.213.0.2", port: 8080 },
+      ["10.213.0.2"],
+      closedContext,
+    );
+    expect(closed?.code).toBe("private-address");
+    expect(closed?.message).toContain("ROOST_EGRESS_ALLOW_PRIVATE");
+    expect(
+      verdict({ mode: "allowlist-only", allow: ["100.64.0.0/10:5432"] }, "100.64.2.1", 5432, [
+        "100.64.2.1",
+      ]),
+    ).toBe("private-address");
   });
 
-  it("host addresses need a rule naming exactly that address (P4)", () => {
-    const range = {
+  it("broad ranges (0.0.0.0/0, ::/0, ranges spanning public space) reach public addresses only (P5)", () => {
+    const policy = {
       mode: "allowlist-only" as const,
-      allow: ["10.0.0.0/8:*", "127.0.0.0/8:*", "2001:db8::/32:*"],
+      allow: ["0.0.0.0/0:*", "::/0:*", "8.0.0.0/5:*", "10.0.0.0/7:*"],
     };
-    expect(verdict(range, "10.0.0.5", 80, ["10.0.0.5"])).toBe("host-address");
-    expect(verdict(range, "10.0.0.6", 80, ["10.0.0.6"])).toBe("allowed");
-    expect(verdict(range, "127.0.0.1", 80, ["127.0.0.1"])).toBe("host-address");
-    expect(verdict(range, "2001:db8::5", 80, ["2001:db8::5"])).toBe("host-address");
+    expect(verdict(policy, "8.8.8.8", 22, ["8.8.8.8"])).toBe("allowed");
+    expect(verdict(policy, "11.0.0.1", 22, ["11.0.0.1"])).toBe("allowed");
+    expect(verdict(policy, "2606:4700::1111", 443, ["2606:4700::1111"])).toBe("allowed");
+    for (const address of ["10.213.0.2", "fd00::1", "198.18.0.1", "192.0.2.1"])
+      expect(verdict(policy, address, 443, [address]), address).toBe("not-allowed");
+    expect(verdict(policy, "192.168.0.1", 443, ["192.168.0.1"])).toBe("private-address"); // not opened
+    for (const address of ["127.0.0.1", "0.0.0.0", "::1", "10.0.0.5", "203.0.113.9"])
+      expect(verdict(policy, address, 443, [address]), address).toBe("host-address");
+    expect(verdict(policy, "169.254.169.254", 80, ["169.254.169.254"])).toBe("special-address");
+  });
+
+  it("the host's own addresses are refused always, even by exact rules (P3)", () => {
     const exact = {
       mode: "allowlist-only" as const,
-      allow: ["10.0.0.5:80", "127.0.0.1:8080", "[2001:db8::5]:*"],
+      allow: ["10.0.0.5:80", "127.0.0.1:8080", "[2001:db8::5]:*", "198.51.100.7:*"],
     };
-    expect(verdict(exact, "10.0.0.5", 80, ["10.0.0.5"])).toBe("allowed");
-    expect(verdict(exact, "127.0.0.1", 8080, ["127.0.0.1"])).toBe("allowed");
-    expect(verdict(exact, "127.0.0.1", 8081, ["127.0.0.1"])).toBe("port-not-allowed");
-    expect(verdict(exact, "2001:db8::5", 22, ["2001:db8::5"])).toBe("allowed");
+    expect(verdict(exact, "10.0.0.5", 80, ["10.0.0.5"])).toBe("host-address");
+    expect(verdict(exact, "127.0.0.1", 8080, ["127.0.0.1"])).toBe("host-address");
+    expect(verdict(exact, "2001:db8::5", 22, ["2001:db8::5"])).toBe("host-address");
+    expect(verdict(exact, "198.51.100.7", 22, ["198.51.100.7"])).toBe("host-address");
+    expect(verdict({ mode: "allow-all" }, "198.51.100.7", 443, ["198.51.100.7"])).toBe(
+      "host-address",
+    );
   });
 
-  it("the proxy itself is refused always (P5)", () => {
-    const policy = { mode: "allow-all" as const, allow: ["127.0.0.1:*", "10.0.0.5:*"] };
-    expect(verdict(policy, "127.0.0.1", 3128, ["127.0.0.1"])).toBe("proxy-loop");
-    expect(verdict(policy, "proxy.test", 3128, ["10.0.0.5"])).toBe("proxy-loop");
-    expect(verdict(policy, "127.0.0.1", 3129, ["127.0.0.1"])).toBe("allowed");
+  it("Roost's own ports are refused on non-public addresses, even opened ones (P3)", () => {
+    const policy = { mode: "allowlist-only" as const, allow: ["10.213.0.0/16:*", "8.8.8.8:*"] };
+    expect(verdict(policy, "10.213.0.2", 7780, ["10.213.0.2"])).toBe("platform-port");
+    expect(verdict(policy, "10.213.0.2", 7781, ["10.213.0.2"])).toBe("allowed");
+    expect(verdict(policy, "8.8.8.8", 7780, ["8.8.8.8"])).toBe("allowed"); // public: not Roost
   });
 
   it("the refusal message explains what happened and how to allow it", () => {
     const denial = checkDestination(
       compilePolicy(parseEgressPolicy({ mode: "allowlist-only", allow: ["rebind.test"] })),
       { host: "rebind.test", port: 443 },
-      ["192.168.1.10"],
+      ["10.213.1.10"],
       context,
     );
     expect(denial?.message).toBe(
-      'roost egress: rebind.test:443 resolves to 192.168.1.10, a private address; those are refused unless the policy allows that address or range explicitly. Add "192.168.1.10" as an allow rule in the computer\'s network settings if this is intended.',
+      'roost egress: rebind.test:443 resolves to 10.213.1.10, a private address; those are refused unless an IP rule allows that address or its range explicitly. Add "10.213.1.10" as an allow rule in the computer\'s network settings if this is intended.',
+    );
+    const host = checkDestination(
+      compilePolicy(parseEgressPolicy({ mode: "allow-all" })),
+      { host: "rebind.test", port: 80 },
+      ["127.0.0.1"],
+      context,
+    );
+    expect(host?.message).toBe(
+      "roost egress: rebind.test:80 resolves to 127.0.0.1, an address of the Roost host itself; a computer can never reach it, whatever its policy says.",
     );
     const notListed = checkName(compilePolicy(parseEgressPolicy({ mode: "allowlist-only" })), {
       host: "example.com",
@@ -301,7 +346,7 @@ describe("private and host addresses", () => {
   });
 });
 
-describe("name check before DNS", () => {
+describe("name check before DNS (P7)", () => {
   it("refuses names no rule could allow without resolving them", () => {
     const policy = compilePolicy(parseEgressPolicy({ mode: "allowlist-only", allow: ["a.test"] }));
     expect(checkName(policy, { host: "b.test", port: 443 })).toMatchObject({ allowed: false });
@@ -311,15 +356,80 @@ describe("name check before DNS", () => {
     });
   });
 
-  it("lets a name through to resolution when an IP rule might allow its address", () => {
+  it("IP rules never let a name through to resolution (DNS exfiltration)", () => {
     const policy = compilePolicy(
-      parseEgressPolicy({ mode: "allowlist-only", allow: ["10.0.0.0/8:5432"] }),
+      parseEgressPolicy({ mode: "allowlist-only", allow: ["10.213.0.0/16:5432", "0.0.0.0/0:*"] }),
     );
-    expect(checkName(policy, { host: "db.test", port: 5432 })).toEqual({
+    const verdictOf = checkName(policy, { host: "secret.exfil.example", port: 5432 });
+    expect(verdictOf).toMatchObject({ allowed: false, denial: { code: "not-allowed" } });
+    expect(!verdictOf.allowed && verdictOf.denial.message).toMatch(
+      /IP rules match requests for those addresses, not names/,
+    );
+    expect(checkName(policy, { host: "10.213.0.9", port: 5432 })).toEqual({
       allowed: true,
       byName: false,
     });
-    expect(checkName(policy, { host: "db.test", port: 443 })).toMatchObject({ allowed: false });
+  });
+});
+
+describe("a user's own policy (P8)", () => {
+  const refused = (allow: EgressPolicyInput["allow"]) => {
+    try {
+      parseUserEgressPolicy({ mode: "allowlist-only", allow }, context);
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      return (error as Error).message;
+    }
+    return undefined;
+  };
+
+  it("refuses rules that can only name loopback, link-local, unspecified, multicast or the host, with the reason", () => {
+    expect(refused(["127.0.0.1:*"])).toMatch(
+      /allow\[0\]: "127\.0\.0\.1" is loopback: the Roost host itself/,
+    );
+    expect(refused(["::1"])).toMatch(/is loopback/);
+    expect(refused(["[::ffff:127.0.0.1]:7700"])).toMatch(/is loopback/);
+    expect(refused(["169.254.169.254"])).toMatch(
+      /is link-local \(this includes cloud metadata services such as 169\.254\.169\.254\)/,
+    );
+    expect(refused(["fe80::/10:*"])).toMatch(/is link-local/);
+    expect(refused(["0.0.0.0"])).toMatch(/is unspecified/);
+    expect(refused(["224.0.0.0/4"])).toMatch(/is multicast/);
+    expect(refused(["203.0.113.9:443"])).toMatch(/an address of the Roost host itself/);
+    expect(refused(["localhost:8080"])).toMatch(/names loopback/);
+    expect(refused(["*.app.localhost"])).toMatch(/names loopback/);
+    expect(refused(["github.com", "127.0.0.0/8"])).toMatch(/^egress policy refused: allow\[1\]/);
+  });
+
+  it("refuses private ranges the operator did not open, and Roost's own ports", () => {
+    expect(refused(["192.168.1.0/24"])).toMatch(
+      /is a private range; only the operator can open private ranges for computers \(ROOST_EGRESS_ALLOW_PRIVATE\)/,
+    );
+    expect(refused(["10.1.0.0/16:5432"])).toMatch(/ROOST_EGRESS_ALLOW_PRIVATE/);
+    expect(refused(["10.213.0.0/16:7780"])).toMatch(/7780 is one of Roost's own ports/);
+    expect(refused(["10.213.0.0/16:7700,7780"])).toMatch(/are Roost's own ports/);
+  });
+
+  it("accepts broad rules, allow-all, public addresses and ranges the operator opened", () => {
+    for (const allow of [
+      ["0.0.0.0/0:*"],
+      ["::/0:*"],
+      ["10.0.0.0/7:*"],
+      ["8.8.8.8:53"],
+      ["10.213.0.0/16:5432"],
+      ["10.0.0.0/8:5432"], // overlaps the opened 10.213.0.0/16: effective there
+      ["fd00:1::/64"],
+      ["198.18.0.1:8080"],
+      ["github.com:*"],
+      ["10.213.0.0/16:7700-7800"],
+    ])
+      expect(refused(allow), allow.join()).toBeUndefined();
+    expect(parseUserEgressPolicy({ mode: "allow-all" }, context).mode).toBe("allow-all");
+    // Deny rules are never refused: denying the impossible is harmless.
+    expect(
+      parseUserEgressPolicy({ mode: "allow-all", deny: ["127.0.0.1", "169.254.0.0/16"] }, context)
+        .deny,
+    ).toHaveLength(2);
   });
 });
 

@@ -1,31 +1,40 @@
 /**
  * Egress policies: their format (validated with zod), compiled matchers and the decision for one
- * destination. The proxy (proxy.ts) asks twice: `checkName` before it resolves a name (so a name
- * no rule could allow is never looked up) and `checkAddress` for every address the name resolved
- * to, or for the literal address in the request.
+ * destination. The proxy (proxy.ts) asks twice: `checkName` before it resolves a name and
+ * `checkAddress` for every address the name resolved to, or for the literal address requested.
  *
  * Invariants:
  *   P1 `none` refuses everything; no rule can open it.
  *   P2 A deny rule beats every allow rule, in every mode.
- *   P3 A non-public address (private, loopback, link-local, CGNAT, multicast, unspecified, …) is
- *      refused unless an allow rule's IP or range contains it; a domain rule, a wildcard, the
- *      defaults or `allow-all` never allow one.
- *   P4 An address of the host itself (every loopback and unspecified address, and each address of
- *      the host's interfaces) is refused unless an allow rule names exactly that address (a /32 or
- *      /128): a range such as 10.0.0.0/8 does not open the host.
- *   P5 The proxy's own listening address is refused always (proxy loops).
+ *   P3 Whatever the policy and the operator say, these are refused: loopback and unspecified
+ *      addresses, link-local (169.254.0.0/16 with the cloud metadata address, fe80::/10),
+ *      multicast and broadcast, every address of the host itself, and Roost's own ports on any
+ *      address that is not public.
+ *   P4 A private or CGNAT address is refused unless the operator opened a range holding it
+ *      (`allowPrivate`, ROOST_EGRESS_ALLOW_PRIVATE) and P5 allows it.
+ *   P5 A non-public address needs an allow rule whose IP range contains it and lies itself in
+ *      non-public space (A4). Domain rules, wildcards, the defaults, `allow-all` and broad
+ *      ranges such as `0.0.0.0/0` or `::/0` reach public addresses only.
  *   P6 Allow rules without ports allow 80 and 443; deny rules without ports deny every port.
+ *   P7 A name is resolved only when a domain rule, a wildcard, the defaults or `allow-all` allow
+ *      it on the requested port; IP rules never make the proxy look a name up.
+ *   P8 A user's policy (`parseUserEgressPolicy`) is refused, with the reason, when an allow rule
+ *      can only name what P3 or P4 refuse; broad ranges are accepted (P5 keeps them public).
  */
 import { domainToASCII } from "node:url";
 import { z } from "zod";
 import { InvalidRequestError } from "../errors/index.ts";
 import {
   classifyAddress,
+  classifyRange,
   formatRange,
   isSingleAddress,
+  operatorClasses,
   parseCidr,
   parseIp,
   rangeContains,
+  rangesOverlap,
+  unreachableClasses,
   type AddressClass,
   type IpRange,
   type ParsedIp,
@@ -227,6 +236,8 @@ interface CompiledRule {
   text: string;
   target: RuleTarget;
   ports: readonly PortRange[] | "all";
+  /** For IP rules: the class of all of its range (A4); `public` ones reach public addresses only (P5). */
+  scope: AddressClass;
 }
 
 /** A policy prepared for matching. Build one per policy change, not per request. */
@@ -248,11 +259,17 @@ function compileRule(rule: EgressRule, defaultPorts: readonly PortRange[] | "all
         : rule.ports.map((spec) => parsePortSpec(spec) ?? { from: 0, to: -1 });
   const text = rule.ports === undefined ? rule.host : `${rule.host}:${formatPorts(ports)}`;
   if (rule.host.startsWith("*.")) {
-    return { text, target: { kind: "wildcard", suffix: rule.host.slice(1) }, ports };
+    return {
+      text,
+      target: { kind: "wildcard", suffix: rule.host.slice(1) },
+      ports,
+      scope: "public",
+    };
   }
   const range = parseCidr(rule.host);
-  if (range !== undefined) return { text, target: { kind: "ip", range }, ports };
-  return { text, target: { kind: "domain", name: rule.host }, ports };
+  if (range !== undefined)
+    return { text, target: { kind: "ip", range }, ports, scope: classifyRange(range) };
+  return { text, target: { kind: "domain", name: rule.host }, ports, scope: "public" };
 }
 
 const webPorts: readonly PortRange[] = defaultHostPorts.map((port) => ({ from: port, to: port }));
@@ -311,8 +328,9 @@ export interface EgressDenial {
     | "not-allowed"
     | "port-not-allowed"
     | "private-address"
+    | "special-address"
     | "host-address"
-    | "proxy-loop";
+    | "platform-port";
   message: string;
 }
 
@@ -322,12 +340,14 @@ export interface EgressTarget {
   port: number;
 }
 
-/** Facts about the machine the proxy runs on, used by P4 and P5. */
+/** What the operator's configuration and the host decide, beyond a computer's policy (P3, P4). */
 export interface DestinationContext {
   /** Whether this (canonical) address belongs to one of the host's interfaces. */
   isHostAddress(address: string): boolean;
-  /** Whether address:port is where this proxy listens. */
-  isProxy(address: string, port: number): boolean;
+  /** Private ranges the operator opened for computers (P4). */
+  readonly allowPrivate: readonly IpRange[];
+  /** Whether the port is one of Roost's own (API, Restate, service endpoint, store). */
+  isPlatformPort(port: number): boolean;
 }
 
 /** `host:port`, with brackets around an IPv6 address. */
@@ -338,11 +358,12 @@ export function formatTarget(target: EgressTarget): string {
 }
 
 const settingsHint = "in the computer's network settings";
+const operatorSetting = "ROOST_EGRESS_ALLOW_PRIVATE";
 
-function notAllowed(policy: CompiledPolicy, target: EgressTarget): EgressDenial {
+function notAllowed(policy: CompiledPolicy, target: EgressTarget, hint = ""): EgressDenial {
   return {
     code: "not-allowed",
-    message: `roost egress: ${formatTarget(target)} is not on this computer's allowlist (policy: ${policy.mode}). Add it ${settingsHint}.`,
+    message: `roost egress: ${formatTarget(target)} is not on this computer's allowlist (policy: ${policy.mode}).${hint} Add it ${settingsHint}.`,
   };
 }
 
@@ -371,39 +392,33 @@ function deniedByRule(
 /** The verdict on a name before it is resolved. */
 export type NameVerdict =
   | { allowed: false; denial: EgressDenial }
-  /** `byName`: allowed by a domain rule or by `allow-all`; otherwise only an IP rule can allow it. */
+  /** `byName`: allowed by a domain rule or by `allow-all`; a literal address is judged by IP rules. */
   | { allowed: true; byName: boolean };
 
 /**
- * First check, before any DNS lookup: refuses what no rule could allow, so names a policy does
- * not allow are not even resolved.
+ * First check, before any DNS lookup: a name is allowed (and so resolved) only when a domain
+ * rule, a wildcard, the defaults or `allow-all` allow it (P7).
  */
 export function checkName(policy: CompiledPolicy, target: EgressTarget): NameVerdict {
   if (policy.mode === "none") return { allowed: false, denial: noNetwork(target) }; // P1
-  const literal = parseIp(target.host) !== undefined;
-  if (!literal) {
-    const denied = policy.denyNames.find(
-      (rule) => nameMatches(rule.target, target.host) && portMatches(rule.ports, target.port),
-    );
-    if (denied !== undefined)
-      return { allowed: false, denial: deniedByRule(policy, target, denied) }; // P2
-  }
+  if (parseIp(target.host) !== undefined)
+    return { allowed: true, byName: policy.mode === "allow-all" };
+  const denied = policy.denyNames.find(
+    (rule) => nameMatches(rule.target, target.host) && portMatches(rule.ports, target.port),
+  );
+  if (denied !== undefined) return { allowed: false, denial: deniedByRule(policy, target, denied) }; // P2
   if (policy.mode === "allow-all") return { allowed: true, byName: true };
-  if (literal) return { allowed: true, byName: false };
   const named = policy.allowNames.filter((rule) => nameMatches(rule.target, target.host));
   if (named.some((rule) => portMatches(rule.ports, target.port)))
     return { allowed: true, byName: true };
-  if (policy.allowIps.some((rule) => portMatches(rule.ports, target.port))) {
-    return { allowed: true, byName: false }; // an IP rule may still allow what it resolves to
-  }
   const [portRule] = named;
-  return {
-    allowed: false,
-    denial:
-      portRule === undefined
-        ? notAllowed(policy, target)
-        : portNotAllowed(policy, target, portRule),
-  };
+  if (portRule !== undefined)
+    return { allowed: false, denial: portNotAllowed(policy, target, portRule) };
+  // P7: IP rules match addresses; they never make the proxy resolve a name.
+  const ipHint = policy.allowIps.some((rule) => portMatches(rule.ports, target.port))
+    ? " IP rules match requests for those addresses, not names (names are looked up only for domain rules)."
+    : "";
+  return { allowed: false, denial: notAllowed(policy, target, ipHint) };
 }
 
 const classLabels: Record<AddressClass, string> = {
@@ -438,12 +453,6 @@ export function checkAddress(
   if (ip === undefined) {
     return { code: "not-allowed", message: `roost egress: ${where} not a valid address.` };
   }
-  if (context.isProxy(address, target.port)) {
-    return {
-      code: "proxy-loop",
-      message: `roost egress: ${formatTarget(target)} is this egress proxy itself; requests to it would loop.`,
-    }; // P5
-  }
   const denied = policy.denyIps.find(
     (rule) =>
       rule.target.kind === "ip" &&
@@ -454,36 +463,55 @@ export function checkAddress(
   if (policy.mode === "none") return noNetwork(target); // P1
 
   const addressClass = classifyAddress(address);
-  const hostAddress =
-    addressClass === "loopback" || addressClass === "unspecified" || context.isHostAddress(address);
-  if (hostAddress) {
-    // P4
-    const exact = matchIpRules(policy, ip, target.port, true);
-    if (exact.kind === "match") return undefined;
-    if (exact.kind === "port") return portNotAllowed(policy, target, exact.rule);
-    // Nothing in the policy mentions this destination at all: that is the reason to give.
-    if (!byName && matchIpRules(policy, ip, target.port, false).kind === "none") {
-      return notAllowed(policy, target);
-    }
+  // P3: nothing opens these.
+  if (
+    addressClass === "loopback" ||
+    addressClass === "unspecified" ||
+    context.isHostAddress(address)
+  ) {
     return {
       code: "host-address",
-      message: `roost egress: ${where} an address of the Roost host itself; refused unless the policy allows exactly "${address}" (a range is not enough). Add "${address}" as an allow rule ${settingsHint} if this is intended.`,
+      message: `roost egress: ${where} an address of the Roost host itself; a computer can never reach it, whatever its policy says.`,
     };
   }
-  const rules = matchIpRules(policy, ip, target.port, false);
-  if (rules.kind === "match") return undefined;
-  if (addressClass !== "public") {
-    // P3
+  if (unreachableClasses.has(addressClass)) {
+    return {
+      code: "special-address",
+      message: `roost egress: ${where} a ${classLabels[addressClass]} address; a computer can never reach those, whatever its policy says.`,
+    };
+  }
+  if (addressClass !== "public" && context.isPlatformPort(target.port)) {
+    return {
+      code: "platform-port",
+      message: `roost egress: ${formatTarget(target)}: port ${target.port} is one of Roost's own ports, which a computer can never reach on a non-public address.`,
+    };
+  }
+
+  if (addressClass === "public") {
+    const rules = matchIpRules(policy, ip, target.port, false);
+    if (rules.kind === "match" || policy.mode === "allow-all" || byName) return undefined;
     if (rules.kind === "port") return portNotAllowed(policy, target, rules.rule);
-    if (!byName) return notAllowed(policy, target);
+    return notAllowed(policy, target);
+  }
+  // P4
+  if (
+    operatorClasses.has(addressClass) &&
+    !context.allowPrivate.some((range) => rangeContains(range, ip))
+  ) {
     return {
       code: "private-address",
-      message: `roost egress: ${where} a ${classLabels[addressClass]} address; those are refused unless the policy allows that address or range explicitly. Add "${address}" as an allow rule ${settingsHint} if this is intended.`,
+      message: `roost egress: ${where} a ${classLabels[addressClass]} address; computers reach private addresses only in ranges the operator opened (${operatorSetting}), and this one is not.`,
     };
   }
-  if (policy.mode === "allow-all" || byName) return undefined;
+  // P5
+  const rules = matchIpRules(policy, ip, target.port, true);
+  if (rules.kind === "match") return undefined;
   if (rules.kind === "port") return portNotAllowed(policy, target, rules.rule);
-  return notAllowed(policy, target);
+  if (!byName) return notAllowed(policy, target);
+  return {
+    code: "private-address",
+    message: `roost egress: ${where} a ${classLabels[addressClass]} address; those are refused unless an IP rule allows that address or its range explicitly. Add "${address}" as an allow rule ${settingsHint} if this is intended.`,
+  };
 }
 
 function noNetwork(target: EgressTarget): EgressDenial {
@@ -497,12 +525,12 @@ function matchIpRules(
   policy: CompiledPolicy,
   ip: ParsedIp,
   port: number,
-  exactOnly: boolean,
+  nonPublic: boolean,
 ): { kind: "match" } | { kind: "port"; rule: CompiledRule } | { kind: "none" } {
   let portMismatch: CompiledRule | undefined;
   for (const rule of policy.allowIps) {
     if (rule.target.kind !== "ip" || !rangeContains(rule.target.range, ip)) continue;
-    if (exactOnly && !isSingleAddress(rule.target.range)) continue;
+    if (nonPublic && rule.scope === "public") continue; // P5: broad ranges stay public
     if (portMatches(rule.ports, port)) return { kind: "match" };
     portMismatch ??= rule;
   }
@@ -511,7 +539,7 @@ function matchIpRules(
 
 /**
  * Both checks for a destination whose addresses are known: refused if the name is refused or if
- * ANY of the addresses is. Used by the proxy's periodic re-check and by tests.
+ * ANY of the addresses is. Used by the proxy's re-checks and by tests.
  */
 export function checkDestination(
   policy: CompiledPolicy,
@@ -524,6 +552,63 @@ export function checkDestination(
   for (const address of addresses) {
     const denial = checkAddress(policy, target, address, verdict.byName, context);
     if (denial !== undefined) return denial;
+  }
+  return undefined;
+}
+
+/**
+ * P8: validate a policy a user sets for their computer. On top of `parseEgressPolicy`, every
+ * allow rule must be able to reach something: a rule inside the ranges P3 refuses, or inside a
+ * private range the operator did not open (P4), is refused with the reason. Broad ranges
+ * (`0.0.0.0/0`, `::/0`) and `allow-all` are accepted: they reach public addresses only.
+ * Throws InvalidRequestError.
+ */
+export function parseUserEgressPolicy(input: unknown, context: DestinationContext): EgressPolicy {
+  const policy = parseEgressPolicy(input);
+  const problems = policy.allow.flatMap((rule, index) => {
+    const problem = unreachableRule(rule, context);
+    return problem === undefined ? [] : [{ path: ["allow", index], message: problem }];
+  });
+  if (problems.length > 0) {
+    throw new InvalidRequestError(
+      `egress policy refused: ${problems.map((problem) => `allow[${String(problem.path[1])}]: ${problem.message}`).join("; ")}`,
+      { issues: problems },
+    );
+  }
+  return policy;
+}
+
+function unreachableRule(rule: EgressRule, context: DestinationContext): string | undefined {
+  const quoted = JSON.stringify(rule.host);
+  const bareName = rule.host.startsWith("*.") ? rule.host.slice(2) : rule.host;
+  if (bareName === "localhost" || bareName.endsWith(".localhost")) {
+    return `${quoted} names loopback (RFC 6761); a computer can never reach the Roost host itself`;
+  }
+  const range = parseCidr(rule.host);
+  if (range === undefined) return undefined; // a domain rule: judged by what it resolves to
+  const scope = classifyRange(range);
+  if (scope === "public") return undefined; // broad or public: reaches public addresses only
+  if (scope === "loopback" || scope === "unspecified") {
+    return `${quoted} is ${classLabels[scope]}: the Roost host itself, which a computer can never reach`;
+  }
+  if (unreachableClasses.has(scope)) {
+    return `${quoted} is ${classLabels[scope]}${scope === "link-local" ? " (this includes cloud metadata services such as 169.254.169.254)" : ""}; a computer can never reach those addresses`;
+  }
+  if (isSingleAddress(range) && context.isHostAddress(formatRange(range))) {
+    return `${quoted} is an address of the Roost host itself, which a computer can never reach`;
+  }
+  if (
+    operatorClasses.has(scope) &&
+    !context.allowPrivate.some((opened) => rangesOverlap(opened, range))
+  ) {
+    return `${quoted} is a ${classLabels[scope]} range; only the operator can open private ranges for computers (${operatorSetting}), and this server opens none that overlaps it`;
+  }
+  const ports = rule.ports === undefined ? defaultHostPorts : rule.ports === "*" ? [] : rule.ports;
+  if (
+    ports.length > 0 &&
+    ports.every((port) => typeof port === "number" && context.isPlatformPort(port))
+  ) {
+    return `${quoted}: ${ports.join(", ")} ${ports.length === 1 ? "is one of Roost's own ports" : "are Roost's own ports"}, which a computer can never reach on a non-public address`;
   }
   return undefined;
 }

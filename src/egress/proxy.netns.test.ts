@@ -1,7 +1,8 @@
 /**
  * The proxy against REAL test hosts in network namespaces this test creates: a "test host"
  * namespace (an HTTP server and a TCP echo server on a private 10.213.x.y/30 address that exists
- * only inside it) and a "computer" namespace whose only way out is the proxy on its veth.
+ * only inside it, in a range this test's operator opens with `allowPrivate`) and a "computer"
+ * namespace that has nothing but loopback: its only way out is its unix socket to the proxy.
  * Needs root and iproute2; skipped with a printed reason otherwise, never when CI=true.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -15,13 +16,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../test/support/wait.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { auditTo } from "./audit.ts";
+import { createEgressProxy, type EgressLogEntry, type EgressProxy } from "./proxy.ts";
 import {
-  createEgressProxy,
-  type EgressAddress,
-  type EgressLogEntry,
-  type EgressProxy,
-} from "./proxy.ts";
-import { connectThroughProxy, exchange, requestThroughProxy } from "./testing/index.ts";
+  connectThroughProxy,
+  exchange,
+  requestThroughProxy,
+  socksRequest,
+} from "./testing/index.ts";
 
 function ipAvailable(): boolean {
   return spawnSync("ip", ["-V"], { stdio: "ignore" }).status === 0;
@@ -116,11 +117,11 @@ web.listen(8080, "0.0.0.0", up);
 echo.listen(9000, "0.0.0.0", up);
 `;
 
-/** A client inside the computer namespace: one request through the proxy, result as JSON. */
+/** A client inside the computer namespace: one request through its proxy socket, result as JSON. */
 const computerClientScript = `
 const http = require("node:http");
-const [proxyHost, proxyPort, url] = process.argv.slice(1);
-const request = http.request({ host: proxyHost, port: Number(proxyPort), path: url, headers: { host: new URL(url).host }, timeout: 10000 }, (response) => {
+const [socketPath, url] = process.argv.slice(1);
+const request = http.request({ socketPath, path: url, headers: { host: new URL(url).host }, timeout: 10000 }, (response) => {
   let body = "";
   response.on("data", (chunk) => (body += chunk));
   response.on("end", () => { console.log(JSON.stringify({ status: response.statusCode, egress: response.headers["x-roost-egress"] || null, body })); });
@@ -153,7 +154,8 @@ describe.skipIf(skipReason !== undefined)(
     const secondAddress = `${subnet}.10`;
     const created: { name: string; hostInterface: string }[] = [];
     let testHost: Namespace;
-    let computer: Namespace;
+    /** Like a computer's sandbox: a network namespace with only loopback. */
+    let computer: { name: string };
     let server: ChildProcess | undefined;
     const requestsSeen: string[] = [];
     const cleanups: (() => Promise<void> | void)[] = [];
@@ -163,7 +165,9 @@ describe.skipIf(skipReason !== undefined)(
         created.push({ name: `roost-eg-${suffix}-h`, hostInterface: `reg${suffix}h` });
         testHost = createNamespace(`roost-eg-${suffix}-h`, `reg${suffix}`, subnet, 0);
         created.push({ name: `roost-eg-${suffix}-c`, hostInterface: `rec${suffix}h` });
-        computer = createNamespace(`roost-eg-${suffix}-c`, `rec${suffix}`, subnet, 4);
+        computer = { name: `roost-eg-${suffix}-c` };
+        ip("netns", "add", computer.name);
+        ip("-n", computer.name, "link", "set", "lo", "up");
         // A second address for the test host, so one host can be allowed and another denied.
         ip("-n", testHost.name, "addr", "add", `${secondAddress}/32`, "dev", `reg${suffix}n`);
         ip("route", "add", `${secondAddress}/32`, "dev", testHost.hostInterface);
@@ -208,14 +212,18 @@ describe.skipIf(skipReason !== undefined)(
 
     interface Harness {
       proxy: EgressProxy;
-      address: EgressAddress;
+      /** cmp_a's HTTP proxy socket and SOCKS5 socket. */
+      http: string;
+      socks: string;
       entries: EgressLogEntry[];
+      lookups: string[];
     }
 
     async function startProxy(
       options: { recheckIntervalMs?: number; extraHostAddresses?: string[]; store?: Store } = {},
     ): Promise<Harness> {
       const entries: EgressLogEntry[] = [];
+      const lookups: string[] = [];
       const names: Record<string, string[]> = {
         "allowed.test": [testHost.innerAddress],
         "denied.test": [secondAddress],
@@ -225,8 +233,10 @@ describe.skipIf(skipReason !== undefined)(
         "mixed.test": [testHost.innerAddress, "127.0.0.1"],
       };
       const sink = options.store === undefined ? undefined : auditTo(options.store);
+      const dir = mkdtempSync(path.join(os.tmpdir(), "roost-egress-ns-"));
       const proxy = createEgressProxy({
         resolve: async (hostname) => {
+          lookups.push(hostname);
           const addresses = names[hostname];
           if (addresses === undefined)
             throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
@@ -236,6 +246,8 @@ describe.skipIf(skipReason !== undefined)(
           entries.push(entry);
           sink?.(entry);
         },
+        // The operator of this test opened the test hosts' subnet (ROOST_EGRESS_ALLOW_PRIVATE).
+        allowPrivate: [`${subnet}.0/24`],
         ...(options.recheckIntervalMs === undefined
           ? {}
           : { recheckIntervalMs: options.recheckIntervalMs }),
@@ -249,27 +261,30 @@ describe.skipIf(skipReason !== undefined)(
                 ...(options.extraHostAddresses ?? []),
               ],
             }),
-        log: () => undefined,
       });
       cleanups.push(async () => {
         await proxy.close();
         await sink?.flush();
+        rmSync(dir, { recursive: true, force: true });
       });
-      const address = await proxy.listen("127.0.0.1", 0);
-      proxy.assign("127.0.0.1", "cmp_a");
-      return { proxy, address, entries };
+      const sockets = {
+        http: path.join(dir, "a-http.sock"),
+        socks: path.join(dir, "a-socks.sock"),
+      };
+      await proxy.listenComputer("cmp_a", sockets);
+      return { proxy, ...sockets, entries, lookups };
     }
 
     it("an allowed host answers through the proxy (its private address explicitly allowed)", async () => {
-      const { proxy, address, entries } = await startProxy();
+      const { proxy, http, entries } = await startProxy();
       proxy.setPolicy("cmp_a", {
         mode: "allowlist-only",
         allow: ["allowed.test:8080", `${testHost.innerAddress}:8080`],
       });
-      const byName = await requestThroughProxy(address, "http://allowed.test:8080/by-name");
+      const byName = await requestThroughProxy(http, "http://allowed.test:8080/by-name");
       expect(byName).toMatchObject({ status: 200, body: "hello from the test host: GET /by-name" });
       const byAddress = await requestThroughProxy(
-        address,
+        http,
         `http://${testHost.innerAddress}:8080/by-address`,
       );
       expect(byAddress).toMatchObject({
@@ -296,19 +311,16 @@ describe.skipIf(skipReason !== undefined)(
         await store.close();
         rmSync(directory, { recursive: true, force: true });
       });
-      const { proxy, address } = await startProxy({ store });
+      const { proxy, http } = await startProxy({ store });
       proxy.setPolicy("cmp_a", {
         mode: "allowlist-only",
         allow: ["allowed.test:8080", `${testHost.innerAddress}:8080`],
       });
-      const response = await requestThroughProxy(
-        address,
-        "http://denied.test:8080/should-not-arrive",
-      );
+      const response = await requestThroughProxy(http, "http://denied.test:8080/should-not-arrive");
       expect(response.status).toBe(403);
       expect(response.headers["x-roost-egress"]).toBe("denied");
       expect(response.body).toBe(
-        "roost egress: denied.test:8080 is not on this computer's allowlist (policy: allowlist-only). Add it in the computer's network settings.\n",
+        "roost egress: denied.test:8080 is not on this computer's allowlist (policy: allowlist-only). IP rules match requests for those addresses, not names (names are looked up only for domain rules). Add it in the computer's network settings.\n",
       );
       const rows = await waitFor(async () => {
         const list = await store.listAudit({ limit: 10 });
@@ -325,9 +337,7 @@ describe.skipIf(skipReason !== undefined)(
         }),
       });
       // The allowed request next to it reaches the host; the denied one never did.
-      expect((await requestThroughProxy(address, "http://allowed.test:8080/after")).status).toBe(
-        200,
-      );
+      expect((await requestThroughProxy(http, "http://allowed.test:8080/after")).status).toBe(200);
       await waitFor(() => requestsSeen.some((line) => line.startsWith("request GET /after")));
       expect(requestsSeen.some((line) => line.includes("/should-not-arrive"))).toBe(false);
       // The denied host is real: allowed, it answers.
@@ -335,30 +345,28 @@ describe.skipIf(skipReason !== undefined)(
         mode: "allowlist-only",
         allow: ["denied.test:8080", `${secondAddress}:8080`],
       });
-      expect(
-        await requestThroughProxy(address, "http://denied.test:8080/now-allowed"),
-      ).toMatchObject({
+      expect(await requestThroughProxy(http, "http://denied.test:8080/now-allowed")).toMatchObject({
         status: 200,
         body: "hello from the test host: GET /now-allowed",
       });
     });
 
     it("a name that resolves to a private or host address is refused without an exact IP allow", async () => {
-      const { proxy, address, entries } = await startProxy();
+      const { proxy, http, entries } = await startProxy();
       // Every name below is allowed by a domain rule; only their addresses are wrong.
       proxy.setPolicy("cmp_a", {
         mode: "allowlist-only",
         allow: ["rebind.test:*", "loopback.test:8080"],
       });
-      const privateAddress = await requestThroughProxy(address, "http://rebind.test:8080/rebind");
+      const privateAddress = await requestThroughProxy(http, "http://rebind.test:8080/rebind");
       expect(privateAddress.status).toBe(403);
       expect(privateAddress.body).toContain(
         `rebind.test:8080 resolves to ${testHost.innerAddress}, a private address`,
       );
-      const loopback = await requestThroughProxy(address, "http://loopback.test:8080/");
+      const loopback = await requestThroughProxy(http, "http://loopback.test:8080/");
       expect(loopback.status).toBe(403);
       expect(loopback.body).toContain("resolves to 127.0.0.1, an address of the Roost host itself");
-      const tunnel = await connectThroughProxy(address, "rebind.test:9000");
+      const tunnel = await connectThroughProxy(http, "rebind.test:9000");
       expect(tunnel.status).toBe(403);
 
       // With the test host's range allowed: the test host is fine, but one bad address among a
@@ -367,10 +375,10 @@ describe.skipIf(skipReason !== undefined)(
         mode: "allowlist-only",
         allow: ["mixed.test:8080", "veth.test:8080", `${subnet}.0/24:8080`],
       });
-      const mixed = await requestThroughProxy(address, "http://mixed.test:8080/mixed");
+      const mixed = await requestThroughProxy(http, "http://mixed.test:8080/mixed");
       expect(mixed.status).toBe(403);
       expect(mixed.body).toContain("resolves to 127.0.0.1");
-      const veth = await requestThroughProxy(address, "http://veth.test:8080/veth");
+      const veth = await requestThroughProxy(http, "http://veth.test:8080/veth");
       expect(veth.status).toBe(403);
       expect(veth.body).toContain(
         `resolves to ${testHost.hostAddress}, an address of the Roost host itself`,
@@ -388,12 +396,12 @@ describe.skipIf(skipReason !== undefined)(
     });
 
     it("tunnels to the test host, and a policy change cuts the open tunnel", async () => {
-      const { proxy, address, entries } = await startProxy({ recheckIntervalMs: 60_000 });
+      const { proxy, http, entries } = await startProxy({ recheckIntervalMs: 60_000 });
       proxy.setPolicy("cmp_a", {
         mode: "allowlist-only",
         allow: ["allowed.test:9000", `${testHost.innerAddress}:9000`],
       });
-      const tunnel = await connectThroughProxy(address, "allowed.test:9000");
+      const tunnel = await connectThroughProxy(http, "allowed.test:9000");
       expect(tunnel.status).toBe(200);
       expect(await exchange(tunnel.socket, "hello over the tunnel")).toBe("hello over the tunnel");
       const closed = once(tunnel.socket, "close");
@@ -415,12 +423,12 @@ describe.skipIf(skipReason !== undefined)(
 
     it("the periodic re-check closes a tunnel whose destination became refused", async () => {
       const extraHostAddresses: string[] = [];
-      const { proxy, address, entries } = await startProxy({
+      const { proxy, http, entries } = await startProxy({
         recheckIntervalMs: 200,
         extraHostAddresses,
       });
       proxy.setPolicy("cmp_a", { mode: "allowlist-only", allow: [`${subnet}.0/29:9000`] });
-      const tunnel = await connectThroughProxy(address, `${testHost.innerAddress}:9000`);
+      const tunnel = await connectThroughProxy(http, `${testHost.innerAddress}:9000`);
       expect(await exchange(tunnel.socket, "one")).toBe("one");
       const closed = once(tunnel.socket, "close");
       // No setPolicy call: the host now has this address (P4: a range no longer allows it), and
@@ -433,22 +441,25 @@ describe.skipIf(skipReason !== undefined)(
       expect(entry.reason).toContain("an address of the Roost host itself");
     });
 
-    it("a computer in its own namespace reaches hosts only as its policy allows, via the proxy on its veth", async () => {
-      const { proxy } = await startProxy();
-      const onVeth = await proxy.listen(computer.hostAddress, 0);
-      proxy.assign(computer.innerAddress, "cmp_ns");
-      proxy.setPolicy("cmp_ns", {
+    it("a computer in a namespace with only loopback reaches hosts through its socket alone, as its policy allows", async () => {
+      const { proxy, http, socks } = await startProxy();
+      proxy.setPolicy("cmp_a", {
         mode: "allowlist-only",
-        allow: ["allowed.test:8080", `${testHost.innerAddress}:8080`],
+        allow: [
+          "allowed.test:8080",
+          `${testHost.innerAddress}:8080`,
+          `${testHost.innerAddress}:9000`,
+        ],
       });
+      // The computer's namespace has nothing but loopback: no route to the test host at all.
+      expect(
+        spawnSync("ip", ["-n", computer.name, "-o", "link"], { encoding: "utf8" }).stdout,
+      ).toMatch(/^1: lo:[^\n]*\n$/);
+      expect(
+        await runInNamespace(computer.name, directClientScript, [testHost.innerAddress, "8080"]),
+      ).toBe("ENETUNREACH");
       const run = async (url: string) =>
-        JSON.parse(
-          await runInNamespace(computer.name, computerClientScript, [
-            onVeth.host,
-            String(onVeth.port),
-            url,
-          ]),
-        ) as {
+        JSON.parse(await runInNamespace(computer.name, computerClientScript, [http, url])) as {
           status?: number;
           egress?: string | null;
           body?: string;
@@ -462,16 +473,33 @@ describe.skipIf(skipReason !== undefined)(
         status: 403,
         egress: "denied",
       });
-      // The proxy on the veth is not a way into the host either.
-      expect(await run(`http://${computer.hostAddress}:${onVeth.port}/`)).toMatchObject({
+      // The host side of a veth is the host: refused (P3).
+      expect(await run(`http://${testHost.hostAddress}:8080/`)).toMatchObject({
         status: 403,
         egress: "denied",
       });
-      // Another computer's policy does not apply: cmp_a (127.0.0.1) has the default policy.
-      expect(
-        (await requestThroughProxy(proxy.stats().listening[0]!, "http://allowed.test:8080/"))
-          .status,
-      ).toBe(403);
+      // SOCKS5 to the test host's echo server (from the host side of the socket, as the forwarder would).
+      const tunnel = await socksRequest(socks, testHost.innerAddress, 9000);
+      expect(tunnel.reply).toBe(0);
+      expect(await exchange(tunnel.socket, "over socks")).toBe("over socks");
+      tunnel.socket.destroy();
+      expect((await socksRequest(socks, secondAddress, 9000)).reply).toBe(2);
+      // Another computer's socket carries its own policy, not this one's.
+      const other = {
+        http: http.replace("a-http", "b-http"),
+        socks: socks.replace("a-socks", "b-socks"),
+      };
+      await proxy.listenComputer("cmp_b", other);
+      expect((await requestThroughProxy(other.http, "http://allowed.test:8080/")).status).toBe(403);
     });
   },
 );
+
+/** A direct TCP connection from inside the computer namespace, bypassing the proxy. */
+const directClientScript = `
+const [host, port] = process.argv.slice(1);
+const socket = require("node:net").connect({ host, port: Number(port) });
+socket.setTimeout(3000, () => { console.log("timeout"); socket.destroy(); });
+socket.on("connect", () => { console.log("connected"); socket.destroy(); });
+socket.on("error", (error) => console.log(error.code || String(error)));
+`;

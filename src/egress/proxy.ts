@@ -1,25 +1,35 @@
 /**
- * The host-side egress proxy every computer's traffic leaves through: plain HTTP proxy requests
- * (absolute-form URLs) and CONNECT tunnels, each checked against the computer's policy
- * (policy.ts). docs/egress.md describes the behaviour for users and operators.
+ * The host-side egress proxy every computer's traffic leaves through. Each awake computer gets two
+ * unix sockets of its own (the local provider mounts them into its sandbox, where a forwarder
+ * serves them at 127.0.0.1:3128 and 127.0.0.1:1080): one for plain HTTP proxy requests
+ * (absolute-form URLs) and CONNECT tunnels, one for SOCKS5 (socks.ts). Every request is checked
+ * against the computer's policy and what the operator and the host impose (policy.ts).
+ * docs/egress.md describes the behaviour for users and operators.
  *
  * Invariants:
- *   E1 A connection's computer comes from `identify(socket)` (by default its source address),
- *      never from anything the client sends; a connection that belongs to no computer is refused.
+ *   E1 A connection's computer is the computer whose socket it arrived on (`listenComputer`),
+ *      never anything the client sends and never an address.
  *   E2 The proxy resolves names itself, checks EVERY address a name resolves to, and connects to
  *      a checked address, never to the name again (no DNS rebinding between check and connect).
  *   E3 Nothing is sent to a destination before the checks pass; a refusal is an HTTP 403 (for
- *      CONNECT too, before any tunnel exists) with a plain-text reason and `X-Roost-Egress: denied`.
+ *      CONNECT too, before any tunnel exists) with a plain-text reason and `X-Roost-Egress:
+ *      denied`, or for SOCKS5 the reply "connection not allowed by ruleset".
  *   E4 Every request, allowed or refused, produces exactly one log entry (`onRequest`), written
  *      when it ends; a failing hook never affects traffic.
  *   E5 `setPolicy` applies to new requests at once and re-checks the computer's open connections
  *      at once; a periodic re-check (every `recheckIntervalMs`) closes any open connection its
  *      computer's current policy no longer allows, so changes reach running computers in time.
- *   E6 The proxy never connects to itself (listening address check, a `Via` marker on forwarded
- *      requests, and refusing connections that arrive from its own outgoing sockets).
- *   E7 Every socket has a deadline: DNS, connect, headers, and idle time on open connections.
+ *   E6 The proxy records the local end of every connection it opens (`isOwnConnection`), so the
+ *      platform can refuse connections that come from it (local sign-in), and forwarded plain
+ *      requests carry a `Via` marker; one that arrives carrying it is refused.
+ *   E7 Every socket has a deadline: DNS, connect, headers (or the SOCKS5 handshake), and idle
+ *      time on open connections.
+ *   E8 A computer holds at most `maxConnectionsPerComputer` sockets to the proxy at once, idle
+ *      and half-sent ones included; further ones are closed at once, and logged, so one
+ *      computer cannot use up the server's file descriptors.
  */
 import { lookup } from "node:dns/promises";
+import { rm } from "node:fs/promises";
 import {
   createServer,
   request as httpRequest,
@@ -28,10 +38,24 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
-import { connect as netConnect, type Socket } from "node:net";
+import {
+  connect as netConnect,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
-import { classifyAddress, normalizeIp, parseIp } from "./addresses.ts";
+import { ConfigError } from "../errors/index.ts";
+import { createThrottledWarning, silentLogger, type Logger } from "../log/index.ts";
+import {
+  classifyRange,
+  formatRange,
+  normalizeIp,
+  operatorClasses,
+  parseCidr,
+  type IpRange,
+} from "./addresses.ts";
 import {
   checkAddress,
   checkDestination,
@@ -47,22 +71,16 @@ import {
   type EgressPolicyInput,
   type EgressTarget,
 } from "./policy.ts";
+import { encodeSocksReply, readSocksHandshake, socksReply, type SocksReplyCode } from "./socks.ts";
 
 /** Why the proxy refused or failed a request, beyond the policy's own denial codes. */
 export type EgressRefusalCode =
-  | EgressDenial["code"]
-  | "unknown-computer"
-  | "bad-request"
-  | "too-many-connections"
-  | "unresolvable"
-  | "upstream-failed";
+  EgressDenial["code"] | "proxy-loop" | "bad-request" | "unresolvable" | "upstream-failed";
 
 /** One request through the proxy, allowed or refused (E4). */
 export interface EgressLogEntry {
-  /** Null when the connection belongs to no computer. */
-  computerId: string | null;
-  /** Where the connection came from (the computer's side of its veth). */
-  sourceAddress: string;
+  computerId: string;
+  /** `GET`, `CONNECT`, … for the HTTP socket; `SOCKS5` for the SOCKS socket. */
   method: string;
   /** The requested host name or IP address ("" when the request could not be parsed). */
   host: string;
@@ -73,7 +91,7 @@ export interface EgressLogEntry {
   /** For a refusal: the message the computer got. For an allowed request: why it ended early. */
   reason?: string;
   code?: EgressRefusalCode;
-  /** Status sent to the computer; 200 for an opened tunnel. */
+  /** HTTP status sent to the computer (200 for an opened tunnel); for SOCKS5 its HTTP equivalent. */
   status: number;
   /** Bytes written to the destination (for HTTP requests including the request head). */
   bytesUp: number;
@@ -82,15 +100,26 @@ export interface EgressLogEntry {
   durationMs: number;
 }
 
-export interface EgressAddress {
-  host: string;
-  port: number;
+/** The two sockets of one computer (host paths). */
+export interface ComputerEgressSockets {
+  /** Plain HTTP proxy requests and CONNECT. */
+  http: string;
+  /** SOCKS5. */
+  socks: string;
+}
+
+/** A computer's listening sockets; `close` stops them and ends the connections they accepted. */
+export interface EgressListener {
+  close(): Promise<void>;
 }
 
 export interface EgressStats {
-  listening: EgressAddress[];
+  /** Computers with sockets. */
+  computers: number;
   /** Requests and tunnels in progress. */
   open: number;
+  /** Client sockets connected to the proxy (E8 counts these). */
+  sockets: number;
   allowed: number;
   denied: number;
   bytesUp: number;
@@ -100,50 +129,59 @@ export interface EgressStats {
 export type EgressResolver = (hostname: string) => Promise<string[]>;
 
 export interface EgressProxyOptions {
-  /** Which computer a connection belongs to (E1). @default the source-address map of `assign` */
-  identify?: (socket: Socket) => string | undefined;
   /** Name → addresses. @default dns.promises.lookup with `all: true` */
   resolve?: EgressResolver;
+  /** Opens a TCP connection to a checked address. @default node:net connect */
+  connect?: (address: string, port: number) => Socket;
   /** Called once per request when it ends (E4). */
   onRequest?: (entry: EgressLogEntry) => void | Promise<void>;
   /** Policy of computers without one of their own. @default { mode: "defaults-and-allowlist" } */
   defaultPolicy?: EgressPolicyInput;
   /** The built-in hosts of `defaults-and-allowlist`. @default defaultHosts */
   defaults?: readonly string[];
-  /** The host's own addresses (P4). @default every address of os.networkInterfaces(), re-read every 5 s */
+  /** The host's own addresses (P3), read at every check. @default every address of os.networkInterfaces() */
   hostAddresses?: () => Iterable<string>;
+  /** Private ranges the operator opens for computers (P4; ROOST_EGRESS_ALLOW_PRIVATE). @default none */
+  allowPrivate?: readonly string[];
+  /** Roost's own ports, refused on every non-public address (P3). @default none */
+  platformPorts?: () => Iterable<number>;
   /** @default 30_000 */
   recheckIntervalMs?: number;
   /** @default 5_000 */
   dnsTimeoutMs?: number;
   /** Per address tried. @default 10_000 */
   connectTimeoutMs?: number;
-  /** Time to receive a request's headers. @default 15_000 */
+  /** Time to receive a request's headers, or to finish the SOCKS5 handshake. @default 10_000 */
   headersTimeoutMs?: number;
   /** An open request or tunnel with no traffic either way for this long is closed. @default 300_000 */
   idleTimeoutMs?: number;
   /** Bytes of request or response headers. @default 16_384 */
   maxHeaderSize?: number;
-  /** Open requests and tunnels per computer. @default 256 */
+  /** Sockets one computer may hold to the proxy at once, both protocols, idle ones included (E8). @default 256 */
   maxConnectionsPerComputer?: number;
   now?: () => number;
-  log?: (message: string) => void;
+  /** @default silent */
+  logger?: Logger;
   signal?: AbortSignal;
 }
 
 export interface EgressProxy {
-  /** Start accepting connections on host:port (port 0: any free port); may be called more than once. */
-  listen(host: string, port: number): Promise<EgressAddress>;
+  /**
+   * Serve a computer's connections on its two unix sockets (E1), created at these host paths
+   * (a stale file there is replaced). The caller decides who may open them (file owner and mode).
+   */
+  listenComputer(computerId: string, sockets: ComputerEgressSockets): Promise<EgressListener>;
   /** Set a computer's policy (validated; throws InvalidRequestError). Applies at once (E5). */
   setPolicy(computerId: string, policy: EgressPolicyInput): EgressPolicy;
   policyOf(computerId: string): EgressPolicy;
-  /** Map a source address to a computer (used by the default `identify`). */
-  assign(sourceAddress: string, computerId: string): void;
-  unassign(sourceAddress: string): void;
-  /** Forget a computer: its policy and source addresses; its open connections are closed. */
+  /** Forget a computer's policy and close its open connections. */
   removeComputer(computerId: string): void;
   /** Re-check every open connection against its computer's current policy now (E5). */
   recheck(): void;
+  /** E6: whether `address:port` is the local end of a connection this proxy opened. */
+  isOwnConnection(address: string, port: number): boolean;
+  /** What the operator and the host impose beyond a computer's policy (P3, P4). */
+  readonly context: DestinationContext;
   stats(): EgressStats;
   close(): Promise<void>;
 }
@@ -175,19 +213,81 @@ function readHostAddresses(): string[] {
   return addresses;
 }
 
+function hostAddressSet(source: (() => Iterable<string>) | undefined): Set<string> {
+  const set = new Set<string>();
+  for (const address of source?.() ?? readHostAddresses()) {
+    const normalized = normalizeIp(address);
+    if (normalized !== undefined) set.add(normalized);
+  }
+  return set;
+}
+
+/**
+ * What the operator's settings and the host impose on every destination (P3, P4), for the
+ * proxy and for validating users' policies (`parseUserEgressPolicy`). The host's addresses are
+ * read at every call: nothing is cached, so a new address is refused at once.
+ */
+export function createDestinationContext(options: {
+  hostAddresses?: () => Iterable<string>;
+  /** Validated by parseAllowPrivate (throws ConfigError). */
+  allowPrivate?: readonly string[];
+  platformPorts?: () => Iterable<number>;
+}): DestinationContext {
+  return {
+    isHostAddress: (address) => hostAddressSet(options.hostAddresses).has(address),
+    allowPrivate: parseAllowPrivate(options.allowPrivate ?? []),
+    isPlatformPort: (port) => [...(options.platformPorts?.() ?? [])].includes(port),
+  };
+}
+
+/**
+ * The operator's private ranges (P4), validated: each must lie in private or CGNAT space, so no
+ * setting opens loopback, link-local or anything public by mistake.
+ */
+export function parseAllowPrivate(ranges: readonly string[]): IpRange[] {
+  return ranges.map((text) => {
+    const range = parseCidr(text.trim());
+    if (range === undefined) {
+      throw new ConfigError(
+        `ROOST_EGRESS_ALLOW_PRIVATE: ${JSON.stringify(text)} is not an IP range (write CIDRs such as 10.20.0.0/16,fd00:1::/64)`,
+      );
+    }
+    const scope = classifyRange(range);
+    if (!operatorClasses.has(scope)) {
+      throw new ConfigError(
+        `ROOST_EGRESS_ALLOW_PRIVATE: ${formatRange(range)} is ${scope === "public" ? "not entirely private" : scope}; only ranges inside 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 or fc00::/7 can be opened (loopback, link-local and the host's own addresses never can)`,
+      );
+    }
+    return range;
+  });
+}
+
 class ProxyFailure extends Error {
   readonly status: number;
   readonly code: EgressRefusalCode;
   readonly resolvedAddress: string | undefined;
-  constructor(status: number, code: EgressRefusalCode, message: string, resolvedAddress?: string) {
+  readonly socks: SocksReplyCode;
+  constructor(
+    status: number,
+    code: EgressRefusalCode,
+    message: string,
+    options: { resolvedAddress?: string; socks?: SocksReplyCode } = {},
+  ) {
     super(message);
     this.status = status;
     this.code = code;
-    this.resolvedAddress = resolvedAddress;
+    this.resolvedAddress = options.resolvedAddress;
+    this.socks =
+      options.socks ??
+      (status === 403
+        ? socksReply.notAllowed
+        : code === "unresolvable"
+          ? socksReply.hostUnreachable
+          : socksReply.generalFailure);
   }
 }
 
-type EntryBase = Pick<EgressLogEntry, "sourceAddress" | "method" | "host" | "port">;
+type EntryBase = Pick<EgressLogEntry, "computerId" | "method" | "host" | "port">;
 
 interface Flow {
   computerId: string;
@@ -197,15 +297,17 @@ interface Flow {
   close(reason: string, status: number): void;
 }
 
-/** Create the egress proxy. Call `listen` to start it and `close` to stop it. */
+/** Create the egress proxy. `listenComputer` gives a computer its sockets; `close` stops it. */
 export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy {
   const resolve = options.resolve ?? defaultResolver;
+  const dial =
+    options.connect ?? ((address: string, port: number) => netConnect({ host: address, port }));
   const now = options.now ?? Date.now;
-  const log = options.log ?? ((message: string) => console.error(message));
+  const logger = (options.logger ?? silentLogger).child({ component: "egress" });
   const recheckIntervalMs = options.recheckIntervalMs ?? 30_000;
   const dnsTimeoutMs = options.dnsTimeoutMs ?? 5_000;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  const headersTimeoutMs = options.headersTimeoutMs ?? 15_000;
+  const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
   const maxHeaderSize = options.maxHeaderSize ?? 16_384;
   const maxConnectionsPerComputer = options.maxConnectionsPerComputer ?? 256;
@@ -214,55 +316,31 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     parseEgressPolicy(options.defaultPolicy ?? { mode: "defaults-and-allowlist" }),
     compileOptions,
   );
+  const warnLimit = createThrottledWarning(
+    logger,
+    "a computer reached its limit of connections to the egress proxy; further ones are refused",
+  );
+  const warnHeaders = createThrottledWarning(
+    logger,
+    "a connection to the egress proxy did not finish its request headers (or SOCKS5 handshake) in time; closed",
+  );
 
   const policies = new Map<string, CompiledPolicy>();
-  const sources = new Map<string, string>();
-  const servers: { server: Server; address: EgressAddress }[] = [];
+  const listeners = new Set<{ computerId: string; close: () => Promise<void> }>();
   const sockets = new Set<Socket>();
+  const socketsPerComputer = new Map<string, number>();
   const flows = new Set<Flow>();
-  const openPerComputer = new Map<string, number>();
   /** `address:port` of the proxy's own outgoing sockets (E6). */
   const outgoing = new Set<string>();
   const totals = { allowed: 0, denied: 0, bytesUp: 0, bytesDown: 0 };
   let closed = false;
 
-  let hostAddressCache: { at: number; set: Set<string> } | undefined;
-  function hostAddressSet(): Set<string> {
-    if (
-      hostAddressCache === undefined ||
-      now() - hostAddressCache.at > 5_000 ||
-      options.hostAddresses
-    ) {
-      const set = new Set<string>();
-      for (const address of options.hostAddresses?.() ?? readHostAddresses()) {
-        const normalized = normalizeIp(address);
-        if (normalized !== undefined) set.add(normalized);
-      }
-      hostAddressCache = { at: now(), set };
-    }
-    return hostAddressCache.set;
-  }
-
-  const context: DestinationContext = {
-    isHostAddress: (address) => hostAddressSet().has(address),
-    isProxy: (address, port) => {
-      if (!servers.some((entry) => entry.address.port === port)) return false;
-      const addressClass = classifyAddress(address);
-      // Conservative: any address of this host on a port the proxy listens on is the proxy.
-      return (
-        addressClass === "loopback" ||
-        addressClass === "unspecified" ||
-        hostAddressSet().has(address)
-      );
-    },
+  const context = createDestinationContext(options);
+  /** The context of one check or re-check pass: the host's addresses read once for it. */
+  const checkContext = (): DestinationContext => {
+    const hostAddresses = hostAddressSet(options.hostAddresses);
+    return { ...context, isHostAddress: (address) => hostAddresses.has(address) };
   };
-
-  const identify =
-    options.identify ??
-    ((socket: Socket) => {
-      const source = normalizeIp(socket.remoteAddress ?? "");
-      return source === undefined ? undefined : sources.get(source);
-    });
 
   function policyFor(computerId: string): CompiledPolicy {
     return policies.get(computerId) ?? defaultPolicy;
@@ -277,23 +355,22 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     try {
       const result = options.onRequest(entry);
       if (result instanceof Promise) {
-        result.catch((error: unknown) =>
-          log(`roost egress: request log hook failed: ${String(error)}`),
-        );
+        result.catch((error: unknown) => logger.warn("egress request log hook failed", { error }));
       }
     } catch (error) {
-      log(`roost egress: request log hook failed: ${String(error)}`); // E4
+      logger.warn("egress request log hook failed", { error }); // E4
     }
   }
 
   function recheck(onlyComputer?: string): void {
+    const snapshot = checkContext();
     for (const flow of flows) {
       if (onlyComputer !== undefined && flow.computerId !== onlyComputer) continue;
       const denial = checkDestination(
         policyFor(flow.computerId),
         flow.target,
         [flow.address],
-        context,
+        snapshot,
       );
       if (denial !== undefined) flow.close(`closed, no longer allowed: ${denial.message}`, 403); // E5
     }
@@ -304,18 +381,18 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
 
   async function resolveChecked(computerId: string, target: EgressTarget): Promise<string[]> {
     const policy = policyFor(computerId);
-    const verdict = checkName(policy, target);
+    const verdict = checkName(policy, target); // P7: before any lookup
     if (!verdict.allowed) throw new ProxyFailure(403, verdict.denial.code, verdict.denial.message);
-    let addresses: string[];
-    if (parseIp(target.host) !== undefined) {
-      addresses = [target.host];
-    } else {
-      addresses = await resolveWithTimeout(target.host);
-    }
+    const addresses =
+      normalizeIp(target.host) === undefined
+        ? await resolveWithTimeout(target.host)
+        : [target.host];
+    const snapshot = checkContext();
     for (const address of addresses) {
       // E2: every address, and the request is refused if any one is refused.
-      const denial = checkAddress(policy, target, address, verdict.byName, context);
-      if (denial !== undefined) throw new ProxyFailure(403, denial.code, denial.message, address);
+      const denial = checkAddress(policy, target, address, verdict.byName, snapshot);
+      if (denial !== undefined)
+        throw new ProxyFailure(403, denial.code, denial.message, { resolvedAddress: address });
     }
     return addresses;
   }
@@ -353,28 +430,34 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     target: EgressTarget,
     addresses: readonly string[],
     isGone: () => boolean,
-  ): Promise<Socket> {
+  ): Promise<{ socket: Socket; address: string }> {
     let lastError = "no address";
     for (const address of addresses) {
       if (isGone()) break;
       try {
-        return await connectOne(address, target.port);
+        return { socket: await connectOne(address, target.port), address };
       } catch (error) {
         lastError = (error as { code?: string }).code ?? String(error);
       }
     }
     const status = lastError === "ETIMEDOUT" ? 504 : 502;
+    const socks =
+      lastError === "ECONNREFUSED"
+        ? socksReply.connectionRefused
+        : lastError === "ENETUNREACH"
+          ? socksReply.networkUnreachable
+          : socksReply.hostUnreachable;
     throw new ProxyFailure(
       status,
       "upstream-failed",
       `roost egress: could not connect to ${formatTarget(target)} (${lastError}).`,
-      addresses[0],
+      { ...(addresses[0] === undefined ? {} : { resolvedAddress: addresses[0] }), socks },
     );
   }
 
   function connectOne(address: string, port: number): Promise<Socket> {
     return new Promise((resolvePromise, reject) => {
-      const socket = netConnect({ host: address, port });
+      const socket = dial(address, port);
       const timer = setTimeout(() => {
         socket.destroy();
         reject(Object.assign(new Error("connect timed out"), { code: "ETIMEDOUT" }));
@@ -394,40 +477,11 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     });
   }
 
-  function identifyOrRefuse(socket: Socket): string {
-    const computerId = identify(socket);
-    if (computerId !== undefined) return computerId;
-    throw new ProxyFailure(
-      403,
-      "unknown-computer",
-      `roost egress: connections from ${socket.remoteAddress ?? "unknown"} do not belong to any computer; refused.`,
-    ); // E1
-  }
-
-  function reserve(computerId: string, target: EgressTarget): () => void {
-    const open = openPerComputer.get(computerId) ?? 0;
-    if (open >= maxConnectionsPerComputer) {
-      throw new ProxyFailure(
-        429,
-        "too-many-connections",
-        `roost egress: ${formatTarget(target)} refused: this computer already has ${open} open connections through the proxy (limit ${maxConnectionsPerComputer}).`,
-      );
-    }
-    openPerComputer.set(computerId, open + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (openPerComputer.get(computerId) ?? 1) - 1;
-      if (left <= 0) openPerComputer.delete(computerId);
-      else openPerComputer.set(computerId, left);
-    };
-  }
-
   /** Close the race between the check and the connect: the policy may have changed meanwhile. */
   function checkAgain(computerId: string, target: EgressTarget, address: string): void {
-    const denial = checkDestination(policyFor(computerId), target, [address], context);
-    if (denial !== undefined) throw new ProxyFailure(403, denial.code, denial.message, address);
+    const denial = checkDestination(policyFor(computerId), target, [address], checkContext());
+    if (denial !== undefined)
+      throw new ProxyFailure(403, denial.code, denial.message, { resolvedAddress: address });
   }
 
   function failureOf(error: unknown): ProxyFailure {
@@ -443,24 +497,17 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     return { body: `${failure.message}\n`, marker: failure.status === 403 ? "denied" : "error" };
   }
 
-  function baseEntry(socket: Socket, method: string, target: EgressTarget | undefined): EntryBase {
-    return {
-      sourceAddress: normalizeIp(socket.remoteAddress ?? "") ?? socket.remoteAddress ?? "",
-      method,
-      host: target?.host ?? "",
-      port: target?.port ?? 0,
-    };
+  function baseEntry(
+    computerId: string,
+    method: string,
+    target: EgressTarget | undefined,
+  ): EntryBase {
+    return { computerId, method, host: target?.host ?? "", port: target?.port ?? 0 };
   }
 
-  function logRefusal(
-    base: EntryBase,
-    failure: ProxyFailure,
-    started: number,
-    computerId: string | null,
-  ): void {
+  function logRefusal(base: EntryBase, failure: ProxyFailure, started: number): void {
     emit({
       ...base,
-      computerId,
       ...(failure.resolvedAddress === undefined
         ? {}
         : { resolvedAddress: failure.resolvedAddress }),
@@ -474,16 +521,40 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     });
   }
 
-  async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  /** Checks, resolves and connects for a tunnel (CONNECT or SOCKS5), or throws a ProxyFailure. */
+  async function openTunnel(
+    computerId: string,
+    target: EgressTarget,
+    clientSocket: Socket,
+  ): Promise<{ upstreamSocket: Socket; address: string }> {
+    const addresses = await resolveChecked(computerId, target);
+    const { socket: upstreamSocket, address } = await connectTo(
+      target,
+      addresses,
+      () => clientSocket.destroyed,
+    );
+    try {
+      checkAgain(computerId, target, address);
+      if (clientSocket.destroyed)
+        throw new ProxyFailure(499, "upstream-failed", "roost egress: the client went away.");
+    } catch (error) {
+      upstreamSocket.destroy();
+      throw error;
+    }
+    return { upstreamSocket, address };
+  }
+
+  async function handleRequest(
+    computerId: string,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<void> {
     const started = now();
     const socket = request.socket;
     const method = request.method ?? "GET";
     const parsed = parseAbsoluteUrl(request);
-    const base = baseEntry(socket, method, "target" in parsed ? parsed.target : undefined);
-    let computerId: string | null = null;
-    let release: (() => void) | undefined;
+    const base = baseEntry(computerId, method, "target" in parsed ? parsed.target : undefined);
     try {
-      computerId = identifyOrRefuse(socket);
       if ("error" in parsed) throw new ProxyFailure(400, "bad-request", parsed.error);
       const { target, url } = parsed;
       if (String(request.headers.via ?? "").includes(viaToken)) {
@@ -493,19 +564,7 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
           `roost egress: ${formatTarget(target)}: the request came through this proxy already; refusing to loop.`,
         ); // E6
       }
-      release = reserve(computerId, target);
-      const addresses = await resolveChecked(computerId, target);
-      const upstreamSocket = await connectTo(target, addresses, () => socket.destroyed);
-      const address =
-        normalizeIp(upstreamSocket.remoteAddress ?? "") ?? upstreamSocket.remoteAddress ?? "";
-      try {
-        checkAgain(computerId, target, address);
-        if (socket.destroyed)
-          throw new ProxyFailure(499, "upstream-failed", "roost egress: the client went away.");
-      } catch (error) {
-        upstreamSocket.destroy();
-        throw error;
-      }
+      const { upstreamSocket, address } = await openTunnel(computerId, target, socket);
       forward(request, response, {
         computerId,
         target,
@@ -514,13 +573,10 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
         upstreamSocket,
         started,
         base,
-        release,
       });
-      release = undefined; // forward releases it
     } catch (error) {
-      release?.();
       const failure = failureOf(error);
-      logRefusal(base, failure, started, computerId);
+      logRefusal(base, failure, started);
       if (!response.headersSent && !response.destroyed) {
         const { body, marker } = refusalBody(failure);
         response.writeHead(failure.status, {
@@ -544,10 +600,9 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       upstreamSocket: Socket;
       started: number;
       base: EntryBase;
-      release: () => void;
     },
   ): void {
-    const { computerId, target, url, address, upstreamSocket, started, base, release } = flowInfo;
+    const { computerId, target, url, address, upstreamSocket, started, base } = flowInfo;
     let endReason: string | undefined;
     let status = 502;
     let finished = false;
@@ -577,11 +632,9 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       if (finished) return;
       finished = true;
       flows.delete(flow);
-      release();
       upstreamSocket.destroy();
       emit({
         ...base,
-        computerId,
         resolvedAddress: address,
         decision: "allowed",
         ...(endReason === undefined ? {} : { reason: endReason }),
@@ -634,6 +687,7 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
   }
 
   async function handleConnect(
+    computerId: string,
     request: IncomingMessage,
     clientSocket: Socket,
     head: Buffer,
@@ -641,36 +695,20 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     const started = now();
     clientSocket.on("error", () => clientSocket.destroy());
     const parsed = parseAuthority(request.url ?? "");
-    const base = baseEntry(clientSocket, "CONNECT", "target" in parsed ? parsed.target : undefined);
-    let computerId: string | null = null;
-    let release: (() => void) | undefined;
-    let upstreamSocket: Socket | undefined;
+    const base = baseEntry(computerId, "CONNECT", "target" in parsed ? parsed.target : undefined);
     try {
-      computerId = identifyOrRefuse(clientSocket);
       if ("error" in parsed) throw new ProxyFailure(400, "bad-request", parsed.error);
-      const { target } = parsed;
-      release = reserve(computerId, target);
-      const addresses = await resolveChecked(computerId, target);
-      upstreamSocket = await connectTo(target, addresses, () => clientSocket.destroyed);
-      const address =
-        normalizeIp(upstreamSocket.remoteAddress ?? "") ?? upstreamSocket.remoteAddress ?? "";
-      checkAgain(computerId, target, address);
-      if (clientSocket.destroyed)
-        throw new ProxyFailure(499, "upstream-failed", "roost egress: the client went away.");
+      const { upstreamSocket, address } = await openTunnel(computerId, parsed.target, clientSocket);
+      clientSocket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       tunnel(clientSocket, upstreamSocket, head, {
-        computerId,
-        target,
+        target: parsed.target,
         address,
         started,
         base,
-        release,
       });
-      release = undefined;
     } catch (error) {
-      release?.();
-      upstreamSocket?.destroy();
       const failure = failureOf(error);
-      logRefusal(base, failure, started, computerId);
+      logRefusal(base, failure, started);
       if (!clientSocket.destroyed) {
         const { body, marker } = refusalBody(failure);
         clientSocket.end(
@@ -682,24 +720,67 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     }
   }
 
+  async function handleSocks(computerId: string, clientSocket: Socket): Promise<void> {
+    const started = now();
+    const timer = setTimeout(() => {
+      warnHeaders({ computerId, protocol: "socks5" });
+      clientSocket.destroy();
+    }, headersTimeoutMs); // E7
+    const handshake = await readSocksHandshake(clientSocket);
+    clearTimeout(timer);
+    const target = handshake.ok
+      ? normalizeSocksTarget(handshake.destination)
+      : handshake.destination === undefined
+        ? undefined
+        : normalizeSocksTarget(handshake.destination);
+    const base = baseEntry(computerId, "SOCKS5", target);
+    try {
+      if (!handshake.ok) {
+        if (handshake.reply === undefined) {
+          // SOX2: not SOCKS5, no acceptable method, or gone: nothing more to answer.
+          clientSocket.end();
+          setTimeout(() => clientSocket.destroy(), 1000).unref();
+          if (handshake.message === "the client went away") return;
+        }
+        throw new ProxyFailure(400, "bad-request", `roost egress: SOCKS5: ${handshake.message}.`, {
+          socks: handshake.reply ?? socksReply.generalFailure,
+        });
+      }
+      if (target === undefined) {
+        throw new ProxyFailure(
+          400,
+          "bad-request",
+          `roost egress: SOCKS5: ${JSON.stringify(handshake.destination.host.slice(0, 200))} is not a valid host.`,
+          { socks: socksReply.hostUnreachable },
+        );
+      }
+      if (target.port < 1)
+        throw new ProxyFailure(
+          400,
+          "bad-request",
+          "roost egress: SOCKS5: port 0 is not a destination port.",
+        );
+      const { upstreamSocket, address } = await openTunnel(computerId, target, clientSocket);
+      clientSocket.write(encodeSocksReply(socksReply.succeeded));
+      tunnel(clientSocket, upstreamSocket, handshake.head, { target, address, started, base });
+    } catch (error) {
+      const failure = failureOf(error);
+      logRefusal(base, failure, started);
+      if (!clientSocket.destroyed) clientSocket.end(encodeSocksReply(failure.socks)); // E3
+    }
+  }
+
   function tunnel(
     clientSocket: Socket,
     upstreamSocket: Socket,
     head: Buffer,
-    info: {
-      computerId: string;
-      target: EgressTarget;
-      address: string;
-      started: number;
-      base: EntryBase;
-      release: () => void;
-    },
+    info: { target: EgressTarget; address: string; started: number; base: EntryBase },
   ): void {
-    const { computerId, target, address, started, base, release } = info;
+    const { target, address, started, base } = info;
     let endReason: string | undefined;
     let finished = false;
     const flow: Flow = {
-      computerId,
+      computerId: base.computerId,
       target,
       address,
       close: (reason) => {
@@ -713,12 +794,10 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       if (finished) return;
       finished = true;
       flows.delete(flow);
-      release();
       clientSocket.destroy();
       upstreamSocket.destroy();
       emit({
         ...base,
-        computerId,
         resolvedAddress: address,
         decision: "allowed",
         ...(endReason === undefined ? {} : { reason: endReason }),
@@ -737,13 +816,36 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     clientSocket.on("close", finish);
     upstreamSocket.on("close", finish);
     upstreamSocket.on("error", () => upstreamSocket.destroy());
-    clientSocket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length > 0) upstreamSocket.write(head);
     clientSocket.pipe(upstreamSocket);
     upstreamSocket.pipe(clientSocket);
   }
 
-  function createListener(): Server {
+  /**
+   * E8: counts the socket against its computer's limit; false (and the socket closed) when the
+   * computer is at the limit.
+   */
+  function admit(computerId: string, socket: Socket): boolean {
+    const open = socketsPerComputer.get(computerId) ?? 0;
+    if (open >= maxConnectionsPerComputer) {
+      warnLimit({ computerId, limit: maxConnectionsPerComputer });
+      socket.on("error", () => undefined);
+      socket.destroy();
+      return false;
+    }
+    socketsPerComputer.set(computerId, open + 1);
+    sockets.add(socket);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      const left = (socketsPerComputer.get(computerId) ?? 1) - 1;
+      if (left <= 0) socketsPerComputer.delete(computerId);
+      else socketsPerComputer.set(computerId, left);
+    });
+    socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+    return true;
+  }
+
+  function createHttpListener(computerId: string): Server {
     const server = createServer({
       maxHeaderSize,
       headersTimeout: headersTimeoutMs, // E7
@@ -752,20 +854,30 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeoutMs / 2))),
     });
     server.on("connection", (socket: Socket) => {
-      const remote = `${normalizeIp(socket.remoteAddress ?? "") ?? ""}:${socket.remotePort ?? 0}`;
-      if (outgoing.has(remote)) {
-        socket.destroy(); // E6: our own outgoing connection came back to us
-        return;
+      // Destroyed at once: the HTTP parser is already attached, so an answer written now could
+      // race a request it parses from the same packet.
+      admit(computerId, socket);
+    });
+    server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => {
+      const status =
+        error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? 408
+          : error.code === "HPE_HEADER_OVERFLOW"
+            ? 431
+            : 400;
+      if (status === 408) warnHeaders({ computerId, protocol: "http" }); // E7
+      if (socket.writable && !(socket as Socket).destroyed) {
+        socket.end(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+        );
       }
-      sockets.add(socket);
-      socket.once("close", () => sockets.delete(socket));
-      socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+      socket.destroy();
     });
     server.on("request", (request: IncomingMessage, response: ServerResponse) => {
-      void handleRequest(request, response);
+      void handleRequest(computerId, request, response);
     });
     server.on("connect", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-      void handleConnect(request, socket as Socket, head);
+      void handleConnect(computerId, request, socket as Socket, head);
     });
     server.on("upgrade", (_request: IncomingMessage, socket: Duplex) => {
       const body =
@@ -778,27 +890,62 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     return server;
   }
 
-  const proxy: EgressProxy = {
-    async listen(host, port) {
-      if (closed) throw new Error("roost egress: the proxy is closed");
-      const server = createListener();
-      await new Promise<void>((resolvePromise, reject) => {
-        server.once("error", reject);
-        server.listen(port, host, () => {
-          server.off("error", reject);
-          resolvePromise();
-        });
+  function createSocksListener(computerId: string): NetServer {
+    return createNetServer((socket) => {
+      if (!admit(computerId, socket)) return;
+      socket.on("error", () => socket.destroy());
+      void handleSocks(computerId, socket);
+    });
+  }
+
+  async function listenOn(server: Server | NetServer, socketPath: string): Promise<void> {
+    await rm(socketPath, { force: true });
+    await new Promise<void>((resolvePromise, reject) => {
+      server.once("error", reject);
+      server.listen(socketPath, () => {
+        server.off("error", reject);
+        resolvePromise();
       });
-      const bound = server.address();
-      const address =
-        bound !== null && typeof bound === "object"
-          ? { host: bound.address, port: bound.port }
-          : { host, port };
-      servers.push({ server, address });
-      server.on("error", (error) =>
-        log(`roost egress: listener ${host}:${port} failed: ${String(error)}`),
-      );
-      return address;
+    });
+    server.on("error", (error) => logger.warn("egress listener failed", { socketPath, error }));
+  }
+
+  const proxy: EgressProxy = {
+    async listenComputer(computerId, paths) {
+      if (closed) throw new Error("roost egress: the proxy is closed");
+      const http = createHttpListener(computerId);
+      const socks = createSocksListener(computerId);
+      const accepted = new Set<Socket>();
+      for (const server of [http, socks])
+        server.on("connection", (socket: Socket) => {
+          accepted.add(socket);
+          socket.once("close", () => accepted.delete(socket));
+        });
+      const stop = async (): Promise<void> => {
+        listeners.delete(entry);
+        const closing = [http, socks].map(
+          (server) =>
+            new Promise<void>((resolvePromise) => {
+              if (!server.listening) return resolvePromise();
+              server.close(() => resolvePromise());
+            }),
+        );
+        http.closeAllConnections();
+        for (const socket of accepted) socket.destroy();
+        await Promise.all(closing);
+        await Promise.all([rm(paths.http, { force: true }), rm(paths.socks, { force: true })]);
+      };
+      const entry = { computerId, close: stop };
+      try {
+        await listenOn(http, paths.http);
+        await listenOn(socks, paths.socks);
+      } catch (error) {
+        await stop();
+        throw error;
+      }
+      listeners.add(entry);
+      let stopped: Promise<void> | undefined;
+      return { close: () => (stopped ??= stop()) };
     },
     setPolicy(computerId, input) {
       const policy = parseEgressPolicy(input);
@@ -809,29 +956,23 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     policyOf(computerId) {
       return policyFor(computerId).policy;
     },
-    assign(sourceAddress, computerId) {
-      const normalized = normalizeIp(sourceAddress);
-      if (normalized === undefined)
-        throw new Error(`roost egress: ${JSON.stringify(sourceAddress)} is not an IP address`);
-      sources.set(normalized, computerId);
-    },
-    unassign(sourceAddress) {
-      const normalized = normalizeIp(sourceAddress);
-      if (normalized !== undefined) sources.delete(normalized);
-    },
     removeComputer(computerId) {
       policies.delete(computerId);
-      for (const [source, owner] of sources) if (owner === computerId) sources.delete(source);
       for (const flow of flows) {
         if (flow.computerId === computerId)
           flow.close("roost egress: the computer was removed from the proxy.", 503);
       }
     },
     recheck: () => recheck(),
+    isOwnConnection(address, port) {
+      return outgoing.has(`${normalizeIp(address) ?? address}:${port}`);
+    },
+    context,
     stats() {
       return {
-        listening: servers.map((entry) => ({ ...entry.address })),
-        open: [...openPerComputer.values()].reduce((sum, count) => sum + count, 0),
+        computers: new Set([...listeners].map((entry) => entry.computerId)).size,
+        open: flows.size,
+        sockets: sockets.size,
         ...totals,
       };
     },
@@ -840,16 +981,20 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       closed = true;
       clearInterval(timer);
       for (const flow of flows) flow.close("roost egress: the proxy is shutting down.", 503);
-      const closing = servers.map(
-        ({ server }) => new Promise<void>((resolvePromise) => server.close(() => resolvePromise())),
-      );
-      for (const { server } of servers) server.closeAllConnections();
+      await Promise.all([...listeners].map((entry) => entry.close()));
       for (const socket of sockets) socket.destroy();
-      await Promise.all(closing);
     },
   };
   options.signal?.addEventListener("abort", () => void proxy.close(), { once: true });
   return proxy;
+}
+
+function normalizeSocksTarget(destination: {
+  host: string;
+  port: number;
+}): EgressTarget | undefined {
+  const host = normalizeTargetHost(destination.host);
+  return host === undefined ? undefined : { host, port: destination.port };
 }
 
 function parseAbsoluteUrl(

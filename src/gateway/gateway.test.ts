@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { RoostError } from "../errors/index.ts";
 import { closeCodes, PROTOCOL_VERSION } from "../protocol/index.ts";
 import type { ShellCompletedOutput } from "../protocol/index.ts";
 import type { CallResult } from "./gateway.ts";
 import {
   makeComputerDirs,
+  rawClient,
   spawnWorker,
   startTestGateway,
   waitFor,
@@ -43,43 +43,6 @@ function completed(result: CallResult): ShellCompletedOutput {
   const output = result.output as ShellCompletedOutput;
   if (output.kind !== "completed") throw new Error("expected a completed shell call");
   return output;
-}
-
-/** A raw protocol client, for what a well-behaved worker never does. */
-async function rawClient(url: string, token: string | undefined) {
-  const ws = new WebSocket(
-    url,
-    token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
-  );
-  const received: unknown[] = [];
-  ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString())));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })),
-  );
-  const opened = await new Promise<{ ok: true } | { ok: false; status: number; body: string }>(
-    (resolve) => {
-      ws.once("open", () => resolve({ ok: true }));
-      ws.once("unexpected-response", (_request, response) => {
-        let body = "";
-        response.on("data", (data: Buffer) => (body += data.toString()));
-        response.on("end", () => resolve({ ok: false, status: response.statusCode ?? 0, body }));
-      });
-      ws.once("error", () => undefined);
-    },
-  );
-  const hello = (overrides: Record<string, unknown> = {}) =>
-    ws.send(
-      JSON.stringify({
-        type: "hello",
-        workerId: "wrk_raw",
-        bootId: "boot_raw",
-        protocol: PROTOCOL_VERSION,
-        capabilities: [],
-        inflight: [],
-        ...overrides,
-      }),
-    );
-  return { ws, received, closed, opened, hello };
 }
 
 describe("gateway and worker over a real WebSocket", () => {

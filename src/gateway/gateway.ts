@@ -1,6 +1,8 @@
 /**
  * The gateway: the server end of the worker protocol (docs/worker-protocol.md). Workers dial out
- * to it over WebSocket on the platform's HTTP server; the loop sends calls through it.
+ * to it over WebSocket: on the platform's HTTP server (self-hosted and `process` workers), or on
+ * a unix socket of their own computer (`listenComputer`; the local provider mounts it into the
+ * sandbox). The loop sends calls through it.
  *
  * Invariants:
  *   G1 A worker only ever receives calls for its own computer: a connection's computer id comes
@@ -10,19 +12,30 @@
  *      computers are untouched.
  *   G3 A pending call is sent, with the same call id, to every new connection of its computer
  *      until its result arrives; the worker's done-log makes the repeats safe.
- *   G4 One connection per computer: a connection that completes its hello replaces the previous one.
+ *   G4 One connection per computer. A hello from the same worker (same worker id: a restart or a
+ *      reconnect) replaces the previous connection at once; a hello from another worker id
+ *      replaces it only if the previous one does not answer a ping within `probeTimeoutMs`, and
+ *      is refused (close code `inUse`) otherwise, so a stolen token cannot displace a live worker.
  *   G5 Every pending call ends: with a result, or a rejection when its deadline passes, when no
  *      worker is connected for `workerWaitMs`, on disconnect(), close() or its abort signal.
  *   G6 Every result is acked, even for an unknown call id, so the worker can drop its copy.
  *   G7 Nothing is read from a worker before its token is verified: authentication happens on the
  *      HTTP upgrade, before a WebSocket exists.
+ *   G8 A connection that arrives on computer A's socket is computer A's: a token of any other
+ *      computer is refused there. A token whose computer connects by socket (`boundToSocket`)
+ *      is refused on the shared HTTP server.
+ *   G9 What a computer can reach of the gateway is bounded: at most `maxConnectionsPerComputer`
+ *      connections on its socket (more are closed at once, and logged), and a request that does
+ *      not finish its headers within `headersTimeoutMs` is closed (and logged).
  */
-import type { IncomingMessage, Server } from "node:http";
-import { STATUS_CODES } from "node:http";
+import { rm } from "node:fs/promises";
+import { createServer, STATUS_CODES, type IncomingMessage, type Server } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import { InvalidRequestError, RoostError } from "../errors/index.ts";
+import { createThrottledWarning, silentLogger, type Logger } from "../log/index.ts";
 import {
   callFrameSchema,
   closeCodes,
@@ -47,11 +60,18 @@ import type {
   ToolOutput,
 } from "../protocol/index.ts";
 
+/** Who a worker token belongs to. */
+export interface TokenIdentity {
+  computerId: string;
+  /** The computer's worker connects through its own socket only (G8): refused on the HTTP server. */
+  boundToSocket?: boolean;
+}
+
 export interface GatewayOptions {
   /** The platform's HTTP server; the gateway handles its `upgrade` requests for `path`. */
   server: Server;
   /** Owned by the control plane: maps a worker token to its computer, or undefined when invalid or expired. */
-  verifyToken(token: string): Promise<{ computerId: string } | undefined>;
+  verifyToken(token: string): Promise<TokenIdentity | undefined>;
   /** @default GATEWAY_PATH ("/v1/gateway") */
   path?: string;
   /** How often the gateway pings each worker (sent to the worker in `welcome`). @default 10_000 */
@@ -66,14 +86,28 @@ export interface GatewayOptions {
   workerWaitMs?: number;
   /** Extra time beyond a call's `timeoutMs` before the gateway gives up on its result. @default 30_000 */
   resultGraceMs?: number;
+  /** How long a live connection has to answer the ping that decides a hello from another worker id (G4). @default 2_000 */
+  probeTimeoutMs?: number;
+  /** Connections at once on one computer's socket (G9). @default 8 */
+  maxConnectionsPerComputer?: number;
+  /** Time to receive an upgrade request's headers on a computer's socket (G9). @default 5_000 */
+  headersTimeoutMs?: number;
   onEvent?: (event: GatewayEvent) => void;
+  /** @default silent */
+  logger?: Logger;
   /** @default Date.now */
   now?: () => number;
+}
+
+/** A computer's own gateway socket; `close` stops it and ends the connections it accepted. */
+export interface GatewayListener {
+  close(): Promise<void>;
 }
 
 export type GatewayEvent =
   | { type: "upgrade_refused"; status: number; reason: string; remoteAddress: string | undefined }
   | { type: "connected"; computerId: string; worker: WorkerInfo; replaced: boolean }
+  | { type: "hello_refused"; computerId: string; workerId: string; reason: string }
   | {
       type: "disconnected";
       computerId: string;
@@ -138,6 +172,12 @@ export interface Gateway {
   worker(computerId: string): WorkerInfo | undefined;
   /** Closes the computer's connection (at sleep) and fails its pending calls as unavailable. */
   disconnect(computerId: string, reason?: string): Promise<void>;
+  /**
+   * Accepts the workers of one computer on a unix socket created at `socketPath` (a stale file
+   * there is replaced); every connection on it is that computer's (G8). The caller decides who
+   * may open it (file owner and mode).
+   */
+  listenComputer(computerId: string, socketPath: string): Promise<GatewayListener>;
   /** Stops accepting workers, closes every connection and fails every pending call. */
   close(): Promise<void>;
 }
@@ -146,11 +186,14 @@ interface Connection {
   ws: WebSocket;
   computerId: string;
   remoteAddress: string | undefined;
-  state: "hello" | "ready" | "closed";
+  /** "probing": hello received, waiting to learn whether the current connection is alive (G4). */
+  state: "hello" | "probing" | "ready" | "closed";
   worker: WorkerInfo | undefined;
   lastHeardAt: number;
   helloTimer: NodeJS.Timeout | undefined;
   heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Called on every frame heard from this connection (a probe listens here, G4). */
+  onHeard: (() => void) | undefined;
 }
 
 interface Caller {
@@ -185,7 +228,20 @@ export function createGateway(options: GatewayOptions): Gateway {
   const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
   const workerWaitMs = options.workerWaitMs ?? 60_000;
   const resultGraceMs = options.resultGraceMs ?? 30_000;
+  const probeTimeoutMs = options.probeTimeoutMs ?? 2_000;
+  const maxConnectionsPerComputer = options.maxConnectionsPerComputer ?? 8;
+  const headersTimeoutMs = options.headersTimeoutMs ?? 5_000;
   const now = options.now ?? Date.now;
+  const logger = (options.logger ?? silentLogger).child({ component: "gateway" });
+  const warnLimit = createThrottledWarning(
+    logger,
+    "a computer reached its limit of connections to its gateway socket; further ones are closed",
+  );
+  const warnHeaders = createThrottledWarning(
+    logger,
+    "a connection to a computer's gateway socket did not finish its request headers in time; closed",
+  );
+  const computerListeners = new Set<GatewayListener>();
   const emit = (event: GatewayEvent) => {
     try {
       options.onEvent?.(event);
@@ -215,22 +271,26 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // ── upgrade and authentication ────────────────────────────────────────────────────────────────
 
-  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    let pathname: string;
+  const isGatewayPath = (request: IncomingMessage): boolean => {
     try {
-      pathname = new URL(request.url ?? "/", "http://gateway.invalid").pathname;
+      return new URL(request.url ?? "/", "http://gateway.invalid").pathname === gatewayPath;
     } catch {
-      return; // not a path we could own; an exception here would take the HTTP server down
+      return false; // not a path we could own; an exception here would take the HTTP server down
     }
-    if (pathname !== gatewayPath) return; // another handler's path
-    socket.on("error", () => undefined);
-    void authenticate(request, socket, head);
   };
 
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!isGatewayPath(request)) return; // another handler's path
+    socket.on("error", () => undefined);
+    void authenticate(request, socket, head, undefined);
+  };
+
+  /** `boundTo`: the computer whose socket the request arrived on (G8); undefined on the HTTP server. */
   async function authenticate(
     request: IncomingMessage,
     socket: Duplex,
     head: Buffer,
+    boundTo: string | undefined,
   ): Promise<void> {
     const remoteAddress = request.socket.remoteAddress;
     if (closed)
@@ -245,7 +305,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         remoteAddress,
       );
     }
-    let identity: { computerId: string } | undefined;
+    let identity: TokenIdentity | undefined;
     try {
       identity = await options.verifyToken(token); // G7
     } catch {
@@ -263,6 +323,30 @@ export function createGateway(options: GatewayOptions): Gateway {
         "worker token is invalid or expired (tokens are rotated on every wake; restart the worker with the current one)",
         remoteAddress,
       );
+    }
+    if (boundTo !== undefined && identity.computerId !== boundTo) {
+      logger.warn("refused a worker token of another computer on a computer's gateway socket", {
+        socketOf: boundTo,
+        tokenOf: identity.computerId,
+      });
+      return refuse(
+        socket,
+        403,
+        `this socket belongs to computer ${boundTo}; the token is another computer's`,
+        remoteAddress,
+      ); // G8
+    }
+    if (boundTo === undefined && identity.boundToSocket === true) {
+      logger.warn("refused a socket-bound worker token on the shared gateway path", {
+        computerId: identity.computerId,
+        remoteAddress,
+      });
+      return refuse(
+        socket,
+        403,
+        `computer ${identity.computerId}'s worker connects through its own socket; its token is not accepted here`,
+        remoteAddress,
+      ); // G8
     }
     if (closed)
       return refuse(socket, 503, "the gateway is shutting down; reconnect later", remoteAddress);
@@ -298,6 +382,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       lastHeardAt: now(),
       helloTimer: undefined,
       heartbeatTimer: undefined,
+      onHeard: undefined,
     };
     allConnections.add(connection);
     connection.helloTimer = setTimeout(
@@ -347,6 +432,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onMessage(connection: Connection, data: WebSocket.RawData, isBinary: boolean): void {
     if (connection.state === "closed") return;
     connection.lastHeardAt = now();
+    connection.onHeard?.();
     if (isBinary)
       return refuseFrame(
         connection,
@@ -368,6 +454,13 @@ export function createGateway(options: GatewayOptions): Gateway {
           `expected hello first, got ${frame.type}`,
         );
       return onHello(connection, frame);
+    }
+    if (connection.state === "probing") {
+      return refuseFrame(
+        connection,
+        closeCodes.protocolError,
+        `expected nothing before welcome, got ${frame.type}`,
+      );
     }
     const computerId = connection.computerId;
     switch (frame.type) {
@@ -414,6 +507,52 @@ export function createGateway(options: GatewayOptions): Gateway {
         `protocol ${hello.protocol} is not supported (this gateway speaks ${PROTOCOL_VERSION}); update the worker`,
       );
     }
+    const previous = connections.get(connection.computerId);
+    if (previous === undefined || previous.worker?.workerId === hello.workerId) {
+      return welcome(connection, hello); // G4: nobody else, or the same worker again
+    }
+    // G4: another worker id while a connection is current: it wins only if that one is gone.
+    connection.state = "probing";
+    const probeStartedAt = now();
+    const nonce = `probe-${probeStartedAt}-${Math.random().toString(36).slice(2)}`;
+    let decided = false;
+    const decide = (alive: boolean): void => {
+      if (decided) return;
+      decided = true;
+      clearTimeout(probeTimer);
+      previous.onHeard = undefined;
+      if (connection.state !== "probing") return; // the newcomer went away meanwhile
+      if (
+        !alive ||
+        previous.state === "closed" ||
+        connections.get(connection.computerId) !== previous
+      ) {
+        welcome(connection, hello);
+        return;
+      }
+      const reason = `another worker of computer ${connection.computerId} is connected and answering; this one was refused`;
+      logger.warn("refused a hello from another worker while the current one answers", {
+        computerId: connection.computerId,
+        workerId: hello.workerId,
+        remoteAddress: connection.remoteAddress,
+      });
+      emit({
+        type: "hello_refused",
+        computerId: connection.computerId,
+        workerId: hello.workerId,
+        reason,
+      });
+      closeConnection(connection, closeCodes.inUse, reason);
+    };
+    previous.onHeard = () => decide(true);
+    const probeTimer = setTimeout(
+      () => decide(previous.lastHeardAt > probeStartedAt),
+      probeTimeoutMs,
+    );
+    send(previous, { type: "ping", nonce });
+  }
+
+  function welcome(connection: Connection, hello: HelloFrame): void {
     clearTimeout(connection.helloTimer);
     const { computerId } = connection;
     const worker: WorkerInfo = {
@@ -668,10 +807,72 @@ export function createGateway(options: GatewayOptions): Gateway {
     signal.addEventListener("abort", caller.onAbort, { once: true });
   }
 
+  async function listenComputer(computerId: string, socketPath: string): Promise<GatewayListener> {
+    if (closed) throw unavailable(computerId, "the gateway is closed");
+    const server = createServer({
+      headersTimeout: headersTimeoutMs, // G9
+      requestTimeout: headersTimeoutMs * 2,
+      maxHeaderSize: 16_384,
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeoutMs / 2))),
+    });
+    const accepted = new Set<Socket>();
+    server.on("connection", (socket: Socket) => {
+      if (accepted.size >= maxConnectionsPerComputer) {
+        warnLimit({ computerId, limit: maxConnectionsPerComputer }); // G9
+        socket.on("error", () => undefined);
+        socket.destroy();
+        return;
+      }
+      accepted.add(socket);
+      socket.once("close", () => accepted.delete(socket));
+    });
+    server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => {
+      if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") warnHeaders({ computerId }); // G9
+      socket.destroy();
+    });
+    server.on("request", (_request, response) => {
+      response.writeHead(426, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+      response.end(
+        `this is computer ${computerId}'s gateway socket; open a WebSocket on ${gatewayPath}\n`,
+      );
+    });
+    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on("error", () => undefined);
+      if (!isGatewayPath(request)) {
+        socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+        return;
+      }
+      void authenticate(request, socket, head, computerId); // G8
+    });
+    await rm(socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socketPath, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    server.on("error", (error) => logger.warn("gateway socket failed", { computerId, error }));
+    let stopped: Promise<void> | undefined;
+    const listener: GatewayListener = {
+      close: () =>
+        (stopped ??= (async () => {
+          computerListeners.delete(listener);
+          const closing = new Promise<void>((resolve) => server.close(() => resolve()));
+          for (const socket of accepted) socket.destroy();
+          await closing;
+          await rm(socketPath, { force: true });
+        })()),
+    };
+    computerListeners.add(listener);
+    return listener;
+  }
+
   options.server.on("upgrade", onUpgrade);
 
   return {
     call,
+    listenComputer,
 
     waitForWorker(computerId, timeoutMs = 60_000, signal) {
       const connected = connections.get(computerId)?.worker;
@@ -748,6 +949,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (closed) return;
       closed = true;
       options.server.off("upgrade", onUpgrade);
+      await Promise.all([...computerListeners].map((listener) => listener.close()));
       for (const calls of [...pending.values()]) {
         for (const entry of [...calls.values()])
           fail(entry, unavailable(entry.computerId, "the gateway is shutting down"));

@@ -105,6 +105,31 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
+/**
+ * A warning that can fire thousands of times a second (a connection flood): the first one is
+ * logged at once, later ones are counted and logged at most once per `intervalMs`, with
+ * `suppressed` saying how many were not logged in between.
+ */
+export function createThrottledWarning(
+  logger: Logger,
+  message: string,
+  intervalMs = 10_000,
+  now: () => number = Date.now,
+): (fields?: LogFields) => void {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let suppressed = 0;
+  return (fields) => {
+    const at = now();
+    if (at - lastAt < intervalMs) {
+      suppressed += 1;
+      return;
+    }
+    lastAt = at;
+    logger.warn(message, suppressed > 0 ? { ...fields, suppressed } : fields);
+    suppressed = 0;
+  };
+}
+
 /** A logger that drops everything (tests and tools that do not care). */
 export const silentLogger: Logger = {
   debug: () => undefined,

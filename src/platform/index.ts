@@ -82,17 +82,63 @@ export async function startPlatform(
     mkdirSync(config.dataDir, { recursive: true });
     const store = await openStore(config.store);
     cleanups.push(() => store.close());
+    // One HTTP server for the API and the gateway; it starts listening once everything is wired.
+    const started: { engine?: RestateEngine } = {};
+    const ingressUrl = () => {
+      if (started.engine === undefined) throw new Error("the durable engine is not running yet");
+      return started.engine.ingressUrl;
+    };
+    // `env` carries the socket: the web app's local sign-in checks that the caller is on loopback.
+    let fetchApi: (request: Request, env?: unknown) => Response | Promise<Response> = () =>
+      new Response("starting", { status: 503 });
+    const server: ServerType = createAdaptorServer({
+      fetch: (request, env) => fetchApi(request, env),
+    });
+    const gateway = createGateway({
+      server: server as unknown as import("node:http").Server,
+      verifyToken: async (token) => {
+        const computerId = await store.findComputerByWorkerToken(hashToken(token), Date.now());
+        if (computerId === undefined) return undefined;
+        // G8: a local computer's worker connects through its own socket, never over TCP.
+        const computer = await store.getComputer(computerId);
+        return { computerId, boundToSocket: computer?.provider === "local" };
+      },
+      workerWaitMs: config.computers.wakeTimeoutMs,
+      logger,
+    });
+
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    cleanups.push(() => closeHttp(server));
+    // Closed before the HTTP server (cleanups run in reverse): its upgraded sockets hold server.close().
+    cleanups.push(() => gateway.close());
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://${config.host}:${port}`;
+    const gatewayUrl =
+      config.computers.gatewayUrl ??
+      `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
+
+    // Roost's own ports, which no computer may reach through the egress proxy (P3).
+    const platformPorts = new Set<number>([port, ...restatePorts(config), ...storePorts(config)]);
     const runtime: ComputerRuntime =
       options.provider === undefined
-        ? await startComputerRuntime(config, store, log)
+        ? await startComputerRuntime(config, store, {
+            logger,
+            gateway,
+            platformPorts: () => platformPorts,
+          })
         : {
             provider: options.provider,
             egress: undefined,
+            parseUserPolicy: (input) => parseEgressPolicy(input),
             applyPolicy: async () => undefined,
             close: () => options.provider!.close(),
           };
     cleanups.push(() => runtime.close());
     const provider = runtime.provider;
+
     const blobs = openBlobStore(config);
     cleanups.push(() => blobs.close());
     const snapshotter = createSnapshotter({
@@ -113,40 +159,6 @@ export async function startPlatform(
       retry: { maxAttempts: config.modelAttempts },
     });
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
-
-    // One HTTP server for the API and the gateway; it starts listening once everything is wired.
-    const started: { engine?: RestateEngine } = {};
-    const ingressUrl = () => {
-      if (started.engine === undefined) throw new Error("the durable engine is not running yet");
-      return started.engine.ingressUrl;
-    };
-    // `env` carries the socket: the web app's local sign-in checks that the caller is on loopback.
-    let fetchApi: (request: Request, env?: unknown) => Response | Promise<Response> = () =>
-      new Response("starting", { status: 503 });
-    const server: ServerType = createAdaptorServer({
-      fetch: (request, env) => fetchApi(request, env),
-    });
-    const gateway = createGateway({
-      server: server as unknown as import("node:http").Server,
-      verifyToken: async (token) => {
-        const computerId = await store.findComputerByWorkerToken(hashToken(token), Date.now());
-        return computerId === undefined ? undefined : { computerId };
-      },
-      workerWaitMs: config.computers.wakeTimeoutMs,
-    });
-
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
-    cleanups.push(() => closeHttp(server));
-    // Closed before the HTTP server (cleanups run in reverse): its upgraded sockets hold server.close().
-    cleanups.push(() => gateway.close());
-    const port = (server.address() as AddressInfo).port;
-    const url = `http://${config.host}:${port}`;
-    const gatewayUrl =
-      config.computers.gatewayUrl ??
-      `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
 
     const ingress = lazyIngress(ingressUrl);
     const controlPlane = createControlPlaneClient(ingress);
@@ -210,6 +222,7 @@ export async function startPlatform(
     });
     cleanups.push(() => closeHttp2(serviceServer));
     const servicePort = (serviceServer.address() as AddressInfo).port;
+    platformPorts.add(servicePort);
     const serviceUrl =
       config.servicePort === 0 ? `http://127.0.0.1:${servicePort}` : config.serviceUrl;
 
@@ -283,7 +296,8 @@ export async function startPlatform(
           return stored === null ? defaultEgressPolicy : parseEgressPolicy(stored);
         },
         setNetworkPolicy: async (computerId, accountId, input) => {
-          const policy = parseEgressPolicy(input); // throws InvalidRequestError with the reason
+          // P8: throws InvalidRequestError (400) saying why a rule can never be reached.
+          const policy = runtime.parseUserPolicy(input);
           await store.setNetworkPolicy(computerId, input);
           await store.audit({
             accountId,
@@ -318,7 +332,17 @@ export async function startPlatform(
     api.route(
       "/",
       createWebHandler(
-        config.restate.mode === "embedded" ? { localSignIn: { tokenFile: admin.tokenFile } } : {},
+        config.restate.mode === "embedded"
+          ? {
+              localSignIn: {
+                tokenFile: admin.tokenFile,
+                // Defence in depth: the proxy never connects to Roost's ports (P3), and if it
+                // did, a connection it opened is never a local user.
+                isProxyConnection: (address, peerPort) =>
+                  runtime.egress?.isOwnConnection(address, peerPort) ?? false,
+              },
+            }
+          : {},
       ),
     );
     fetchApi = (request, env) => api.fetch(request, env);
@@ -346,6 +370,27 @@ export async function startPlatform(
   } catch (error) {
     await closeAll();
     throw error;
+  }
+}
+
+function restatePorts(config: RoostConfig): number[] {
+  if (config.restate.mode === "embedded")
+    return [config.restate.ingressPort, config.restate.adminPort, config.restate.nodePort];
+  return [config.restate.ingressUrl, config.restate.adminUrl].flatMap((url) => urlPort(url));
+}
+
+function storePorts(config: RoostConfig): number[] {
+  return config.store.kind === "postgres" ? urlPort(config.store.url, 5432) : [];
+}
+
+function urlPort(text: string, fallback?: number): number[] {
+  try {
+    const url = new URL(text);
+    if (url.port !== "") return [Number(url.port)];
+    if (fallback !== undefined) return [fallback];
+    return url.protocol === "https:" ? [443] : [80];
+  } catch {
+    return fallback === undefined ? [] : [fallback];
   }
 }
 

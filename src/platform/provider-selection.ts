@@ -3,6 +3,10 @@
  * one sends every computer's traffic through (docs/egress.md). `process` isolates nothing, so it
  * is never chosen silently: `auto` picks `local` where the host allows it and otherwise stops
  * with a message naming what is missing.
+ *
+ * With `local`, each awake computer gets three unix sockets on the host, the only things its
+ * sandbox can reach: the gateway's (`gateway.listenComputer`) and the egress proxy's HTTP and
+ * SOCKS5 sockets (`egress.listenComputer`).
  */
 import {
   chooseComputerProvider,
@@ -16,33 +20,59 @@ import {
 import type { RoostConfig } from "../config/index.ts";
 import {
   auditTo,
+  createDestinationContext,
   createEgressProxy,
   parseEgressPolicy,
+  parseUserEgressPolicy,
+  type EgressPolicy,
   type EgressProxy,
 } from "../egress/index.ts";
+import type { Gateway } from "../gateway/index.ts";
+import type { Logger } from "../log/index.ts";
 import type { Store } from "../store/index.ts";
 
 export interface ComputerRuntime {
   provider: ComputerProvider;
   /** Present with the isolated provider: every computer's way out. */
   egress: EgressProxy | undefined;
+  /**
+   * Validates a policy a user sets for their computer under this server's operator settings
+   * (P8: a 400 that says why for rules that could only reach refused ranges).
+   */
+  parseUserPolicy(input: unknown): EgressPolicy;
   /** Apply a computer's stored policy to the proxy (on wake, and after a change). */
   applyPolicy(computerId: string): Promise<void>;
   close(): Promise<void>;
 }
 
+export interface ComputerRuntimeOptions {
+  logger: Logger;
+  /** Serves each local computer's gateway socket. */
+  gateway: Gateway;
+  /** Roost's own ports (API, Restate, service endpoint, store), which no computer may reach. */
+  platformPorts: () => Iterable<number>;
+}
+
 export async function startComputerRuntime(
   config: RoostConfig,
   store: Store,
-  log: (message: string) => void,
+  options: ComputerRuntimeOptions,
 ): Promise<ComputerRuntime> {
+  const { logger, gateway, platformPorts } = options;
+  const log = (message: string) => logger.info(message.replace(/^roost: /, ""));
+  // Validated at start for either provider: a bad ROOST_EGRESS_ALLOW_PRIVATE stops the server.
+  const context = createDestinationContext({
+    allowPrivate: config.egress.allowPrivate,
+    platformPorts,
+  });
+  const parseUserPolicy = (input: unknown) => parseUserEgressPolicy(input, context);
   const choice = chooseComputerProvider(config.computers.provider, await detectHost());
   const workerBuild = await prepareWorkerBuild({ log });
   if (choice.kind === "process") {
-    log(
-      "roost: WARNING: computers use the `process` provider: bots' commands run as this server's user with NO isolation and NO egress policy. Use it only for development.",
+    logger.warn(
+      "computers use the `process` provider: bots' commands run as this server's user with NO isolation and NO egress policy. Use it only for development.",
     );
-    if (choice.warning !== undefined) log(`roost: ${choice.warning}`);
+    if (choice.warning !== undefined) logger.warn(choice.warning);
     const provider = createProcessProvider({
       root: config.computers.root,
       log,
@@ -51,14 +81,19 @@ export async function startComputerRuntime(
     return {
       provider,
       egress: undefined,
+      parseUserPolicy,
       applyPolicy: async () => undefined,
       close: () => provider.close(),
     };
   }
 
-  const audit = auditTo(store, { log });
-  const egress = createEgressProxy({ onRequest: audit, log });
-  const address = await egress.listen("127.0.0.1", 0);
+  const audit = auditTo(store, { logger });
+  const egress = createEgressProxy({
+    onRequest: audit,
+    logger,
+    allowPrivate: config.egress.allowPrivate,
+    platformPorts,
+  });
   const applyPolicy = async (computerId: string) => {
     const stored = await store.getNetworkPolicy(computerId);
     egress.setPolicy(
@@ -71,24 +106,25 @@ export async function startComputerRuntime(
     ...(workerBuild === undefined
       ? {}
       : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
-    egressProxy: { host: "127.0.0.1", port: address.port },
-    onNetwork: (event) => {
-      if (event.type === "up") {
-        egress.assign(event.computerAddress, event.computerId);
-        applyPolicy(event.computerId).catch((error: unknown) =>
-          log(
-            `roost: computer ${event.computerId}: could not apply its network policy: ${String(error)}`,
-          ),
-        );
-      } else {
-        egress.unassign(event.computerAddress);
-      }
+    sockets: {
+      gateway: (computerId, socketPath) => gateway.listenComputer(computerId, socketPath),
+      egress: async (computerId, paths) => {
+        await applyPolicy(computerId);
+        const listener = await egress.listenComputer(computerId, paths);
+        return {
+          close: async () => {
+            await listener.close();
+            egress.removeComputer(computerId);
+          },
+        };
+      },
     },
-    onExit: (computerId, detail) => log(`roost: computer ${computerId}: sandbox ended (${detail})`),
+    onExit: (computerId, detail) => logger.warn("computer sandbox ended", { computerId, detail }),
   });
   return {
     provider,
     egress,
+    parseUserPolicy,
     applyPolicy,
     async close() {
       await provider.close();

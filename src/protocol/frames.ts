@@ -36,6 +36,8 @@ export const closeCodes = {
   heartbeatTimeout: 4004,
   /** The control plane disconnected the computer (it is going to sleep). */
   disconnected: 4005,
+  /** Another worker of the computer is connected and answering; this one was refused. */
+  inUse: 4006,
 } as const;
 
 const callId = z.string().min(1).max(256);

@@ -4,15 +4,18 @@
  * safe enough, and what it must never be allowed to do.
  *
  * Invariants:
- *   L1 off unless the server was started with it switched on (embedded mode only).
- *   L2 only a TCP peer on a loopback address (127.0.0.0/8, ::1, ::ffff:127.x) gets an answer.
- *   L3 a request that went through a proxy (any forwarding header) is refused: behind a reverse
+ *   SIGN1 off unless the server was started with it switched on (embedded mode only).
+ *   SIGN2 only a TCP peer on a loopback address (127.0.0.0/8, ::1, ::ffff:127.x) gets an answer.
+ *   SIGN3 a request that went through a proxy (any forwarding header) is refused: behind a reverse
  *      proxy on the same host every peer looks like loopback.
- *   L4 the Host header must name a loopback host (defeats DNS rebinding: a page on evil.example
+ *   SIGN4 the Host header must name a loopback host (defeats DNS rebinding: a page on evil.example
  *      whose name resolves to 127.0.0.1 sends `Host: evil.example`).
- *   L5 a cross-site browser request is refused (Origin / Sec-Fetch-Site), and the answer carries
+ *   SIGN5 a cross-site browser request is refused (Origin / Sec-Fetch-Site), and the answer carries
  *      no CORS headers, so no other site's script can read it.
- *   L6 the token is never cached (`no-store`).
+ *   SIGN6 the token is never cached (`no-store`).
+ *   SIGN7 a connection opened by the egress proxy (on a computer's behalf) is refused, even with
+ *      a loopback peer and no forwarding header (a CONNECT tunnel carries none): with
+ *      socket-only sandboxes the proxy is the only way a computer's traffic reaches a host port.
  */
 import type { Context } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
@@ -21,16 +24,18 @@ import { readFile } from "node:fs/promises";
 export interface LocalSignInOptions {
   /** File holding the local admin token (`$ROOST_DATA_DIR/admin-token`). */
   tokenFile: string;
+  /** SIGN7: whether the peer `address:port` is a connection the egress proxy opened. @default never */
+  isProxyConnection?: (address: string, port: number) => boolean;
 }
 
-/** L2: loopback peers only. */
+/** SIGN2: loopback peers only. */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;
   const plain = address.startsWith("::ffff:") ? address.slice("::ffff:".length) : address;
   return plain === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
 }
 
-/** L4: `localhost`, `*.localhost`, 127.x.y.z or [::1], with any port. */
+/** SIGN4: `localhost`, `*.localhost`, 127.x.y.z or [::1], with any port. */
 export function isLoopbackHost(host: string | undefined): boolean {
   if (host === undefined) return false;
   const name = host.toLowerCase().replace(/:\d+$/, "");
@@ -44,24 +49,34 @@ export function isLoopbackHost(host: string | undefined): boolean {
 
 const forwardingHeaders = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via"];
 
-function remoteAddress(context: Context): string | undefined {
+function remotePeer(context: Context): { address?: string; port?: number } {
   try {
-    return getConnInfo(context).remote.address;
+    return getConnInfo(context).remote;
   } catch {
-    return undefined; // not served by @hono/node-server: no way to know, so no.
+    return {}; // not served by @hono/node-server: no way to know, so no.
   }
 }
 
 /** Why the request may not sign in locally, or undefined when it may. */
-export function localSignInRefusal(context: Context): string | undefined {
-  if (!isLoopbackAddress(remoteAddress(context)))
-    return "local sign-in only answers requests from this computer"; // L2
+export function localSignInRefusal(
+  context: Context,
+  options: Pick<LocalSignInOptions, "isProxyConnection"> = {},
+): string | undefined {
+  const peer = remotePeer(context);
+  if (!isLoopbackAddress(peer.address))
+    return "local sign-in only answers requests from this computer"; // SIGN2
+  if (
+    peer.address !== undefined &&
+    peer.port !== undefined &&
+    options.isProxyConnection?.(peer.address, peer.port) === true
+  )
+    return "local sign-in does not answer connections made by the egress proxy (a computer's traffic)"; // SIGN7
   if (forwardingHeaders.some((name) => context.req.header(name) !== undefined))
-    return "local sign-in does not answer proxied requests"; // L3
+    return "local sign-in does not answer proxied requests"; // SIGN3
   const host = context.req.header("host");
   if (!isLoopbackHost(host))
-    return "local sign-in needs the page opened as http://localhost or http://127.0.0.1"; // L4
-  // L5
+    return "local sign-in needs the page opened as http://localhost or http://127.0.0.1"; // SIGN4
+  // SIGN5
   const site = context.req.header("sec-fetch-site");
   if (site !== undefined && site !== "same-origin" && site !== "none")
     return "local sign-in refuses cross-site requests";
@@ -81,10 +96,10 @@ export function localSignInRefusal(context: Context): string | undefined {
 
 export function createLocalSignInHandler(options: LocalSignInOptions | undefined) {
   return async (context: Context) => {
-    context.header("cache-control", "no-store"); // L6
+    context.header("cache-control", "no-store"); // SIGN6
     context.header("x-content-type-options", "nosniff");
     if (options === undefined) {
-      // L1
+      // SIGN1
       return context.json(
         {
           error: {
@@ -96,7 +111,7 @@ export function createLocalSignInHandler(options: LocalSignInOptions | undefined
         404,
       );
     }
-    const refusal = localSignInRefusal(context);
+    const refusal = localSignInRefusal(context, options);
     if (refusal !== undefined) {
       return context.json(
         { error: { code: "forbidden", message: `${refusal}; sign in with an API token instead` } },

@@ -1,8 +1,13 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { createAdaptorServer } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEgressProxy } from "../egress/index.ts";
+import { connectThroughProxy } from "../egress/testing/index.ts";
 import { createWebHandler, isLoopbackAddress, isLoopbackHost } from "./index.ts";
 
 /** What @hono/node-server hands a handler as `env`: enough for getConnInfo. */
@@ -133,6 +138,64 @@ describe("web handler", () => {
         const body = (await response.json()) as { token?: string; error: { message: string } };
         expect(body.token).toBeUndefined();
         expect(body.error.message).toMatch(/sign in with an API token/);
+      }
+    });
+
+    it("refuses a connection the egress proxy opened, even a CONNECT tunnel with a loopback peer and no forwarding header (SIGN7, defence in depth)", async () => {
+      // The proxy never connects to Roost's own ports (P3). To show what stands behind that, its
+      // dialer here delivers a public address to the web server on 127.0.0.1, as a hole in P3
+      // would: the request then arrives from loopback with nothing to tell it apart, but its peer
+      // is one of the proxy's own outgoing sockets.
+      const proxy = createEgressProxy({
+        connect: (_address, port) => connect({ host: "127.0.0.1", port }),
+      });
+      const sockets = {
+        http: join(dir, "egress-http.sock"),
+        socks: join(dir, "egress-socks.sock"),
+      };
+      await proxy.listenComputer("cmp_a", sockets);
+      proxy.setPolicy("cmp_a", { mode: "allow-all" });
+      const serve = async (isProxyConnection?: (address: string, port: number) => boolean) => {
+        const app = createWebHandler({
+          distDir,
+          localSignIn: {
+            tokenFile,
+            ...(isProxyConnection === undefined ? {} : { isProxyConnection }),
+          },
+        });
+        const server = createAdaptorServer({ fetch: app.fetch });
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        return server;
+      };
+      const signInThroughTunnel = async (port: number) => {
+        const tunnel = await connectThroughProxy(sockets.http, `93.184.216.34:${port}`);
+        expect(tunnel.status).toBe(200);
+        const answer = new Promise<string>((resolve) => {
+          let text = "";
+          tunnel.socket.on("data", (chunk: Buffer) => (text += chunk.toString()));
+          tunnel.socket.on("close", () => resolve(text));
+        });
+        tunnel.socket.write(
+          `GET /auth/local HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
+        );
+        return answer;
+      };
+      const unguarded = await serve();
+      const guarded = await serve((address, port) => proxy.isOwnConnection(address, port));
+      try {
+        // Without the check, such a request would get the admin token…
+        const leaked = await signInThroughTunnel((unguarded.address() as AddressInfo).port);
+        expect(leaked).toMatch(/^HTTP\/1\.1 200/);
+        expect(leaked).toContain('{"token":"roost_local-admin-token"}');
+        // …with it, it is refused.
+        const refused = await signInThroughTunnel((guarded.address() as AddressInfo).port);
+        expect(refused).toMatch(/^HTTP\/1\.1 403/);
+        expect(refused).not.toContain("roost_local-admin-token");
+        expect(refused).toContain("connections made by the egress proxy");
+      } finally {
+        for (const server of [unguarded, guarded])
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+        await proxy.close();
       }
     });
 

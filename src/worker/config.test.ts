@@ -60,10 +60,15 @@ describe("resolveWorkerConfig", () => {
     );
   });
 
-  it("refuses a URL that is not ws:// or wss://", () => {
+  it("refuses a URL that is not ws://, wss:// or ws+unix://", () => {
     expect(() => resolveWorkerConfig(["--gateway-url", "http://x/v1/gateway"], env)).toThrow(
-      /must start with ws:\/\/ or wss:\/\//,
+      /must start with ws:\/\/, wss:\/\/ or ws\+unix:\/\//,
     );
+  });
+
+  it("accepts a unix socket as ws+unix://PATH:/v1/gateway (a local computer's gateway socket)", () => {
+    const url = "ws+unix:///run/roost/gateway.sock:/v1/gateway";
+    expect(resolveWorkerConfig(["--gateway-url", url], env).gatewayUrl).toBe(url);
   });
 
   it("refuses unknown flags with the usage", () => {

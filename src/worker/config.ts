@@ -6,7 +6,10 @@ import { parseArgs } from "node:util";
 import path from "node:path";
 
 export interface WorkerConfig {
-  /** WebSocket URL of the gateway, e.g. `ws://127.0.0.1:8080/v1/gateway`. */
+  /**
+   * WebSocket URL of the gateway: `ws://127.0.0.1:8080/v1/gateway`, `wss://…`, or a unix socket
+   * as `ws+unix:///run/roost/gateway.sock:/v1/gateway` (how a local computer reaches it).
+   */
   gatewayUrl: string;
   /** The worker token; re-read from `tokenFile` before every connection attempt when that is set. */
   token: string | undefined;
@@ -64,9 +67,9 @@ export function resolveWorkerConfig(
       `worker: gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://host:port/v1/gateway)`,
     );
   }
-  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
+  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:" && parsed.protocol !== "ws+unix:") {
     throw new WorkerConfigError(
-      `worker: gateway URL must start with ws:// or wss:// (got ${parsed.protocol}//)`,
+      `worker: gateway URL must start with ws://, wss:// or ws+unix:// (got ${parsed.protocol}//)`,
     );
   }
 

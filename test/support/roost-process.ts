@@ -13,6 +13,8 @@ export interface RoostProcess {
   readonly dataDir: string;
   /** Port of the loop service endpoint Restate calls. */
   readonly servicePort: number;
+  /** Every port this Roost listens on: API, Restate ingress, admin and node, service endpoint. */
+  readonly ports: { api: number; ingress: number; admin: number; node: number; service: number };
   readonly token: () => string;
   readonly output: () => string;
   pid(): number | undefined;
@@ -52,6 +54,7 @@ export async function createRoostProcess(options: {
   const handle: RoostProcess = {
     url,
     servicePort: service,
+    ports: { api: port, ingress, admin, node, service },
     dataDir: options.dataDir,
     token: () => readFileSync(join(options.dataDir, "admin-token"), "utf8").trim(),
     output: () => output,

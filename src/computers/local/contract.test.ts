@@ -15,6 +15,7 @@ describe.skipIf(skip !== undefined)("local provider", () => {
     const provider = await createLocalProvider({
       dataDir: dataDir.path,
       limits: { memoryBytes: 256 * 1024 * 1024 },
+      sockets: { gateway: (id, socketPath) => gateway.listenComputer(id, socketPath) },
     });
     return {
       provider,

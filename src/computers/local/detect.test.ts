@@ -18,7 +18,7 @@ describe("detectHost", () => {
     expect(report.localAvailable).toBe(report.missing.length === 0);
     if (!report.root) expect(report.missing.join(" ")).toMatch(/root/);
     if (report.localAvailable) {
-      expect(report.sandbox.ok && report.nftables.ok).toBe(true);
+      expect(report.sandbox.ok && report.namespaces.ok).toBe(true);
       expect(report.message).toMatch(/can isolate/);
     } else {
       expect(report.message).toContain("ROOST_COMPUTER_PROVIDER=process");
@@ -39,7 +39,7 @@ describe("detectHost", () => {
     expect(report.localAvailable).toBe(false);
     expect(report.message).toContain("root");
     expect(report.message).toContain("bwrap");
-    expect(report.message).toContain("apt-get install bubblewrap iproute2 nftables util-linux");
+    expect(report.message).toContain("apt-get install bubblewrap util-linux socat");
     expect(report.message).toContain("memory and pids");
     expect(report.message).toContain(processProviderHint);
     expect(report.sandbox.detail).toMatch(/not tried/);
@@ -51,12 +51,12 @@ describe("detectHost", () => {
       getuid: () => 0,
       findTool: async (name) => `/usr/bin/${name}`,
       run: async (file) =>
-        file.endsWith("/nft")
+        file.endsWith("/bwrap")
           ? {
               exitCode: 1,
               signal: null,
               stdout: "",
-              stderr: "Error: Could not process rule: No such file or directory\n",
+              stderr: "bwrap: No permissions to create new namespace\n",
             }
           : ok,
       discoverCgroups: async () => ({
@@ -64,11 +64,27 @@ describe("detectHost", () => {
         controllers: { memory: 1, pids: 1, cpu: undefined, freezer: 1 },
       }),
     });
-    expect(report.nftables.ok).toBe(false);
+    expect(report.sandbox.ok).toBe(false);
     expect(report.missing).toEqual([
-      "working nftables: Error: Could not process rule: No such file or directory",
+      "working bubblewrap: bwrap: No permissions to create new namespace",
     ]);
     expect(report.localAvailable).toBe(false);
+  });
+
+  test("a host without nftables and iproute2 can isolate computers: neither is needed", async () => {
+    const report = await detectHost({
+      platform: "linux",
+      getuid: () => 0,
+      findTool: async (name) => (name === "nft" || name === "ip" ? undefined : `/usr/bin/${name}`),
+      run: async () => ok,
+      discoverCgroups: async () => ({
+        hierarchies: [],
+        controllers: { memory: 2, pids: 2, cpu: 2, freezer: 2 },
+      }),
+    });
+    expect(report.missing).toEqual([]);
+    expect(report.localAvailable).toBe(true);
+    expect(Object.keys(report.tools)).toEqual(["bwrap", "nsenter", "setpriv", "socat"]);
   });
 
   test("not Linux: only the process provider can run", async () => {

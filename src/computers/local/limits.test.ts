@@ -6,16 +6,15 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createEgressProxy, type EgressProxy } from "../../egress/index.ts";
 import type { CgroupController } from "./cgroups.ts";
 import { createLocalProvider, type LocalProvider } from "./local-provider.ts";
 import {
   makeTempDir,
   shellStdout,
   skipReason,
-  startBannerServer,
   startTestGateway,
   uniqueId,
-  type BannerServer,
   type TestGateway,
 } from "./testing/index.ts";
 
@@ -26,7 +25,7 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   let dataDir: { path: string; remove: () => Promise<void> };
   let gateway: TestGateway;
   let provider: LocalProvider;
-  let proxy: BannerServer;
+  let proxy: EgressProxy;
   const id = uniqueId("limits");
 
   /** The computer's cgroup carrying a controller, and the files named by its version. */
@@ -43,13 +42,16 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   beforeAll(async () => {
     dataDir = await makeTempDir();
     gateway = await startTestGateway();
-    // A stand-in egress proxy: the worker runs with HTTP(S)_PROXY and NODE_USE_ENV_PROXY set, and
-    // must still reach the gateway directly.
-    proxy = await startBannerServer("proxy", "127.0.0.1");
+    // The worker runs with HTTP(S)_PROXY, ALL_PROXY and NODE_USE_ENV_PROXY set, and must still
+    // reach the gateway on its own socket.
+    proxy = createEgressProxy();
     provider = await createLocalProvider({
       dataDir: dataDir.path,
       limits: { memoryBytes: 128 * 1024 * 1024, pids: 64 },
-      egressProxy: { host: "127.0.0.1", port: proxy.port },
+      sockets: {
+        gateway: (computerId, socketPath) => gateway.listenComputer(computerId, socketPath),
+        egress: (computerId, paths) => proxy.listenComputer(computerId, paths),
+      },
     });
     await provider.create(id);
     await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "limits-token" });
@@ -75,8 +77,8 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
     expect(cgroups).toMatch(/:pids:.*\/c\d+\/user\n/);
     const usage = (await provider.usage(id))!;
     expect(usage.workerPids.length).toBeGreaterThan(0);
-    // The worker reached the gateway directly, not through the proxy.
-    expect(proxy.peers).toEqual([]);
+    // The worker reached the gateway on its socket, not through the proxy.
+    expect(proxy.stats()).toMatchObject({ allowed: 0, denied: 0 });
   });
 
   test("memory, pids and cpu limits are set on the computer's cgroups", async () => {

@@ -1,27 +1,31 @@
 /**
- * The `local` provider: each computer is a sandbox on this host (bubblewrap in its own network
- * namespace) running as its own host uid, with cgroup limits, a veth that reaches only the
- * gateway and the egress proxy, and a durable disk in `<dataDir>/<computerId>/`.
- * docs/computers.md describes the design; sandbox.ts, network.ts, cgroups.ts and slots.ts hold
- * the parts and their invariants.
+ * The `local` provider: each computer is a sandbox on this host (bubblewrap with its own network
+ * namespace holding only loopback) running as its own host uid, with cgroup limits, two kinds of
+ * unix sockets as its only way out (the gateway's and the egress proxy's), and a durable disk in
+ * `<dataDir>/<computerId>/`. docs/computers.md describes the design; sandbox.ts, cgroups.ts and
+ * slots.ts hold the parts and their invariants.
  *
  * Invariants:
  *   L1 operations on one computer run one at a time, in call order (a per-computer queue).
  *   L2 wake() resolves only once the sandbox is set up and its supervisor runs as the computer's
  *      uid; when it rejects, nothing of that wake is left on the host.
- *   L3 sleep() leaves no process, namespace, veth, nft chain, cgroup or runtime file of the
- *      computer behind; only the durable disk stays. A sandbox that ends by itself is cleaned up
- *      the same way (and reported through onExit).
+ *   L3 sleep() leaves no process, listening socket, cgroup or runtime file of the computer
+ *      behind; only the durable disk stays. A sandbox that ends by itself is cleaned up the same
+ *      way (and reported through onExit).
  *   L4 at start, resources of slots whose owning server is gone are removed (R1, R2).
  *   L5 a computer's files always belong to its slot's uid: they are handed over (recursively)
  *      whenever the uid changed or the folders are found owned by another uid.
+ *   LNET1 a computer's host sockets exist only while it is awake, are served before its sandbox
+ *      starts, and belong to its uid with mode 0600: only that computer (and root) can open
+ *      them, and what arrives on them is that computer's (G8, E1).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../../errors/index.ts";
+import { GATEWAY_PATH } from "../../protocol/index.ts";
 import type {
   ComputerPaths,
   ComputerProvider,
@@ -51,19 +55,10 @@ import {
   isDirectory,
 } from "./disk.ts";
 import {
-  ensureFirewall,
-  listNetworkSlots,
-  setUpNetwork,
-  slotNetwork,
-  tearDownNetwork,
-  type PortForward,
-  type SlotNetwork,
-} from "./network.ts";
-import {
-  forwardTarget,
   resolveLocalProviderOptions,
   type LocalProviderOptions,
   type ResolvedLocalProviderOptions,
+  type SocketListener,
 } from "./options.ts";
 import {
   createRuntimeState,
@@ -74,6 +69,7 @@ import {
 import {
   bwrapArguments,
   compileCacheWarmUp,
+  forwarderPorts,
   insidePaths,
   insideUserName,
   launcherScript,
@@ -83,7 +79,7 @@ import {
   writeToken,
   type HostLayout,
 } from "./sandbox.ts";
-import { createSlotRegistry, slotAddresses, type SlotRegistry } from "./slots.ts";
+import { createSlotRegistry, type SlotRegistry } from "./slots.ts";
 import {
   delay,
   findExecutable,
@@ -95,18 +91,22 @@ import {
   type HostTools,
 } from "./system.ts";
 
+/** Host paths of an awake computer's sockets (LNET1). */
+export interface ComputerSockets {
+  gateway: string;
+  /** Absent when the provider has no egress (`sockets.egress`). */
+  egressHttp?: string;
+  egressSocks?: string;
+}
+
 /** What the provider knows about an awake computer (operations and tests). */
 export interface LocalComputerInfo {
   computerId: string;
   slot: number;
   uid: number;
   gid: number;
-  /** The computer's address: the source address its connections arrive from on the host. */
-  computerAddress: string;
-  /** The host side of its veth, where it reaches the gateway and the proxy. */
-  hostAddress: string;
-  netns: string;
-  hostInterface: string;
+  /** Its host sockets: the only things its sandbox can reach. */
+  sockets: ComputerSockets;
   /** Host pid of the sandbox's pid 1. */
   sandboxPid: number;
   /** The computer's cgroup folder in each hierarchy (`worker/` and `user/` below each). */
@@ -132,7 +132,7 @@ export interface ExecResult {
 export interface LocalProvider extends ComputerProvider {
   readonly kind: "local";
   readonly isolated: true;
-  /** Addresses, uid and cgroups of an awake computer; undefined when it is not awake here. */
+  /** Slot, uid, sockets and cgroups of an awake computer; undefined when it is not awake here. */
   info(computerId: string): LocalComputerInfo | undefined;
   /**
    * Test and operations support, not a tool path (tools go through the worker): runs argv inside
@@ -152,7 +152,8 @@ interface Awake {
   slot: number;
   uid: number;
   gid: number;
-  network: SlotNetwork;
+  sockets: ComputerSockets;
+  listeners: SocketListener[];
   cgroups: ComputerCgroup[];
   userProcs: string[];
   runtimeDir: string;
@@ -169,14 +170,14 @@ interface Awake {
 const outputTailBytes = 16 * 1024;
 
 /**
- * Creates the provider after checking the host (root, tools, cgroup controllers), installing the
- * firewall table and sweeping up what an earlier run left behind (L4).
+ * Creates the provider after checking the host (root, tools, cgroup controllers) and sweeping up
+ * what an earlier run left behind (L4).
  */
 export async function createLocalProvider(options: LocalProviderOptions): Promise<LocalProvider> {
   const config = resolveLocalProviderOptions(options);
   if (process.getuid?.() !== 0) {
     throw new ConfigError(
-      "the local computer provider needs root (namespaces, veths, nftables, cgroups and per-computer uids); run Roost as root, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup",
+      "the local computer provider needs root (namespaces, cgroups and per-computer uids); run Roost as root, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup",
     );
   }
   const tools = await resolveTools(config);
@@ -197,7 +198,6 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
     slots: config.slots,
     uidBase: config.uidBase,
   });
-  await ensureFirewall(tools);
   const compileCacheDir = path.join(config.runDir, "node-compile-cache");
   const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
   const provider = new LocalComputerProvider(
@@ -390,10 +390,7 @@ class LocalComputerProvider implements LocalProvider {
       slot: awake.slot,
       uid: awake.uid,
       gid: awake.gid,
-      computerAddress: awake.network.computerAddress,
-      hostAddress: awake.network.hostAddress,
-      netns: awake.network.netns,
-      hostInterface: awake.network.hostInterface,
+      sockets: { ...awake.sockets },
       sandboxPid: awake.sandboxPid,
       cgroups: awake.cgroups.map((cgroup) => ({ ...cgroup, controllers: [...cgroup.controllers] })),
     };
@@ -459,20 +456,14 @@ class LocalComputerProvider implements LocalProvider {
   /** L4: removes resources of slots whose owning server is gone (and any without an owner). */
   async sweep(): Promise<void> {
     // Resources first, records second: a live server writes its record before making resources (R1).
-    const [networkSlots, cgroupSlots, runtimeSlots] = await Promise.all([
-      listNetworkSlots(this.#tools),
+    const [cgroupSlots, runtimeSlots] = await Promise.all([
       listCgroupSlots(this.#cgroups, this.#config.cgroupName),
       this.#state.listRuntimeSlots(),
     ]);
     const records = new Map(
       (await this.#state.listRecords()).map((record) => [record.slot, record]),
     );
-    const candidates = new Set([
-      ...networkSlots,
-      ...cgroupSlots,
-      ...runtimeSlots,
-      ...records.keys(),
-    ]);
+    const candidates = new Set([...cgroupSlots, ...runtimeSlots, ...records.keys()]);
     for (const slot of candidates) {
       await this.#state.withSlotLock(slot, async () => {
         const record = await this.#state.readRecord(slot);
@@ -527,15 +518,20 @@ class LocalComputerProvider implements LocalProvider {
     const slot = await this.#slots.ensure(paths.root, computerId);
     await this.#handOver(paths, slot, slot.changed);
 
-    const network = slotNetwork(slot.slot, slotAddresses(this.#config.pool, slot.slot));
-    const gateway = gatewayForward(request.gatewayUrl, network.hostAddress);
-    const forwards: PortForward[] = [gateway.forward];
-    const proxy = this.#config.egressProxy;
-    if (proxy !== undefined)
-      forwards.push({ port: proxy.port, targetAddress: proxy.targetAddress });
-    const env = this.#sandboxEnv(network, request, gateway.insideUrl);
-    const cgroups = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot.slot);
+    const egress = this.#config.sockets.egress !== undefined;
     const runtimeDir = this.#state.runtimeDir(slot.slot);
+    const hostSocket = (name: string) => path.join(runtimeDir, "roost", path.basename(name));
+    const sockets: ComputerSockets = {
+      gateway: hostSocket(insidePaths.gatewaySocket),
+      ...(egress
+        ? {
+            egressHttp: hostSocket(insidePaths.egressHttpSocket),
+            egressSocks: hostSocket(insidePaths.egressSocksSocket),
+          }
+        : {}),
+    };
+    const env = this.#sandboxEnv(request, egress);
+    const cgroups = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot.slot);
 
     const awake = await this.#state.withSlotLock(slot.slot, async () => {
       const previous = await this.#state.readRecord(slot.slot);
@@ -556,10 +552,10 @@ class LocalComputerProvider implements LocalProvider {
         cgroups,
         startedAt: Date.now(),
       }); // R1
+      const listeners: SocketListener[] = [];
       try {
         const [procs] = await Promise.all([
           createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, slot),
-          setUpNetwork(this.#tools, network, forwards),
           rm(runtimeDir, { recursive: true, force: true }),
         ]);
         const spec = {
@@ -577,22 +573,32 @@ class LocalComputerProvider implements LocalProvider {
           compileCacheDir: this.#compileCacheDir,
           compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
           setprivPath: this.#tools.setpriv,
+          socatPath: egress ? this.#tools.socat : undefined,
           layout: this.#layout,
           workerArgv: this.#config.workerArgv,
         };
         await writeRuntimeFiles(spec, request.workerToken);
-        const started = await this.#startSandbox(
-          network,
-          procs.workerProcs,
-          bwrapArguments(spec, 3),
-        );
+        // LNET1: served before the sandbox starts, then handed to the computer's uid alone.
+        listeners.push(await this.#config.sockets.gateway(computerId, sockets.gateway));
+        if (sockets.egressHttp !== undefined && sockets.egressSocks !== undefined) {
+          const egressPaths = { http: sockets.egressHttp, socks: sockets.egressSocks };
+          const listener = await this.#config.sockets.egress?.(computerId, egressPaths);
+          if (listener !== undefined) listeners.push(listener);
+        }
+        for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
+          if (file === undefined) continue;
+          await chown(file, slot.uid, slot.gid);
+          await chmod(file, 0o600);
+        }
+        const started = await this.#startSandbox(procs.workerProcs, bwrapArguments(spec, 3));
         return {
           computerId,
           paths,
           slot: slot.slot,
           uid: slot.uid,
           gid: slot.gid,
-          network,
+          sockets,
+          listeners,
           cgroups,
           userProcs: procs.userProcs,
           runtimeDir,
@@ -602,6 +608,7 @@ class LocalComputerProvider implements LocalProvider {
         } satisfies Awake;
       } catch (error) {
         // L2: leave nothing behind.
+        await closeAll(listeners);
         await this.#removeSlotResources(slot.slot, cgroups).catch(() => undefined);
         await this.#state.removeRecord(slot.slot);
         throw new RoostError(
@@ -625,19 +632,9 @@ class LocalComputerProvider implements LocalProvider {
         .catch(() => undefined)
         .then(() => this.#config.onExit(computerId, detail));
     });
-    this.#config.onNetwork({
-      type: "up",
-      computerId,
-      computerAddress: network.computerAddress,
-      hostAddress: network.hostAddress,
-    });
   }
 
-  #sandboxEnv(
-    network: SlotNetwork,
-    request: WakeRequest,
-    gatewayUrl: string,
-  ): Record<string, string> {
+  #sandboxEnv(request: WakeRequest, egress: boolean): Record<string, string> {
     const env: Record<string, string> = {
       HOME: insidePaths.home,
       USER: insideUserName,
@@ -650,25 +647,27 @@ class LocalComputerProvider implements LocalProvider {
     };
     for (const [name, value] of Object.entries(request.env ?? {}))
       if (!name.startsWith("ROOST_")) env[name] = value;
-    const proxy = this.#config.egressProxy;
-    if (proxy !== undefined) {
-      // The host-side address is the only way out; these win over any given in the request. The
-      // host-side address itself is reached directly: that is where the worker finds the gateway,
-      // even when NODE_USE_ENV_PROXY makes Node's http (and so the worker's WebSocket) use a proxy.
-      const url = `http://${network.hostAddress}:${proxy.port}`;
-      const noProxy = `localhost,127.0.0.1,::1,${network.hostAddress}`;
+    if (egress) {
+      // The forwarders are the only way out (X4); these win over any given in the request.
+      const http = `http://127.0.0.1:${forwarderPorts.http}`;
+      const socks = `socks5h://127.0.0.1:${forwarderPorts.socks}`;
+      const noProxy = "localhost,127.0.0.1,::1";
       Object.assign(env, {
-        HTTP_PROXY: url,
-        HTTPS_PROXY: url,
-        http_proxy: url,
-        https_proxy: url,
+        HTTP_PROXY: http,
+        HTTPS_PROXY: http,
+        ALL_PROXY: socks,
+        http_proxy: http,
+        https_proxy: http,
+        all_proxy: socks,
         NO_PROXY: noProxy,
         no_proxy: noProxy,
+        // Node's own fetch and http honour the variables above only when asked (Node ≥ 24.5).
         NODE_USE_ENV_PROXY: "1",
       });
     }
     Object.assign(env, {
-      ROOST_GATEWAY_URL: gatewayUrl,
+      // The worker dials its computer's own gateway socket (LNET1), whatever URL the wake named.
+      ROOST_GATEWAY_URL: `ws+unix://${insidePaths.gatewaySocket}:${GATEWAY_PATH}`,
       ROOST_WORKER_TOKEN_FILE: insidePaths.tokenFile,
       ROOST_WORKER_STATE_DIR: insidePaths.workerState,
       ROOST_WORKSPACE: insidePaths.workspace,
@@ -676,9 +675,8 @@ class LocalComputerProvider implements LocalProvider {
     return env;
   }
 
-  /** Spawns launcher → nsenter (network namespace) → bwrap, and waits for the supervisor's ready line (L2). */
+  /** Spawns launcher → bwrap, and waits for the supervisor's ready line (L2). */
   async #startSandbox(
-    network: SlotNetwork,
     workerProcs: readonly string[],
     args: { options: readonly string[]; command: readonly string[] },
   ): Promise<Pick<Awake, "child" | "exited" | "sandboxPid" | "sandboxStart" | "output">> {
@@ -690,9 +688,6 @@ class LocalComputerProvider implements LocalProvider {
         "roost-launch",
         String(workerProcs.length),
         ...workerProcs,
-        this.#tools.nsenter,
-        `--net=/run/netns/${network.netns}`,
-        "--",
         this.#tools.bwrap,
         "--args",
         "4",
@@ -770,17 +765,13 @@ class LocalComputerProvider implements LocalProvider {
     }
     awake.child.kill("SIGKILL");
     try {
+      await closeAll(awake.listeners);
       await this.#state.withSlotLock(awake.slot, async () => {
         await this.#removeSlotResources(awake.slot, awake.cgroups, awake.exited);
         await this.#state.removeRecord(awake.slot);
       });
     } finally {
       this.#awake.delete(awake.computerId);
-      this.#config.onNetwork({
-        type: "down",
-        computerId: awake.computerId,
-        computerAddress: awake.network.computerAddress,
-      });
     }
   }
 
@@ -801,7 +792,6 @@ class LocalComputerProvider implements LocalProvider {
     if (exited !== undefined) await Promise.race([exited, delay(5000)]);
     await Promise.all([
       attempt(() => removeComputerCgroups(cgroups)),
-      attempt(() => tearDownNetwork(this.#tools, slot)),
       attempt(() => rm(this.#state.runtimeDir(slot), { recursive: true, force: true })),
     ]);
     if (errors.length > 0) {
@@ -821,26 +811,9 @@ function checkId(computerId: string): string {
   return computerId;
 }
 
-/** The gateway as the computer reaches it: same port and path, at the host side of its veth. */
-function gatewayForward(
-  gatewayUrl: string,
-  hostAddress: string,
-): { forward: PortForward; insideUrl: string } {
-  let url: URL;
-  try {
-    url = new URL(gatewayUrl);
-  } catch {
-    throw new ConfigError(
-      `gateway URL ${JSON.stringify(gatewayUrl)} is not a URL (expected ws://127.0.0.1:PORT/v1/gateway)`,
-    );
-  }
-  if (url.protocol !== "ws:" && url.protocol !== "wss:") {
-    throw new ConfigError(`gateway URL must start with ws:// (got ${url.protocol}//)`);
-  }
-  const port = url.port === "" ? (url.protocol === "wss:" ? 443 : 80) : Number(url.port);
-  const targetAddress = forwardTarget(url.hostname, "gateway");
-  url.hostname = hostAddress;
-  return { forward: { port, targetAddress }, insideUrl: url.toString() };
+/** Closes listeners (a computer's sockets); one failing does not keep the others open. */
+async function closeAll(listeners: readonly SocketListener[]): Promise<void> {
+  await Promise.allSettled(listeners.map((listener) => listener.close()));
 }
 
 function lastLines(text: string, count: number): string {

@@ -7,7 +7,6 @@ import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
 import type { CgroupLimits } from "./cgroups.ts";
 import { insidePaths } from "./sandbox.ts";
-import { parseAddressPool, type AddressPool } from "./slots.ts";
 import type { HostTools } from "./system.ts";
 
 /** Limits of one computer. */
@@ -25,31 +24,37 @@ export const defaultLimits: ComputerLimits = {
   tmpBytes: 512 * 1024 * 1024,
 };
 
-/** A computer's network came up (it can reach the gateway and the proxy) or went down. */
-export type NetworkEvent =
-  | { type: "up"; computerId: string; computerAddress: string; hostAddress: string }
-  | { type: "down"; computerId: string; computerAddress: string };
+/** One listening host socket of an awake computer; closed when the computer sleeps. */
+export interface SocketListener {
+  close(): Promise<void>;
+}
+
+/**
+ * The host-side ends of an awake computer's sockets (docs/computers.md, "Network"): the only
+ * things its sandbox can reach. The platform serves them with the gateway and the egress proxy;
+ * the provider creates them in the computer's runtime folder, hands them to the computer's uid
+ * (mode 0600) and mounts them into the sandbox.
+ */
+export interface SandboxSockets {
+  /** Serve the computer's worker on a unix socket created at `socketPath` (the gateway's `listenComputer`). */
+  gateway(computerId: string, socketPath: string): Promise<SocketListener>;
+  /**
+   * Serve the computer's way out: the HTTP proxy and SOCKS5 sockets (the egress proxy's
+   * `listenComputer`). Absent: the computer reaches nothing but the gateway, and no proxy
+   * variables are set.
+   */
+  egress?(computerId: string, paths: { http: string; socks: string }): Promise<SocketListener>;
+}
 
 export interface LocalProviderOptions {
   /** Folder holding one folder per computer, its durable disk: `<dataDir>/<computerId>/`. */
   dataDir: string;
-  /**
-   * Where the egress proxy listens on the host (127.0.0.1, 0.0.0.0 or another local IPv4 address).
-   * A computer reaches it at the host side of its veth, and HTTP_PROXY / HTTPS_PROXY point there.
-   * @default none: no proxy variables, and the computer reaches nothing but the gateway
-   */
-  egressProxy?: { host: string; port: number };
-  /**
-   * Told when a computer's network comes up or goes down, e.g. to map source addresses to
-   * computers in the egress proxy (`proxy.assign(computerAddress, computerId)`). Must not throw.
-   */
-  onNetwork?: (event: NetworkEvent) => void;
+  /** Serves each awake computer's gateway and egress sockets. */
+  sockets: SandboxSockets;
   /** Told when a sandbox ended without sleep() (its supervisor exited or was killed). Must not throw. */
   onExit?: (computerId: string, detail: string) => void;
   /** Per-computer limits; each field defaults to {@link defaultLimits}. */
   limits?: Partial<ComputerLimits>;
-  /** IPv4 pool carved into one /30 per computer. @default "10.231.0.0/16" */
-  addressPool?: string;
   /** Computer slot N runs as host uid and gid `uidBase + N`. @default 200000 */
   uidBase?: number;
   /** How many uids from `uidBase` Roost may use. @default 65536 */
@@ -74,11 +79,9 @@ export interface LocalProviderOptions {
 
 export interface ResolvedLocalProviderOptions {
   dataDir: string;
-  egressProxy: { targetAddress: string; port: number } | undefined;
-  onNetwork: (event: NetworkEvent) => void;
+  sockets: SandboxSockets;
   onExit: (computerId: string, detail: string) => void;
   limits: ComputerLimits;
-  pool: AddressPool;
   uidBase: number;
   slots: number;
   registryDir: string;
@@ -92,16 +95,6 @@ export interface ResolvedLocalProviderOptions {
 }
 
 const thisCheckout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-
-/** Maps a listener's host to the address a DNAT rule can deliver to (loopback for wildcard hosts). */
-export function forwardTarget(host: string, what: string): string {
-  const bare = host.replace(/^\[|\]$/g, "");
-  if (bare === "" || bare === "localhost" || bare === "0.0.0.0") return "127.0.0.1";
-  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(bare)) return bare;
-  throw new ConfigError(
-    `local computers reach the ${what} over IPv4: give its host as an IPv4 address or localhost (got ${JSON.stringify(host)})`,
-  );
-}
 
 function positive(name: string, value: number, integer: boolean): number {
   if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
@@ -126,11 +119,10 @@ export function resolveLocalProviderOptions(
   >) {
     if (value !== undefined) limits[name] = positive(`limits.${name}`, value, name !== "cpus");
   }
-  let pool: AddressPool;
-  try {
-    pool = parseAddressPool(options.addressPool ?? "10.231.0.0/16");
-  } catch (error) {
-    throw new ConfigError(`local provider: ${(error as Error).message}`);
+  if (typeof options.sockets?.gateway !== "function") {
+    throw new ConfigError(
+      "local provider: sockets.gateway is required (it serves each computer's gateway socket; the platform passes the gateway's listenComputer)",
+    );
   }
   const uidBase = positive("uidBase", options.uidBase ?? 200_000, true);
   const uidCount = positive("uidCount", options.uidCount ?? 65_536, true);
@@ -138,22 +130,13 @@ export function resolveLocalProviderOptions(
     throw new ConfigError(
       `local provider: uidBase ${uidBase} would overlap system users (use 100000 or more)`,
     );
-  const proxy = options.egressProxy;
   return {
     dataDir: path.resolve(options.dataDir),
-    egressProxy:
-      proxy === undefined
-        ? undefined
-        : {
-            targetAddress: forwardTarget(proxy.host, "egress proxy"),
-            port: positive("egressProxy.port", proxy.port, true),
-          },
-    onNetwork: options.onNetwork ?? (() => undefined),
+    sockets: options.sockets,
     onExit: options.onExit ?? (() => undefined),
     limits,
-    pool,
     uidBase,
-    slots: Math.min(pool.slots, uidCount),
+    slots: uidCount,
     registryDir: path.resolve(options.registryDir ?? "/var/lib/roost/local"),
     runDir: path.resolve(options.runDir ?? "/run/roost/local"),
     cgroupName: options.cgroupName ?? "roost",

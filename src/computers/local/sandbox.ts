@@ -13,7 +13,8 @@
  *   /opt/node/bin/node      the host's Node binary, read-only
  *   /opt/roost              Roost's src/, node_modules/ and package.json, read-only (never the
  *                           data folder, so no computer sees another's disk)
- *   /run/roost              supervisor script and worker token, read-only
+ *   /run/roost              supervisor script, worker token and the computer's host sockets
+ *                           (gateway.sock, egress-http.sock, egress-socks.sock), read-only
  *   /run/roost-cgroup       the `user` cgroup.procs files the login profile joins
  *   /proc /dev              the sandbox's own (new pid namespace; minimal devices)
  *
@@ -26,6 +27,10 @@
  *   X2 the sandbox dies with the provider: --die-with-parent, and the pid namespace takes every
  *      process with it when its pid 1 goes.
  *   X3 the worker never sees the host environment: --clearenv, then only what the provider sets.
+ *   X4 the sandbox has its own network namespace with nothing but loopback (--unshare-net); its
+ *      only ways out are the unix sockets in /run/roost. The supervisor's forwarders serve the
+ *      egress sockets at 127.0.0.1:3128 (HTTP proxy) and 127.0.0.1:1080 (SOCKS5) as the
+ *      computer's uid, restart when they exit, and listen before the ready line.
  */
 import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -42,10 +47,18 @@ export const insidePaths = {
   runtime: "/run/roost",
   tokenFile: "/run/roost/token",
   supervisor: "/run/roost/supervise.sh",
+  gatewaySocket: "/run/roost/gateway.sock",
+  egressHttpSocket: "/run/roost/egress-http.sock",
+  egressSocksSocket: "/run/roost/egress-socks.sock",
   cgroupProcs: "/run/roost-cgroup",
   /** Node's compile cache for Roost's worker, read-only (see compileCacheWarmUp). */
   compileCache: "/opt/node/compile-cache",
 } as const;
+
+/** Where the forwarders listen inside a computer (loopback of its own network namespace). */
+export const forwarderPorts = { http: 3128, socks: 1080 } as const;
+/** Connections one forwarder serves at once; more wait in its listen queue (X4). */
+export const forwarderMaxConnections = 64;
 
 export const insideUserName = "user";
 /** The supervisor's first line on stdout: the sandbox is set up and runs as the computer's uid. */
@@ -132,6 +145,8 @@ export interface SandboxSpec {
   compileCacheDir: string;
   compileCacheFolders: readonly string[];
   setprivPath: string;
+  /** The forwarder for the egress sockets (X4); undefined when the computer has no egress. */
+  socatPath: string | undefined;
   layout: HostLayout;
   /** The worker's command line inside the sandbox. */
   workerArgv: readonly string[];
@@ -161,14 +176,16 @@ export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promi
     ].join("\n"),
     hostname: `${insideHostname}\n`,
     "resolv.conf":
-      "# A Roost computer has no DNS: the egress proxy (HTTP_PROXY / HTTPS_PROXY) resolves names.\n",
+      "# A Roost computer has no DNS: the egress proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY=socks5h://…) resolves names.\n",
     profile: loginProfile,
   };
   await Promise.all([
     ...Object.entries(files).map(([name, text]) =>
       writeFile(path.join(etc, name), text, { mode: 0o644 }),
     ),
-    writeFile(path.join(roost, "supervise.sh"), supervisorScript, { mode: 0o755 }),
+    writeFile(path.join(roost, "supervise.sh"), supervisorScript(forwarders(spec)), {
+      mode: 0o755,
+    }),
     writeToken(spec.runtimeDir, token, spec.uid, spec.gid),
   ]);
 }
@@ -211,15 +228,81 @@ if [ -d /etc/profile.d ]; then
 fi
 `;
 
+/** setpriv's arguments that make the rest of a command line run as the computer's user (X1). */
+function asComputerUser(spec: Pick<SandboxSpec, "setprivPath" | "uid" | "gid">): string[] {
+  return [
+    spec.setprivPath,
+    `--reuid=${spec.uid}`,
+    `--regid=${spec.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+  ];
+}
+
+interface Forwarder {
+  port: number;
+  argv: string[];
+}
+
+/** X4: socat from 127.0.0.1:PORT to each egress socket, as the computer's user. */
+function forwarders(spec: SandboxSpec): Forwarder[] {
+  if (spec.socatPath === undefined) return [];
+  const socat = spec.socatPath;
+  return (
+    [
+      [forwarderPorts.http, insidePaths.egressHttpSocket],
+      [forwarderPorts.socks, insidePaths.egressSocksSocket],
+    ] as const
+  ).map(([port, socket]) => ({
+    port,
+    argv: [
+      ...asComputerUser(spec),
+      socat,
+      // After one side ends, give the other this long to finish (a half-closed request).
+      "-t",
+      "60",
+      `TCP4-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork,max-children=${forwarderMaxConnections},backlog=1024`,
+      `UNIX-CONNECT:${socket}`,
+    ],
+  }));
+}
+
+const shellQuote = (word: string): string => `'${word.replaceAll("'", `'\\''`)}'`;
+
 /**
- * Runs the worker (its arguments: setpriv … node worker) and starts it again when it exits (a
- * stray kill from a user process must not take the computer offline; the supervisor itself keeps
- * uid 0, out of their reach), with a back-off from 0.2 s doubling to 10 s, reset after 30 s of
- * uptime. Exit status 2 is the worker's "bad configuration": retrying cannot help.
+ * Starts the forwarders (X4), each in a loop that starts it again a second after it exits; says
+ * it is ready once they listen (at most 5 s; a background check, so the worker starts at once);
+ * and runs the worker (its arguments: setpriv … node worker), starting it again when it exits
+ * (a stray kill from a user process must not take the computer offline; the supervisor itself
+ * keeps uid 0, out of their reach), with a back-off from 0.2 s doubling to 10 s, reset after
+ * 30 s of uptime. Exit status 2 is the worker's "bad configuration": retrying cannot help.
  */
-const supervisorScript = `#!/bin/sh
+function supervisorScript(forwarding: readonly Forwarder[]): string {
+  const loops = forwarding.map(
+    (forwarder) => `( while :; do ${forwarder.argv.map(shellQuote).join(" ")}; sleep 1; done ) &`,
+  );
+  // LISTEN (0A) lines of /proc/net/tcp for 127.0.0.1 (0100007F) on each forwarder's port.
+  const listening = forwarding
+    .map((forwarder) => forwarder.port.toString(16).toUpperCase().padStart(4, "0"))
+    .join("|");
+  const ready =
+    forwarding.length === 0
+      ? [`echo ${readyLine}`]
+      : [
+          "(",
+          "  tries=0",
+          `  until [ "$(grep -c -E '^ *[0-9]+: 0100007F:(${listening}) 00000000:0000 0A' /proc/net/tcp)" -ge ${forwarding.length} ] || [ "$tries" -ge 500 ]; do`,
+          "    sleep 0.01; tries=$((tries + 1))",
+          "  done",
+          `  echo ${readyLine}`,
+          ") &",
+        ];
+  return `#!/bin/sh
 # Supervisor of a Roost computer (generated by the local provider).
-echo ${readyLine}
+${[...loops, ...ready].join("\n")}
 delay_ms=200
 while :; do
   started=$(date +%s)
@@ -235,6 +318,7 @@ while :; do
   delay_ms=$(( delay_ms * 2 > 10000 ? 10000 : delay_ms * 2 ))
 done
 `;
+}
 
 /** `--perms 0755 --dir` for every folder on the way to `target` (bubblewrap makes them 0700 otherwise). */
 function parentDirs(target: string, made: Set<string>): string[] {
@@ -335,6 +419,7 @@ export function bwrapArguments(
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
+    "--unshare-net", // X4: loopback only
     "--hostname",
     insideHostname,
     "--die-with-parent", // X2
@@ -392,19 +477,7 @@ export function bwrapArguments(
   args.push("--json-status-fd", String(statusFd));
   // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
   // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
-  const command = [
-    "/bin/sh",
-    insidePaths.supervisor,
-    spec.setprivPath,
-    `--reuid=${spec.uid}`,
-    `--regid=${spec.gid}`,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--bounding-set=-all",
-    "--no-new-privs",
-    "--",
-    ...spec.workerArgv,
-  ];
+  const command = ["/bin/sh", insidePaths.supervisor, ...asComputerUser(spec), ...spec.workerArgv];
   return { options: args, command };
 }
 

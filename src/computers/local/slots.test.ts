@@ -1,32 +1,9 @@
-/** Slot registry (S1–S3) and address pool arithmetic, on a temp registry folder (no root needed). */
+/** Slot registry (S1–S3), on a temp registry folder (no root needed). */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { createSlotRegistry, parseAddressPool, slotAddresses, type SlotRegistry } from "./slots.ts";
+import { createSlotRegistry, type SlotRegistry } from "./slots.ts";
 import { makeTempDir } from "./testing/index.ts";
-
-describe("address pool", () => {
-  test("carves /30s: host side .1, computer side .2", () => {
-    const pool = parseAddressPool("10.231.0.0/16");
-    expect(pool.slots).toBe(16_384);
-    expect(slotAddresses(pool, 0)).toEqual({
-      hostAddress: "10.231.0.1",
-      computerAddress: "10.231.0.2",
-      prefixLength: 30,
-    });
-    expect(slotAddresses(pool, 64)).toMatchObject({
-      hostAddress: "10.231.1.1",
-      computerAddress: "10.231.1.2",
-    });
-    expect(slotAddresses(pool, 16_383)).toMatchObject({ computerAddress: "10.231.255.254" });
-  });
-
-  test("refuses what is not a pool", () => {
-    expect(() => parseAddressPool("10.231.0.0")).toThrow(/not an IPv4 CIDR/);
-    expect(() => parseAddressPool("10.231.0.1/16")).toThrow(/did you mean 10.231.0.0\/16/);
-    expect(() => parseAddressPool("10.0.0.0/31")).toThrow(/between \/8 and \/30/);
-  });
-});
 
 describe("slot registry", () => {
   let temp: { path: string; remove: () => Promise<void> };

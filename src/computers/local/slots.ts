@@ -1,8 +1,7 @@
 /**
- * Host-wide slots. Slot N gives a computer its host uid and gid (`uidBase + N`), its /30 in the
- * address pool, and the names of its host resources (netns `roost-N`, veth `rv-N`, cgroup `cN`,
- * nft chains `in-cN` / `nat-cN`). Every Roost server on the host shares one registry folder, so
- * two servers (or two test files) never hand out the same uid or address.
+ * Host-wide slots. Slot N gives a computer its host uid and gid (`uidBase + N`) and the names of
+ * its host resources (cgroup `cN`, runtime folder `cN`). Every Roost server on the host shares
+ * one registry folder, so two servers (or two test files) never hand out the same uid.
  *
  * Invariants:
  *   S1 a slot belongs to at most one computer on the host: a claim is a file created with O_EXCL
@@ -20,52 +19,6 @@ import { link, mkdir, readFile, readdir, rename, stat, unlink, writeFile } from 
 import path from "node:path";
 import { isErrno } from "./system.ts";
 
-/** An IPv4 pool carved into /30s: network, host side, computer side, broadcast. */
-export interface AddressPool {
-  cidr: string;
-  /** First address as a 32-bit number. */
-  base: number;
-  slots: number;
-}
-
-export function parseAddressPool(cidr: string): AddressPool {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
-  const octets = match?.slice(1, 5).map(Number) ?? [];
-  const prefix = Number(match?.[5]);
-  if (match === null || octets.some((octet) => octet > 255) || prefix < 8 || prefix > 30) {
-    throw new Error(
-      `address pool ${JSON.stringify(cidr)} is not an IPv4 CIDR between /8 and /30 (e.g. 10.231.0.0/16)`,
-    );
-  }
-  const address = octets.reduce((total, octet) => total * 256 + octet, 0);
-  const size = 2 ** (32 - prefix);
-  if (address % size !== 0) {
-    throw new Error(
-      `address pool ${cidr} has host bits set (did you mean ${formatIpv4(address - (address % size))}/${prefix}?)`,
-    );
-  }
-  return { cidr, base: address, slots: size / 4 };
-}
-
-export function formatIpv4(value: number): string {
-  return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join(".");
-}
-
-export interface SlotAddresses {
-  hostAddress: string;
-  computerAddress: string;
-  prefixLength: 30;
-}
-
-export function slotAddresses(pool: AddressPool, slot: number): SlotAddresses {
-  const network = pool.base + slot * 4;
-  return {
-    hostAddress: formatIpv4(network + 1),
-    computerAddress: formatIpv4(network + 2),
-    prefixLength: 30,
-  };
-}
-
 /** What a computer's folder records about its slot (`<root>/local.json`). */
 export interface SlotRecord {
   slot: number;
@@ -82,7 +35,7 @@ interface ClaimFile {
 export interface SlotRegistryOptions {
   /** The host-wide registry folder. */
   dir: string;
-  /** How many slots exist (the smaller of the address pool and the uid range). */
+  /** How many slots exist (the size of the uid range). */
   slots: number;
   uidBase: number;
   /** A claim younger than this is never judged stale (S2). @default 60 s */
@@ -193,7 +146,7 @@ export function createSlotRegistry(options: SlotRegistryOptions): SlotRegistry {
       if (stale && ino !== undefined && (await takeOver(slot, ino, root, computerId))) return slot;
     }
     throw new Error(
-      `no free computer slot: all ${options.slots} are claimed in ${claimsDir} (enlarge the address pool or the uid range, or destroy unused computers)`,
+      `no free computer slot: all ${options.slots} are claimed in ${claimsDir} (enlarge the uid range, or destroy unused computers)`,
     );
   }
 

@@ -1,6 +1,6 @@
 /**
- * Small host helpers for the local provider: running the system tools it drives (ip, nft,
- * nsenter, bwrap), finding them, and telling a live process from a recycled pid.
+ * Small host helpers for the local provider: running the system tools it drives (bwrap, nsenter,
+ * setpriv, socat), finding them, and telling a live process from a recycled pid or a zombie.
  */
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
@@ -8,20 +8,19 @@ import { access, readFile } from "node:fs/promises";
 import path from "node:path";
 
 /** The system tools the local provider drives, by name. */
-export const hostToolNames = ["bwrap", "ip", "nft", "nsenter", "setpriv"] as const;
+export const hostToolNames = ["bwrap", "nsenter", "setpriv", "socat"] as const;
 export type HostToolName = (typeof hostToolNames)[number];
 export type HostTools = Record<HostToolName, string>;
 
 /** The Debian package that ships each tool, for messages that say how to fix a missing one. */
 export const hostToolPackages: Record<HostToolName, string> = {
   bwrap: "bubblewrap",
-  ip: "iproute2",
-  nft: "nftables",
   nsenter: "util-linux",
   setpriv: "util-linux",
+  socat: "socat",
 };
 
-/** sbin folders are searched too: a server started without them on PATH still finds `ip` and `nft`. */
+/** sbin folders are searched too: a server started without them on PATH still finds its tools. */
 const fallbackSearchPath = [
   "/usr/local/sbin",
   "/usr/local/bin",
@@ -134,25 +133,37 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/**
- * A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), which together
- * with the pid names one process: a recycled pid has a different start time. Undefined if gone.
- */
-export async function processStartTicks(pid: number): Promise<string | undefined> {
+/** State (field 3) and start time in clock ticks (field 22) of /proc/PID/stat; undefined if gone. */
+async function readProcessStat(pid: number): Promise<{ state: string; start: string } | undefined> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: split after the last ")".
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19];
+    return { state: fields[0] ?? "", start: fields[19] ?? "" };
   } catch (error) {
     if (isErrno(error, "ENOENT") || isErrno(error, "ESRCH")) return undefined;
     throw error;
   }
 }
 
-/** Whether the process named by pid and start ticks still runs. */
+/**
+ * A process's start time in clock ticks since boot, which together with the pid names one
+ * process: a recycled pid has a different start time. Undefined if gone.
+ */
+export async function processStartTicks(pid: number): Promise<string | undefined> {
+  return (await readProcessStat(pid))?.start;
+}
+
+/**
+ * Whether the process named by pid and start ticks still runs. A zombie (state Z, or X) does
+ * not: a SIGKILLed server stays one until its parent reaps it, which can take a while, and its
+ * slots and locks are free the moment it was killed.
+ */
 export async function isSameProcessAlive(pid: number, startTicks: string): Promise<boolean> {
-  return (await processStartTicks(pid)) === startTicks;
+  const stat = await readProcessStat(pid);
+  return (
+    stat !== undefined && stat.start === startTicks && stat.state !== "Z" && stat.state !== "X"
+  );
 }
 
 /** Sends a signal, ignoring a process that is already gone. */

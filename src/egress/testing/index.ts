@@ -1,16 +1,18 @@
 /**
- * Test support for the egress proxy: a client that speaks to it the way a computer's programs do
- * (absolute-form requests and raw CONNECT), and small real servers to reach through it. Used by
- * the egress tests; the local provider's tests may use it too.
+ * Test support for the egress proxy: a client that speaks to a computer's sockets the way the
+ * computer's programs do through its forwarder (absolute-form requests, raw CONNECT, SOCKS5),
+ * and small real servers to reach through it. Used by the egress tests; the local provider's
+ * tests may use it too.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import {
   connect as netConnect,
+  isIPv4,
+  isIPv6,
   createServer as createNetServer,
   type Server,
   type Socket,
 } from "node:net";
-import type { EgressAddress } from "../proxy.ts";
 
 export interface ProxyResponse {
   status: number;
@@ -18,27 +20,24 @@ export interface ProxyResponse {
   body: string;
 }
 
-/** `GET <url>` (or another method) through the proxy, as an HTTP client with HTTP_PROXY would. */
+/** `GET <url>` (or another method) through a computer's HTTP proxy socket, as an HTTP client with HTTP_PROXY would. */
 export function requestThroughProxy(
-  proxy: EgressAddress,
+  socketPath: string,
   url: string,
   options: {
     method?: string;
     headers?: Record<string, string>;
     body?: string;
-    localAddress?: string;
   } = {},
 ): Promise<ProxyResponse> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(
       {
-        host: proxy.host,
-        port: proxy.port,
+        socketPath,
         method: options.method ?? "GET",
         path: url,
         headers: { host: new URL(url).host, ...options.headers },
         agent: false,
-        ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
       },
       (response) => {
         const chunks: Buffer[] = [];
@@ -63,18 +62,14 @@ export interface ConnectResult extends ProxyResponse {
   socket: Socket;
 }
 
-/** Send `CONNECT authority` and read the proxy's answer; on 200 the socket is the tunnel. */
+/** Send `CONNECT authority` to a computer's HTTP proxy socket and read the answer; on 200 the socket is the tunnel. */
 export function connectThroughProxy(
-  proxy: EgressAddress,
+  socketPath: string,
   authority: string,
-  options: { localAddress?: string; extraHeaders?: string } = {},
+  options: { extraHeaders?: string } = {},
 ): Promise<ConnectResult> {
   return new Promise((resolve, reject) => {
-    const socket = netConnect({
-      host: proxy.host,
-      port: proxy.port,
-      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
-    });
+    const socket = netConnect({ path: socketPath });
     let buffer = Buffer.alloc(0);
     let headEnd = -1;
     let settled = false;
@@ -144,9 +139,11 @@ export function exchange(socket: Socket, data: string, expected = data.length): 
 }
 
 /** A TCP echo server on host:0 (the stand-in for a TLS server behind CONNECT). */
-export async function startEchoServer(
-  host: string,
-): Promise<{ address: EgressAddress; connections: () => number; close(): Promise<void> }> {
+export async function startEchoServer(host: string): Promise<{
+  address: { host: string; port: number };
+  connections: () => number;
+  close(): Promise<void>;
+}> {
   const sockets = new Set<Socket>();
   let connections = 0;
   const server: Server = createNetServer((socket) => {
@@ -167,4 +164,84 @@ export async function startEchoServer(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+export interface SocksResult {
+  /** The REP field of the proxy's reply (0: succeeded); undefined when it closed without one. */
+  reply: number | undefined;
+  /** The method the proxy selected (0: no authentication, 255: none acceptable). */
+  method: number | undefined;
+  /** The tunnel after a successful reply. */
+  socket: Socket;
+}
+
+/**
+ * A SOCKS5 client on a computer's SOCKS socket: greets with `methods` (default: no
+ * authentication), then sends `command` (1 CONNECT, 2 BIND, 3 UDP ASSOCIATE) for host:port,
+ * as a domain name unless the host is an IPv4 or IPv6 literal (`addressType` overrides).
+ */
+export function socksRequest(
+  socketPath: string,
+  host: string,
+  port: number,
+  options: { command?: number; methods?: number[]; addressType?: 1 | 3 | 4 } = {},
+): Promise<SocksResult> {
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ path: socketPath });
+    let buffer = Buffer.alloc(0);
+    let method: number | undefined;
+    let settled = false;
+    const finish = (reply: number | undefined): void => {
+      if (settled) return;
+      settled = true;
+      socket.off("data", onData);
+      resolve({ reply, method, socket });
+    };
+    const request = (): Buffer => {
+      const type = options.addressType ?? (isIPv4(host) ? 1 : isIPv6(host) ? 4 : 3);
+      let address: Buffer;
+      if (type === 1) address = Buffer.from(host.split(".").map(Number));
+      else if (type === 4) address = ipv6Bytes(host);
+      else address = Buffer.concat([Buffer.from([host.length]), Buffer.from(host, "latin1")]);
+      const portBytes = Buffer.alloc(2);
+      portBytes.writeUInt16BE(port);
+      return Buffer.concat([Buffer.from([5, options.command ?? 1, 0, type]), address, portBytes]);
+    };
+    const onData = (chunk: Buffer): void => {
+      buffer = Buffer.concat([buffer, chunk]);
+      if (method === undefined) {
+        if (buffer.length < 2) return;
+        method = buffer[1];
+        buffer = buffer.subarray(2);
+        if (method !== 0) return;
+        socket.write(request());
+      }
+      if (buffer.length < 10) return;
+      const reply = buffer[1];
+      const rest = buffer.subarray(10);
+      if (rest.length > 0) socket.unshift(rest);
+      finish(reply);
+    };
+    socket.on("data", onData);
+    socket.on("close", () => finish(undefined));
+    socket.on("error", (error) => {
+      if (!settled) reject(error);
+    });
+    socket.on("connect", () => {
+      const methods = options.methods ?? [0];
+      socket.write(Buffer.from([5, methods.length, ...methods]));
+    });
+  });
+}
+
+function ipv6Bytes(text: string): Buffer {
+  const [head = "", tail = ""] = text.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === "" ? [] : tail.split(":");
+  const groups = text.includes("::")
+    ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right]
+    : left;
+  const bytes = Buffer.alloc(16);
+  groups.forEach((group, index) => bytes.writeUInt16BE(parseInt(group, 16), index * 2));
+  return bytes;
 }

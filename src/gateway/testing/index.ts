@@ -11,7 +11,8 @@ import type { Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { GATEWAY_PATH } from "../../protocol/index.ts";
+import WebSocket from "ws";
+import { GATEWAY_PATH, PROTOCOL_VERSION } from "../../protocol/index.ts";
 import { createGateway } from "../gateway.ts";
 import type { Gateway, GatewayEvent, GatewayOptions } from "../gateway.ts";
 
@@ -189,4 +190,41 @@ export async function waitFor(
       );
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 20));
   }
+}
+
+/** A raw protocol client, for what a well-behaved worker never does (`ws://…` or `ws+unix://…`). */
+export async function rawClient(url: string, token: string | undefined) {
+  const ws = new WebSocket(
+    url,
+    token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
+  );
+  const received: unknown[] = [];
+  ws.on("message", (data: Buffer) => received.push(JSON.parse(data.toString())));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  const opened = await new Promise<{ ok: true } | { ok: false; status: number; body: string }>(
+    (resolve) => {
+      ws.once("open", () => resolve({ ok: true }));
+      ws.once("unexpected-response", (_request, response) => {
+        let body = "";
+        response.on("data", (data: Buffer) => (body += data.toString()));
+        response.on("end", () => resolve({ ok: false, status: response.statusCode ?? 0, body }));
+      });
+      ws.once("error", () => undefined);
+    },
+  );
+  const hello = (overrides: Record<string, unknown> = {}) =>
+    ws.send(
+      JSON.stringify({
+        type: "hello",
+        workerId: "wrk_raw",
+        bootId: "boot_raw",
+        protocol: PROTOCOL_VERSION,
+        capabilities: [],
+        inflight: [],
+        ...overrides,
+      }),
+    );
+  return { ws, received, closed, opened, hello };
 }

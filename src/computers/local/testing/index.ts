@@ -1,22 +1,26 @@
 /**
  * Helpers for the local provider's integration tests and its bench: whether this host can run
- * them, a small real gateway the real worker dials (on 127.0.0.1:0), plain TCP listeners, and a
- * test-made "outside host" in its own network namespace. Not used by production code.
+ * them, a small real gateway the real worker dials (on each computer's unix socket), plain TCP
+ * listeners, and a test-made "outside host" in its own network namespace. Not used by
+ * production code.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { MAX_FRAME_BYTES, PROTOCOL_VERSION } from "../../../protocol/index.ts";
+import { forwarderPorts } from "../sandbox.ts";
 import { findExecutable, runChecked, runCommand } from "../system.ts";
 
 /** Why the namespace tests cannot run here, or undefined when they can. */
 export async function isolationUnavailableReason(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return "not running as root";
-  for (const tool of ["bwrap", "nft", "ip", "nsenter", "setpriv"]) {
+  // `ip` only for the tests' own outside hosts; the provider itself does not use it.
+  for (const tool of ["bwrap", "nsenter", "setpriv", "socat", "ip"]) {
     if ((await findExecutable(tool, undefined)) === undefined) return `${tool} is not installed`;
   }
   return undefined;
@@ -31,7 +35,7 @@ export async function skipReason(file: string): Promise<string | undefined> {
   if (reason === undefined) return undefined;
   if (process.env.CI === "true") return undefined;
   console.warn(
-    `${file}: skipped: ${reason} (the local provider needs root, bubblewrap and nftables)`,
+    `${file}: skipped: ${reason} (the local provider needs root, bubblewrap, util-linux and socat)`,
   );
   return reason;
 }
@@ -91,11 +95,16 @@ export interface ToolResult {
   error?: { code: string; message: string };
 }
 
-/** A minimal gateway: welcomes workers, answers pings, sends calls and collects results. */
+/**
+ * A minimal gateway: welcomes workers, answers pings, sends calls and collects results. Local
+ * computers reach it on their own unix socket (`sockets` for the provider's options).
+ */
 export interface TestGateway {
-  /** ws://127.0.0.1:PORT/v1/gateway */
+  /** ws://127.0.0.1:PORT/v1/gateway (the wake request's URL; local workers use their socket). */
   url: string;
   port: number;
+  /** The provider's `sockets.gateway`: serves a computer's gateway socket. */
+  listenComputer(computerId: string, socketPath: string): Promise<{ close(): Promise<void> }>;
   /** How many workers have said hello so far (a restarted worker says hello again). */
   readonly hellos: number;
   waitForHello(count: number, timeoutMs?: number): Promise<void>;
@@ -109,6 +118,7 @@ export async function startTestGateway(): Promise<TestGateway> {
     server.once("listening", resolve);
     server.once("error", reject);
   });
+  const unixServers = new Set<HttpServer>();
   let hellos = 0;
   let current: WebSocket | undefined;
   const waiters: Array<() => void> = [];
@@ -155,6 +165,28 @@ export async function startTestGateway(): Promise<TestGateway> {
   return {
     url: `ws://127.0.0.1:${port}/v1/gateway`,
     port,
+    async listenComputer(_computerId, socketPath) {
+      const http: HttpServer = createHttpServer();
+      const accepted = new Set<Socket>();
+      http.on("connection", (socket: Socket) => {
+        accepted.add(socket);
+        socket.on("close", () => accepted.delete(socket));
+      });
+      http.on("upgrade", (request, socket, head) => {
+        server.handleUpgrade(request, socket, head, (ws) => server.emit("connection", ws, request));
+      });
+      await rm(socketPath, { force: true });
+      await new Promise<void>((resolve) => http.listen(socketPath, resolve));
+      unixServers.add(http);
+      return {
+        close: () =>
+          new Promise<void>((resolve) => {
+            unixServers.delete(http);
+            for (const socket of accepted) socket.destroy();
+            http.close(() => resolve());
+          }),
+      };
+    },
     get hellos() {
       return hellos;
     },
@@ -188,6 +220,7 @@ export async function startTestGateway(): Promise<TestGateway> {
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate();
+        for (const http of unixServers) http.close();
         server.close(() => resolve());
       }),
   };
@@ -204,17 +237,26 @@ export function shellStdout(result: ToolResult): string {
 }
 
 /**
- * A stand-in for an internet host: a network namespace of its own with a veth to the host and a
- * TCP listener, reachable from the host (so a computer that fails to reach it is blocked by the
+ * A stand-in for an internet host: a network namespace of its own with a veth to the host and
+ * servers in it, reachable from the host (so a computer that fails to reach it is blocked by the
  * sandbox, not by the test). Addresses come from 198.18.0.0/15 (RFC 2544, benchmarking).
  */
 export interface OutsideHost {
   address: string;
+  /** The default server's port (8080), when no script was given. */
   port: number;
   close(): Promise<void>;
 }
 
-export async function startOutsideHost(): Promise<OutsideHost> {
+/**
+ * `script`: Node source run inside the namespace with `process.argv[1]` = the host's address
+ * and `process.argv.slice(2)` = what `args(address)` returns (e.g. files made for that address);
+ * it prints a line once it listens. By default, a TCP server on 8080 that answers every
+ * connection with `outside\n`.
+ */
+export async function startOutsideHost(
+  options: { script?: string; args?: (address: string) => Promise<string[]> } = {},
+): Promise<OutsideHost> {
   const ip = (await findExecutable("ip", undefined))!;
   const tag = randomBytes(3).toString("hex");
   const netns = `roosttest-${tag}`;
@@ -248,10 +290,17 @@ export async function startOutsideHost(): Promise<OutsideHost> {
     await runChecked(ip, ["link", "set", hostSide, "up"]);
     await runChecked(ip, ["-n", netns, "addr", "add", `${address}/30`, "dev", "eth0"]);
     await runChecked(ip, ["-n", netns, "link", "set", "eth0", "up"]);
-    const source = `require("node:net").createServer((s) => s.end("outside\\n")).listen(${port}, "0.0.0.0", () => console.log("ready"));`;
-    listener = spawn(ip, ["netns", "exec", netns, process.execPath, "-e", source], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const source =
+      options.script ??
+      `require("node:net").createServer((s) => s.end("outside\\n")).listen(${port}, "0.0.0.0", () => console.log("ready"));`;
+    const args = (await options.args?.(address)) ?? [];
+    listener = spawn(
+      ip,
+      ["netns", "exec", netns, process.execPath, "-e", source, address, ...args],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     const started = listener;
     await new Promise<void>((resolve, reject) => {
       started.stdout!.once("data", () => resolve());
@@ -263,3 +312,27 @@ export async function startOutsideHost(): Promise<OutsideHost> {
     throw error;
   }
 }
+
+/**
+ * Node source for `node -e SCRIPT COUNT SECONDS` inside a computer: opens COUNT connections to
+ * each way out of the sandbox (the HTTP forwarder, both egress sockets directly, the gateway
+ * socket), sends half a request line (or half a SOCKS5 greeting) on each, holds them for SECONDS,
+ * then prints how many opened. The flood of the hardening issue (§1.4).
+ */
+export const floodScript = `
+const net = require("node:net");
+const count = Number(process.argv[1]);
+const targets = [
+  { port: ${forwarderPorts.http}, host: "127.0.0.1", data: "GET http://x.test/ HT" },
+  { path: "/run/roost/egress-http.sock", data: "CONNECT x.test:443 HT" },
+  { path: "/run/roost/egress-socks.sock", data: Buffer.from([5, 1]) },
+  { path: "/run/roost/gateway.sock", data: "GET /v1/gateway HT" },
+];
+let opened = 0;
+for (const target of targets) for (let i = 0; i < count; i++) {
+  const socket = net.connect(target.path === undefined ? { port: target.port, host: target.host } : { path: target.path });
+  socket.on("connect", () => { opened++; socket.write(target.data); });
+  socket.on("error", () => undefined);
+}
+setTimeout(() => { console.log("opened " + opened); process.exit(0); }, Number(process.argv[2]) * 1000);
+`;
