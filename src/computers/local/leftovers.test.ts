@@ -1,13 +1,15 @@
 /**
  * Fault: the server is SIGKILLed while a computer is awake. Its sandbox dies with it
  * (--die-with-parent), and the next provider start removes the namespace, veth, nft chains,
- * cgroups and runtime files it left behind (L4).
+ * cgroups and runtime files it left behind (L4), and unmounts its disk image (L6) with every
+ * file intact.
  */
 import { spawn } from "node:child_process";
-import { access, readdir, readFile, writeFile } from "node:fs/promises";
+import { access, readdir, readFile, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
+import { readMounts } from "./disk-image.ts";
 import { createLocalProvider } from "./local-provider.ts";
 import { processStartTicks, runCommand } from "./system.ts";
 import { makeTempDir, skipReason, startBannerServer, uniqueId } from "./testing/index.ts";
@@ -33,6 +35,8 @@ describe.skipIf(skip !== undefined)("local provider leftovers", () => {
 const provider = await createLocalProvider({ dataDir: ${JSON.stringify(path.join(dataDir.path, "data"))} });
 await provider.create(${JSON.stringify(id)});
 await provider.wake(${JSON.stringify(id)}, { gatewayUrl: "ws://127.0.0.1:${gateway.port}/v1/gateway", workerToken: "t" });
+const written = await provider.exec(${JSON.stringify(id)}, ["sh", "-c", "echo kept > /workspace/kept.txt && sync"]);
+if (written.exitCode !== 0) throw new Error(written.stderr);
 console.log(JSON.stringify(provider.info(${JSON.stringify(id)})));
 setInterval(() => undefined, 1000);
 `,
@@ -56,6 +60,10 @@ setInterval(() => undefined, 1000);
       });
       const slot = info.slot;
       expect(await exists(`/run/netns/${info.netns}`)).toBe(true);
+      const mountPoint = path.join(await realpath(dataDir.path), "data", id, "mount");
+      const isMounted = async () =>
+        (await readMounts()).some((entry) => entry.mountPoint === mountPoint);
+      expect(await isMounted()).toBe(true);
 
       server.kill("SIGKILL");
       await new Promise((resolve) => server.once("exit", resolve));
@@ -75,6 +83,7 @@ setInterval(() => undefined, 1000);
         for (const cgroup of info.cgroups) expect(await exists(cgroup.dir)).toBe(false);
         expect(await exists(`/run/roost/local/awake/${slot}.json`)).toBe(false);
         expect(await exists(`/run/roost/local/c${slot}`)).toBe(false);
+        expect(await isMounted()).toBe(false);
         const table = await runCommand("nft", ["list", "table", "inet", "roost"]);
         expect(table.stdout).not.toContain(`in-c${slot} `);
         expect(table.stdout).not.toContain(`nat-c${slot} `);
@@ -85,8 +94,10 @@ setInterval(() => undefined, 1000);
           workerToken: "t",
         });
         expect(provider.info(id)!.slot).toBe(slot);
+        const kept = await provider.exec(id, ["cat", "/workspace/kept.txt"]);
+        expect(kept.stdout).toBe("kept\n");
         expect(
-          JSON.parse(await readFile(path.join(provider.paths(id).root, "local.json"), "utf8")),
+          JSON.parse(await readFile(path.join(dataDir.path, "data", id, "local.json"), "utf8")),
         ).toMatchObject({ slot });
         await provider.destroy(id);
         expect(await readdir(path.join(dataDir.path, "data"))).toEqual([]);

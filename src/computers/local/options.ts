@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
 import type { CgroupLimits } from "./cgroups.ts";
+import { minimumDiskBytes } from "./disk-image.ts";
 import { insidePaths } from "./sandbox.ts";
 import { parseAddressPool, type AddressPool } from "./slots.ts";
 import type { HostTools } from "./system.ts";
@@ -14,6 +15,11 @@ import type { HostTools } from "./system.ts";
 export interface ComputerLimits extends CgroupLimits {
   /** Size of the computer's /tmp (a tmpfs; its pages also count against the memory limit). */
   tmpBytes: number;
+  /**
+   * Size of the computer's durable disk (home, workspace, worker state): its ext4 image, sparse
+   * on the host (disk-image.ts). A change applies on each computer's next wake.
+   */
+  diskBytes: number;
 }
 
 export const defaultLimits: ComputerLimits = {
@@ -23,6 +29,7 @@ export const defaultLimits: ComputerLimits = {
   workerMemoryBytes: 512 * 1024 * 1024,
   workerPids: 256,
   tmpBytes: 512 * 1024 * 1024,
+  diskBytes: 10 * 1024 * 1024 * 1024,
 };
 
 /** A computer's network came up (it can reach the gateway and the proxy) or went down. */
@@ -44,6 +51,8 @@ export interface LocalProviderOptions {
    * computers in the egress proxy (`proxy.assign(computerAddress, computerId)`). Must not throw.
    */
   onNetwork?: (event: NetworkEvent) => void;
+  /** Where the provider's operational messages go (disk resizes and moves, a missing seccomp filter). @default dropped */
+  log?: (message: string) => void;
   /** Told when a sandbox ended without sleep() (its supervisor exited or was killed). Must not throw. */
   onExit?: (computerId: string, detail: string) => void;
   /** Per-computer limits; each field defaults to {@link defaultLimits}. */
@@ -77,6 +86,7 @@ export interface ResolvedLocalProviderOptions {
   egressProxy: { targetAddress: string; port: number } | undefined;
   onNetwork: (event: NetworkEvent) => void;
   onExit: (computerId: string, detail: string) => void;
+  log: (message: string) => void;
   limits: ComputerLimits;
   pool: AddressPool;
   uidBase: number;
@@ -126,6 +136,11 @@ export function resolveLocalProviderOptions(
   >) {
     if (value !== undefined) limits[name] = positive(`limits.${name}`, value, name !== "cpus");
   }
+  if (limits.diskBytes < minimumDiskBytes) {
+    throw new ConfigError(
+      `local provider: limits.diskBytes must be at least ${minimumDiskBytes} (32 MiB; ROOST_COMPUTER_DISK_BYTES), got ${limits.diskBytes}`,
+    );
+  }
   let pool: AddressPool;
   try {
     pool = parseAddressPool(options.addressPool ?? "10.231.0.0/16");
@@ -150,6 +165,7 @@ export function resolveLocalProviderOptions(
           },
     onNetwork: options.onNetwork ?? (() => undefined),
     onExit: options.onExit ?? (() => undefined),
+    log: options.log ?? (() => undefined),
     limits,
     pool,
     uidBase,

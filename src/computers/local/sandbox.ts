@@ -26,6 +26,8 @@
  *   X2 the sandbox dies with the provider: --die-with-parent, and the pid namespace takes every
  *      process with it when its pid 1 goes.
  *   X3 the worker never sees the host environment: --clearenv, then only what the provider sets.
+ *   X4 every process in the computer runs under the seccomp filter (seccomp.ts): no user or
+ *      other namespaces, no packet or netfilter sockets, no mounts (where the architecture has one).
  */
 import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -329,6 +331,8 @@ export function compileCacheWarmUp(
 export function bwrapArguments(
   spec: SandboxSpec,
   statusFd: number,
+  /** Where bubblewrap reads the seccomp filter (seccomp.ts); none when undefined. */
+  seccompFd?: number,
 ): { options: string[]; command: string[] } {
   const made = new Set<string>(["/tmp", "/run", "/dev", "/proc", "/etc"]);
   const args: string[] = [
@@ -390,6 +394,8 @@ export function bwrapArguments(
   // folders; the worker starts every command in /workspace itself.
   args.push("--chdir", "/");
   args.push("--json-status-fd", String(statusFd));
+  // X4: loaded last, just before the supervisor runs, so everything in the computer inherits it.
+  if (seccompFd !== undefined) args.push("--seccomp", String(seccompFd));
   // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
   // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
   const command = [
