@@ -138,6 +138,8 @@ export interface LocalProvider extends ComputerProvider {
    * environment (without the worker's ROOST_* variables).
    */
   exec(computerId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** The disk of a sleeping computer, attached for `use` and detached after (L6). */
+  withDisk<T>(computerId: string, use: (paths: ComputerPaths) => Promise<T>): Promise<T>;
   /** Host pids of the computer's processes and the memory charged to its cgroups. */
   usage(
     computerId: string,
@@ -508,7 +510,11 @@ class LocalComputerProvider implements LocalProvider {
     );
   }
 
-  /** L4: removes resources of slots whose owning server is gone (and any without an owner). */
+  /**
+   * L4: removes resources of slots whose owning server is gone (and any without an owner), and
+   * unmounts the disks left mounted under the data dir. Runs once, at start, before any computer
+   * of this provider is attached.
+   */
   async sweep(): Promise<void> {
     // Resources first, records second: a live server writes its record before making resources (R1).
     const [networkSlots, cgroupSlots, runtimeSlots] = await Promise.all([
