@@ -9,25 +9,33 @@ import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { RoostConfig } from "../config/index.ts";
 
-/** Takes group and other permissions off `folder` and everything below it (links untouched). */
+const ignoreGone = (error: unknown) => {
+  if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+};
+
+/**
+ * Takes group and other permissions off `folder` and everything below it (links untouched).
+ * Files may come and go meanwhile (a restate-server left running by a killed Roost is stopped
+ * only later, when the engine starts): one that is gone is skipped.
+ */
 async function restrictTree(folder: string): Promise<void> {
   const pending = [folder];
   while (pending.length > 0) {
     const current = pending.pop()!;
     const info = await lstat(current).catch(() => undefined);
     if (info === undefined || info.isSymbolicLink()) continue;
-    if ((info.mode & 0o077) !== 0) await chmod(current, info.mode & 0o7700);
-    if (info.isDirectory())
-      for (const name of await readdir(current)) pending.push(join(current, name));
+    if ((info.mode & 0o077) !== 0) await chmod(current, info.mode & 0o7700).catch(ignoreGone);
+    if (!info.isDirectory()) continue;
+    const names = await readdir(current).catch((error: unknown) => {
+      ignoreGone(error);
+      return [] as string[];
+    });
+    for (const name of names) pending.push(join(current, name));
   }
 }
 
 async function chmodIfPresent(file: string, mode: number): Promise<void> {
-  try {
-    await chmod(file, mode);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
+  await chmod(file, mode).catch(ignoreGone);
 }
 
 export async function secureDataDir(config: RoostConfig): Promise<void> {

@@ -14,19 +14,34 @@ import { testComputerProvider } from "../support/provider.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 import { waitFor } from "../support/wait.ts";
 
-/** Every path below `root` (not following links), without descending into mounted disks. */
-function walk(root: string): string[] {
-  const paths: string[] = [];
+/**
+ * Every path below `root` with its permission bits (links skipped), without descending into
+ * mounted disks. The engine's files come and go while it runs: one that vanished is skipped.
+ */
+function walk(root: string): Array<{ path: string; mode: number; directory: boolean }> {
+  const found: Array<{ path: string; mode: number; directory: boolean }> = [];
   const pending = [root];
   const device = lstatSync(root).dev;
   while (pending.length > 0) {
     const current = pending.pop()!;
-    paths.push(current);
-    const info = lstatSync(current);
+    let info;
+    try {
+      info = lstatSync(current);
+    } catch {
+      continue;
+    }
+    if (info.isSymbolicLink()) continue;
+    found.push({ path: current, mode: info.mode & 0o777, directory: info.isDirectory() });
     if (!info.isDirectory() || info.dev !== device) continue;
-    for (const name of readdirSync(current)) pending.push(join(current, name));
+    let names: string[];
+    try {
+      names = readdirSync(current);
+    } catch {
+      continue;
+    }
+    for (const name of names) pending.push(join(current, name));
   }
-  return paths;
+  return found;
 }
 
 const mode = (path: string) => lstatSync(path).mode & 0o777;
@@ -65,8 +80,8 @@ describe(`data dir permissions (${testComputerProvider} provider)`, () => {
       expect({ name, mode: mode(join(dataDir, name)).toString(8) }).toEqual({ name, mode: "700" });
     // Nothing of the engine's data, nor any blob, is open to group or others.
     const open = [...walk(join(dataDir, "restate")), ...walk(join(dataDir, "blobs"))]
-      .filter((path) => !lstatSync(path).isSymbolicLink() && (mode(path) & 0o077) !== 0)
-      .map((path) => `${relative(dataDir, path)} ${mode(path).toString(8)}`);
+      .filter((entry) => (entry.mode & 0o077) !== 0)
+      .map((entry) => `${relative(dataDir, entry.path)} ${entry.mode.toString(8)}`);
     expect(open).toEqual([]);
     expect(walk(join(dataDir, "blobs")).length).toBeGreaterThan(2); // the snapshot is there
     if (process.getuid?.() === 0) {
@@ -95,15 +110,13 @@ describe(`data dir permissions (${testComputerProvider} provider)`, () => {
 
   it("an upgraded install whose files were 0644 and folders 0755 is closed at the next start", async () => {
     await roost.stop();
-    for (const path of [
-      dataDir,
+    for (const entry of [
       ...walk(join(dataDir, "restate")),
       ...walk(join(dataDir, "blobs")),
-      join(dataDir, "computers"),
-    ]) {
-      const info = lstatSync(path);
-      if (!info.isSymbolicLink()) chmodSync(path, info.isDirectory() ? 0o755 : 0o644);
-    }
+      { path: dataDir, directory: true },
+      { path: join(dataDir, "computers"), directory: true },
+    ])
+      chmodSync(entry.path, entry.directory ? 0o755 : 0o644);
     for (const name of ["roost.db", "roost.db-wal", "roost.db-shm", "admin-token"]) {
       try {
         chmodSync(join(dataDir, name), 0o644);

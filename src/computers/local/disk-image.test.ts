@@ -339,7 +339,7 @@ describe.skipIf(skip !== undefined)("disk images", () => {
     expect(hostBytes / ids.length).toBeLessThan(8 * mib);
     const paths = await disks.attach("sleeper-42");
     expect(await readFile(path.join(paths.workspace, "note.txt"), "utf8")).toBe("sleeper-42");
-  });
+  }, 300_000);
 
   test("remove unmounts the disk and deletes the computer's folder", async () => {
     const disks = images(64 * mib);

@@ -4,11 +4,12 @@
  * writing; freeing space makes it writable again; its files survive sleep and wake, and a
  * sleeping computer holds no mount.
  */
-import { realpath, statfs, writeFile, rm } from "node:fs/promises";
+import { readdir, realpath, rm, statfs, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readMounts } from "./disk-image.ts";
 import { createLocalProvider, type LocalProvider } from "./local-provider.ts";
+import { runCommand } from "./system.ts";
 import {
   makeTempDir,
   shellStdout,
@@ -119,6 +120,47 @@ describe.skipIf(skip !== undefined)("local provider disk limit", () => {
     expect(
       await shell("dd if=/dev/zero of=/workspace/after bs=1M count=20 && wc -c < /workspace/after"),
     ).toMatch(/20971520\nexit=0/);
+  });
+
+  test("upgrade: a computer whose disk is still plain folders moves into an image at its first wake, every file and its slot kept", async () => {
+    const old = uniqueId("quota-old");
+    try {
+      await provider.create(old);
+      await provider.wake(old, { gatewayUrl: "ws://127.0.0.1:9/v1/gateway", workerToken: "t" });
+      const slot = provider.info(old)!.slot;
+      const made = await provider.exec(old, [
+        "sh",
+        "-c",
+        "mkdir -p /workspace/src ~/.ssh && echo code > /workspace/src/main.py && ln -s src/main.py /workspace/link && chmod 600 /workspace/src/main.py && echo key > ~/.ssh/id && dd if=/dev/urandom of=/workspace/blob bs=1k count=300 2>/dev/null && sha256sum /workspace/blob ~/.ssh/id /workspace/src/main.py && stat -c '%a %U %n' /workspace/src/main.py",
+      ]);
+      expect(made.exitCode).toBe(0);
+      await provider.sleep(old);
+      // Make it what a server from before images left: the disk's folders in the computer's folder.
+      const hostDir = path.join(dataDir.path, old);
+      await provider.withDisk(old, async (paths) => {
+        const copied = await runCommand("sh", ["-c", `cp -a "${paths.root}"/. "${hostDir}"/`]);
+        expect(copied.exitCode).toBe(0);
+      });
+      await rm(path.join(hostDir, "disk.img"));
+      await rm(path.join(hostDir, "mount"), { recursive: true });
+      expect((await readdir(hostDir)).sort()).toEqual(
+        expect.arrayContaining(["home", "local.json", "worker", "workspace"]),
+      );
+
+      await provider.wake(old, { gatewayUrl: "ws://127.0.0.1:9/v1/gateway", workerToken: "t" });
+      expect(provider.info(old)!.slot).toBe(slot);
+      const after = await provider.exec(old, [
+        "sh",
+        "-c",
+        "sha256sum /workspace/blob ~/.ssh/id /workspace/src/main.py && stat -c '%a %U %n' /workspace/src/main.py && readlink /workspace/link && df --output=size -B1M /workspace | tail -1",
+      ]);
+      const [sums, size] = [after.stdout.split("\n").slice(0, 5).join("\n"), after.stdout];
+      expect(`${sums}\n`).toBe(`${made.stdout}src/main.py\n`);
+      expect(Number(size.trim().split("\n").at(-1))).toBeLessThanOrEqual(64);
+      expect((await readdir(hostDir)).sort()).toEqual(["disk.img", "local.json", "mount"]);
+    } finally {
+      await provider.destroy(old);
+    }
   });
 
   test("sleep and wake keep the files; asleep, the computer holds no mount", async () => {
