@@ -481,7 +481,12 @@ export function createDiskImages(options: DiskImageOptions): DiskImages {
       if (await exists(image)) {
         // A move that was committed (the image renamed) but not finished: drop the old folders.
         await Promise.all(old.map((name) => rm(path.join(folder, name), { recursive: true })));
-        await resize(computerId, image);
+        await resize(computerId, image).catch((error: unknown) =>
+          // A disk that cannot be resized (e2fsck found damage it could not repair) still wakes.
+          log(
+            `computer ${computerId}: its disk could not be resized to ${mib(targetBytes)} and keeps its size: ${(error as Error).message}`,
+          ),
+        );
         await clearMountPoint(computerId, mountPoint);
         await mountImage(image, mountPoint);
       } else if (old.length > 0) {
