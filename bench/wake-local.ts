@@ -7,9 +7,14 @@
  *   2. host memory per awake idle computer (worker, supervisor and the egress forwarders): RSS
  *      and PSS of its processes and its cgroups' memory usage;
  *   3. how many computers can be awake before the wake latency (to the first tool result)
- *      doubles, stopping at --max-awake.
+ *      doubles, stopping at --max-awake;
+ *   4. the cost of a new computer's disk: create() of a computer never seen (its ext4 image made
+ *      and mounted, its slot claimed), the image's size on the host, a sleep() after it (fstrim
+ *      and unmount), and attaching a sleeping one's image and detaching it again (what a wake and
+ *      a sleep add), over --creates computers.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import {
   createLocalProvider,
@@ -32,11 +37,13 @@ const { values } = parseArgs({
     wakes: { type: "string", default: "20" },
     "max-awake": { type: "string", default: "30" },
     step: { type: "string", default: "5" },
+    creates: { type: "string", default: "10" },
   },
 });
 const wakes = Number(values.wakes);
 const maxAwake = Number(values["max-awake"]);
 const step = Number(values.step);
+const creates = Number(values.creates);
 
 const reason = await isolationUnavailableReason();
 if (reason !== undefined) {
@@ -210,6 +217,34 @@ try {
       ? `wake latency did not double with up to ${maxAwake} awake computers`
       : `wake latency doubled with ${doubledAt} awake computers`,
   );
+
+  // 4. A new computer's disk.
+  const createMs: number[] = [];
+  const detachMs: number[] = [];
+  let hostBytes = 0;
+  for (let index = 0; index < creates; index++) {
+    const id = `bench-new-${index}`;
+    const start = performance.now();
+    const paths = await provider.create(id);
+    createMs.push(performance.now() - start);
+    created.push(id);
+    const sleepStart = performance.now();
+    await provider.sleep(id);
+    detachMs.push(performance.now() - sleepStart);
+    hostBytes += (await stat(path.join(paths.root, "../../disk.img"))).blocks * 512;
+  }
+  // What every wake and sleep now add: mounting a sleeping computer's image, and fstrim + unmount.
+  const cycleMs: number[] = [];
+  for (let index = 0; index < creates; index++) {
+    const start = performance.now();
+    await provider.withDisk(`bench-new-${index}`, async () => undefined);
+    cycleMs.push(performance.now() - start);
+  }
+  console.log(`a new computer's disk (${creates} computers, 10 GiB limit):`);
+  console.log(`  ${summarize("withDisk() of a sleeping one (mount, fstrim, unmount)", cycleMs)}`);
+  console.log(`  ${summarize("create() (image made and mounted, slot claimed)", createMs)}`);
+  console.log(`  ${summarize("sleep() right after (fstrim and unmount)", detachMs)}`);
+  console.log(`  host space per new image: ${mib(hostBytes / Math.max(1, creates))}`);
 } finally {
   for (const id of created)
     await provider.destroy(id).catch((error: unknown) => console.error(String(error)));

@@ -7,10 +7,23 @@
  *      the parent folder fsynced (B1, B2); `.tmp/` is never listed (keys cannot start with a dot).
  *   L2 `delete` removes folders it leaves empty; a `put` racing with that removal re-creates its
  *      folder and retries the rename.
+ *   L3 only the owner can read a blob (snapshots hold users' files): the store's folder is made
+ *      0700 on every write (so an older, more open store is closed too) and each value 0600.
  */
 import { randomUUID } from "node:crypto";
 import { type Stats } from "node:fs";
-import { copyFile, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
+import {
+  chmod,
+  copyFile,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  unlink,
+} from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Readable } from "node:stream";
 import {
@@ -64,6 +77,7 @@ export function createLocalBlobStore(folder: string): BlobStore {
       await copyFile(body.path, tmp);
       const handle = await open(tmp, "r+");
       try {
+        await handle.chmod(0o600); // L3: a copy keeps its source's mode
         await handle.sync();
         return (await handle.stat()).size;
       } finally {
@@ -94,10 +108,11 @@ export function createLocalBlobStore(folder: string): BlobStore {
     const target = pathOf(key);
     const tmp = join(tmpDir, randomUUID());
     try {
-      await mkdir(tmpDir, { recursive: true });
+      await mkdir(tmpDir, { recursive: true, mode: 0o700 }); // L3
+      await chmod(dir, 0o700);
       const size = await writeTemp(tmp, body);
       for (let attempt = 0; ; attempt++) {
-        await mkdir(dirname(target), { recursive: true });
+        await mkdir(dirname(target), { recursive: true, mode: 0o700 });
         try {
           await rename(tmp, target); // L1
           break;

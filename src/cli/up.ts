@@ -133,6 +133,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_COMPUTERS_DIR",
     default: "$ROOST_DATA_DIR/computers",
   },
+  "computer-disk-bytes": {
+    type: "string",
+    value: "BYTES",
+    description: "each local computer's disk limit (applies at its next wake)",
+    env: "ROOST_COMPUTER_DISK_BYTES",
+    default: "10737418240",
+  },
   "idle-sleep-ms": {
     type: "string",
     value: "MS",

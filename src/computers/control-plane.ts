@@ -208,7 +208,12 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
           await deps.gateway.disconnect(ctx.key, "computer is going to sleep");
           await deps.provider.sleep(ctx.key);
           await deps.store.clearWorkerToken(ctx.key); // C3
-          await deps.snapshots?.save(ctx.key, deps.provider.paths(ctx.key));
+          const snapshots = deps.snapshots;
+          if (snapshots !== undefined) {
+            // A provider that detaches the disk at sleep attaches it for the snapshot.
+            const save = (paths: ComputerPaths) => snapshots.save(ctx.key, paths);
+            await (deps.provider.withDisk?.(ctx.key, save) ?? save(deps.provider.paths(ctx.key)));
+          }
         },
         { maxRetryAttempts: 3 },
       );

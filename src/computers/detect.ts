@@ -1,16 +1,19 @@
 /**
  * What this host allows for computers, checked once at start so the server can pick a provider
  * (ARCHITECTURE.md §7): the isolated `local` provider needs Linux, root, bubblewrap, util-linux
- * (nsenter, setpriv), socat (the sandbox's forwarder to the egress proxy), namespaces that can
- * be created, and the memory and pids cgroup controllers (v1 or v2; cpu is used when present).
- * It needs no firewall and no network tools: a computer's network namespace holds only loopback.
+ * (nsenter, setpriv, fstrim), socat (the sandbox's forwarder to the egress proxy), e2fsprogs and
+ * mount (each computer's disk is a loop-mounted ext4 image), loop devices, namespaces that can be
+ * created, and the memory and pids cgroup controllers (v1 or v2; cpu is used when present). It
+ * needs no firewall and no network tools: a computer's network namespace holds only loopback.
  * Where that is not possible, Roost stops with a message naming what is missing; the unisolated
  * `process` provider runs only when asked for explicitly (ROOST_COMPUTER_PROVIDER=process).
  *
- * The probes change nothing on the host: namespaces are created by short-lived processes that exit.
+ * The probes change nothing on the host: namespaces are created by short-lived processes that
+ * exit, and the loop probe only asks for the first free loop device (`losetup --find`).
  */
 import { ConfigError } from "../errors/index.ts";
 import { discoverCgroups, type CgroupController, type CgroupDiscovery } from "./local/cgroups.ts";
+import { diskToolNames, diskToolPackages, type DiskToolName } from "./local/disk-image.ts";
 import {
   findExecutable,
   hostToolNames,
@@ -30,11 +33,13 @@ export interface HostReport {
   platform: string;
   root: boolean;
   /** Where each tool the local provider drives was found; undefined when missing. */
-  tools: Record<HostToolName, string | undefined>;
+  tools: Record<HostToolName | DiskToolName, string | undefined>;
   /** `unshare` of mount, pid, network, uts and ipc namespaces works. */
   namespaces: HostCheck;
   /** bubblewrap can start a sandbox with its own pid and network namespaces. */
   sandbox: HostCheck;
+  /** A loop device is free for a computer's disk image. */
+  loopDevices: HostCheck;
   /** Which cgroup version provides each controller (undefined: not available). */
   cgroups: Record<CgroupController, 1 | 2 | undefined>;
   /** What the local provider lacks here, each with how to fix it; empty when it can run. */
@@ -82,8 +87,10 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   const findTool = options.findTool ?? ((name: string) => findExecutable(name, options.searchPath));
   const run = options.run ?? runCommand;
 
-  const tools = {} as Record<HostToolName, string | undefined>;
-  for (const name of hostToolNames)
+  const toolNames = [...hostToolNames, ...diskToolNames];
+  const packageOf = { ...hostToolPackages, ...diskToolPackages };
+  const tools = {} as Record<HostToolName | DiskToolName, string | undefined>;
+  for (const name of toolNames)
     tools[name] = platform === "linux" ? await findTool(name) : undefined;
   const unshare = platform === "linux" ? await findTool("unshare") : undefined;
 
@@ -105,7 +112,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
       return { ok: false, detail: `${what}: ${(error as Error).message}` };
     }
   };
-  const [namespaces, sandbox] = await Promise.all([
+  const [namespaces, sandbox, loopDevices] = await Promise.all([
     probe(unshare, "unshare", [
       "--mount",
       "--pid",
@@ -130,6 +137,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
       "--die-with-parent",
       "/bin/true",
     ]),
+    probe(tools.losetup, "loop devices", ["--find"]),
   ]);
 
   const discovery =
@@ -148,12 +156,12 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   if (platform === "linux" && !root) {
     missing.push("root (Roost creates namespaces, cgroups and one uid per computer)");
   }
-  const absent = hostToolNames.filter((name) => platform === "linux" && tools[name] === undefined);
+  const absent = toolNames.filter((name) => platform === "linux" && tools[name] === undefined);
   if (absent.length > 0) {
-    const packages = [...new Set(absent.map((name) => hostToolPackages[name]))];
+    const packages = [...new Set(absent.map((name) => packageOf[name]))];
     missing.push(`${absent.join(", ")} (Debian: apt-get install ${packages.join(" ")})`);
   }
-  for (const check of [namespaces, sandbox]) {
+  for (const check of [namespaces, sandbox, loopDevices]) {
     if (!check.ok && !check.detail.startsWith("not tried")) missing.push(`working ${check.detail}`);
   }
   const controllers = (["memory", "pids"] as const).filter(
@@ -166,7 +174,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
   }
   const localAvailable = missing.length === 0;
   const message = localAvailable
-    ? `This host can isolate computers (local provider: bubblewrap, network namespaces with loopback only, cgroup v${cgroups.memory} memory, v${cgroups.pids} pids${cgroups.cpu === undefined ? ", no cpu controller: CPU is not limited" : `, v${cgroups.cpu} cpu`}).`
+    ? `This host can isolate computers (local provider: bubblewrap, network namespaces with loopback only, ext4 disk images, cgroup v${cgroups.memory} memory, v${cgroups.pids} pids${cgroups.cpu === undefined ? ", no cpu controller: CPU is not limited" : `, v${cgroups.cpu} cpu`}).`
     : `This host cannot isolate computers (the local provider), because it lacks: ${missing.join("; ")}. ${processProviderHint}`;
   return {
     platform,
@@ -174,6 +182,7 @@ export async function detectHost(options: DetectOptions = {}): Promise<HostRepor
     tools,
     namespaces,
     sandbox,
+    loopDevices,
     cgroups,
     missing,
     localAvailable,

@@ -9,8 +9,9 @@
  *   P2 status() of a computer never created is "missing".
  *   P3 wake() starts the computer (status "running"); commands run in its workspace with its home
  *      as HOME; a second wake() of an awake computer keeps it running.
- *   P4 sleep() stops every process; files under the workspace and home survive sleep and wake;
- *      the provider's fresh-per-wake folder (/tmp where it promises one) does not.
+ *   P4 sleep() stops every process; files under the workspace and home survive sleep and wake
+ *      (and are there, through withDisk() where the provider has it, while it sleeps); the
+ *      provider's fresh-per-wake folder (/tmp where it promises one) does not.
  *   P5 sleep() is idempotent.
  *   P6 destroy() stops the computer and deletes its disk; its status becomes "missing".
  *   P7 close() stops every computer the provider started.
@@ -19,7 +20,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, test } from "vitest";
-import type { ComputerProvider, WakeRequest } from "./provider.ts";
+import type { ComputerPaths, ComputerProvider, WakeRequest } from "./provider.ts";
 
 export interface ContractCommandResult {
   exitCode: number | null;
@@ -50,6 +51,15 @@ export interface InsidePaths {
 
 function insideOf(subject: ProviderContractSubject, computerId: string): InsidePaths {
   return typeof subject.inside === "function" ? subject.inside(computerId) : subject.inside;
+}
+
+/** A sleeping computer's disk: through withDisk() where the provider detaches it at sleep. */
+function onDisk<T>(
+  provider: ComputerProvider,
+  computerId: string,
+  use: (paths: ComputerPaths) => Promise<T>,
+): Promise<T> {
+  return provider.withDisk?.(computerId, use) ?? use(provider.paths(computerId));
 }
 
 export interface ProviderContractOptions {
@@ -164,8 +174,12 @@ export function describeProviderContract(
 
         await provider.sleep(id);
         expect(await provider.status(id)).toBe("stopped");
-        expect(await isBeating(beat)).toBe(false);
-        expect(await readFile(path.join(paths.workspace, "work.txt"), "utf8")).toBe("work\n");
+        await onDisk(provider, id, async (asleep) => {
+          const asleepBeat = path.join(asleep.workspace, "beat");
+          expect(await readFile(asleepBeat, "utf8")).not.toBe("");
+          expect(await isBeating(asleepBeat)).toBe(false);
+          expect(await readFile(path.join(asleep.workspace, "work.txt"), "utf8")).toBe("work\n");
+        });
 
         await provider.wake(id, subject.wakeRequest(id));
         expect(

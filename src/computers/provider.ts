@@ -40,6 +40,13 @@ export interface ComputerProvider {
   wake(computerId: string, request: WakeRequest): Promise<void>;
   /** Stop every process of the computer; the durable disk stays. Idempotent. */
   sleep(computerId: string): Promise<void>;
+  /**
+   * Runs `use` with the durable disk of a sleeping computer at hand (the snapshot after sleep),
+   * for providers whose disk is there only while in use (local: a mounted image, detached at
+   * sleep). Without it, `paths()` is always usable. `use` must not call the provider for the
+   * same computer (the call runs in that computer's queue).
+   */
+  withDisk?<T>(computerId: string, use: (paths: ComputerPaths) => Promise<T>): Promise<T>;
   /** Stop it and delete its disk. */
   destroy(computerId: string): Promise<void>;
   status(computerId: string): Promise<ComputerRuntimeStatus>;

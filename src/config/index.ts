@@ -84,6 +84,12 @@ export interface ComputersConfig {
   provider: "auto" | "local" | "process";
   /** Computers' durable disks live here. @default $ROOST_DATA_DIR/computers */
   root: string;
+  /**
+   * Each local computer's disk limit (home, workspace, worker state), in bytes: the size of its
+   * disk image, which takes on the host only what it holds. A change applies at each computer's
+   * next wake. @default 10737418240 (10 GiB)
+   */
+  diskBytes: number;
   /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
   idleSleepMs: number;
   /** How long a wake waits for the worker's hello. @default 60000 */
@@ -178,6 +184,10 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
     root: resolvePath(
       pick(source, "computers-dir", "ROOST_COMPUTERS_DIR") ?? `${dataDir}/computers`,
     ),
+    diskBytes: integer(source, "computer-disk-bytes", "ROOST_COMPUTER_DISK_BYTES", 10 * 1024 ** 3, {
+      min: 32 * 1024 ** 2,
+      max: 16 * 1024 ** 4,
+    }),
     idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
       min: 1000,
       max: 7 * 24 * 3600_000,

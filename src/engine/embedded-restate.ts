@@ -19,10 +19,14 @@
  *      the config file (restate-config.ts, C4).
  *   E7 startEmbeddedRestate() resolves only once admin and ingress answer healthy, and when it
  *      rejects it has left no child behind.
+ *   E8 nothing under `<dataDir>/restate/` is open to other users of the host: the folder is made
+ *      0700 at every start (an older install's too) and the child runs with umask 077, so its
+ *      log, RocksDB and snapshot files are created 0600 and 0700 (files an older install left
+ *      open are tightened by the platform at start: platform/data-dir.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-import { mkdir, open, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, open, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -149,8 +153,12 @@ export async function startEmbeddedRestate(
 ): Promise<EmbeddedRestate> {
   options.signal?.throwIfAborted();
   const settings = await resolveSettings(options);
-  await mkdir(settings.baseDir, { recursive: true });
-  await writeFile(settings.configPath, renderRestateConfig(settings), "utf8");
+  await mkdir(settings.baseDir, { recursive: true, mode: 0o700 });
+  await chmod(settings.baseDir, 0o700); // E8: also a folder an older install made 0755
+  await writeFile(settings.configPath, renderRestateConfig(settings), {
+    encoding: "utf8",
+    mode: 0o600,
+  });
   const supervisor = new RestateSupervisor(settings);
   await supervisor.start();
   return supervisor.handle();
@@ -383,14 +391,21 @@ class RestateSupervisor {
   async #spawn(): Promise<Child> {
     const settings = this.#settings;
     const logOffset = await rotateLogIfLarge(settings.logFile);
-    const logFd = openSync(settings.logFile, "a");
+    const logFd = openSync(settings.logFile, "a", 0o600);
     let server: ChildProcess;
     try {
-      server = spawn(settings.binaryPath, ["--config-file", settings.configPath, "--no-logo"], {
-        stdio: ["ignore", logFd, logFd],
-        detached: true, // E5
-        env: childEnvironment(), // E6
-      });
+      // E8: umask 077 for everything the server creates; `exec` keeps the pid (and the command
+      // line O1 checks) the server's own.
+      const command = ["--config-file", settings.configPath, "--no-logo"];
+      server = spawn(
+        "/bin/sh",
+        ["-c", 'umask 077 && exec "$0" "$@"', settings.binaryPath, ...command],
+        {
+          stdio: ["ignore", logFd, logFd],
+          detached: true, // E5
+          env: childEnvironment(), // E6
+        },
+      );
     } finally {
       closeSync(logFd);
     }

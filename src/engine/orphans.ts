@@ -136,7 +136,7 @@ export async function waitForProcessExit(pid: number, timeoutMs: number): Promis
 
 /** Writes the pidfile (plain decimal pid and a newline). */
 export async function writePidFile(pidFile: string, pid: number): Promise<void> {
-  await writeFile(pidFile, `${pid}\n`, "utf8");
+  await writeFile(pidFile, `${pid}\n`, { encoding: "utf8", mode: 0o600 });
 }
 
 async function readPidFile(pidFile: string): Promise<number | undefined> {

@@ -3,7 +3,6 @@
  * together. `roost up` (and so `npm start`) calls `startPlatform`; tests start it in-process or
  * as a child process. The only module allowed to know about all the others.
  */
-import { mkdirSync } from "node:fs";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
@@ -34,6 +33,7 @@ import { openStore, type Store } from "../store/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
+import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
@@ -79,7 +79,7 @@ export async function startPlatform(
   };
 
   try {
-    mkdirSync(config.dataDir, { recursive: true });
+    await secureDataDir(config);
     const store = await openStore(config.store);
     cleanups.push(() => store.close());
     // One HTTP server for the API and the gateway; it starts listening once everything is wired.

@@ -103,6 +103,8 @@ export async function startComputerRuntime(
   };
   const provider = await createLocalProvider({
     dataDir: config.computers.root,
+    limits: { diskBytes: config.computers.diskBytes },
+    log,
     ...(workerBuild === undefined
       ? {}
       : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),

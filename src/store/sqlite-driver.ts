@@ -5,13 +5,30 @@
  * so every use goes through one promise queue: nothing from another request can slip into an
  * open transaction.
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { SqlDriver, SqlExecutor, SqlValue } from "./driver.ts";
 
+/**
+ * The database holds every conversation: only its owner may read it. SQLite gives the -wal and
+ * -shm files the database file's mode, so creating it 0600 covers them; an install from before
+ * this (0644) is tightened at every open.
+ */
+function restrictDatabaseFiles(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, "a", 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+}
+
 export function createSqliteDriver(path: string): SqlDriver {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") restrictDatabaseFiles(path);
   const database = new DatabaseSync(path);
   database.exec("PRAGMA journal_mode = WAL");
   database.exec("PRAGMA synchronous = NORMAL");

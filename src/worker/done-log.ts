@@ -8,11 +8,14 @@
  * atomically (temporary file, fsync, rename, fsync of the directory), so a reader sees a whole
  * record or none. A `started` record without a `done` record after a restart means the previous
  * worker process died during the call; the call runner decides per tool what that means.
+ * On a full disk a write frees the worker's disk reserve and is tried once more
+ * (disk-reserve.ts); the reserve is put back after a call is recorded and the disk has room.
  */
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { ToolError } from "../protocol/index.ts";
+import { refillDiskReserve, withDiskRoom } from "./disk-reserve.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 
 export type CallOutcome = { ok: true; output: unknown } | { ok: false; error: ToolError };
@@ -70,7 +73,10 @@ export async function openDoneLog(
   const now = options.now ?? (() => new Date());
 
   const write = (dir: string, callId: string, record: CallRecord) =>
-    writeFileAtomic(path.join(dir, `${callKey(callId)}.json`), JSON.stringify(record), durable);
+    withDiskRoom(stateDir, () =>
+      writeFileAtomic(path.join(dir, `${callKey(callId)}.json`), JSON.stringify(record), durable),
+    );
+  await refillDiskReserve(stateDir);
 
   return {
     async get(callId) {
@@ -99,6 +105,7 @@ export async function openDoneLog(
       });
       // The done record wins over the started one; removing it only keeps the startup scan short.
       await fs.rm(path.join(startedDir, `${callKey(callId)}.json`), { force: true });
+      await refillDiskReserve(stateDir);
     },
     async listUnfinished() {
       const names = await fs.readdir(startedDir);

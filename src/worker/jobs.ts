@@ -17,6 +17,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { withDiskRoom } from "./disk-reserve.ts";
 import { writeFileAtomic, isErrno } from "./fs-atomic.ts";
 import { charBoundary } from "./read-tool.ts";
 
@@ -80,10 +81,18 @@ export async function spawnJob(
   env: Readonly<Record<string, string>>,
 ): Promise<ChildProcess> {
   const paths = jobPaths(dir);
-  await fs.mkdir(dir, { recursive: true });
-  await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
-  const stdout = await fs.open(paths.stdout, "a");
-  const stderr = await fs.open(paths.stderr, "a");
+  // On a full disk, the worker's reserve makes room for the job's folder (disk-reserve.ts).
+  const [stdout, stderr] = await withDiskRoom(path.dirname(path.dirname(dir)), async () => {
+    await fs.mkdir(dir, { recursive: true });
+    await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
+    const out = await fs.open(paths.stdout, "a");
+    try {
+      return [out, await fs.open(paths.stderr, "a")] as const;
+    } catch (error) {
+      await out.close();
+      throw error;
+    }
+  });
   try {
     const child = spawn("/bin/sh", ["-c", wrapperScript, "roost-job", meta.command, dir], {
       cwd: meta.cwd,

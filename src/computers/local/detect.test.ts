@@ -39,7 +39,8 @@ describe("detectHost", () => {
     expect(report.localAvailable).toBe(false);
     expect(report.message).toContain("root");
     expect(report.message).toContain("bwrap");
-    expect(report.message).toContain("apt-get install bubblewrap util-linux socat");
+    expect(report.message).toContain("apt-get install bubblewrap util-linux socat e2fsprogs mount");
+    expect(report.message).toContain("mkfs.ext4");
     expect(report.message).toContain("memory and pids");
     expect(report.message).toContain(processProviderHint);
     expect(report.sandbox.detail).toMatch(/not tried/);

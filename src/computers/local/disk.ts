@@ -1,25 +1,15 @@
 /**
- * A local computer's durable disk on the host: `<dataDir>/<computerId>/` with `home/`,
- * `workspace/` and `worker/`, owned by the computer's uid so that the sandbox (which runs as that
- * uid) can write them and no other computer's uid can.
+ * A local computer's durable disk on the host: `home/`, `workspace/` and `worker/` inside the
+ * computer's disk image (disk-image.ts), owned by the computer's uid so that the sandbox (which
+ * runs as that uid) can write them and no other computer's uid can.
  */
-import { chown, lchown, lstat, mkdir, readdir, stat } from "node:fs/promises";
+import { chown, lchown, lstat, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { ComputerPaths } from "../provider.ts";
 import { isErrno } from "./system.ts";
 
 /** Letters, digits, `_`, `-` and `.`, not starting with a dot: safe as a folder name. */
 export const computerIdPattern = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
-
-export function computerPaths(dataDir: string, computerId: string): ComputerPaths {
-  const root = path.join(dataDir, computerId);
-  return {
-    root,
-    home: path.join(root, "home"),
-    workspace: path.join(root, "workspace"),
-    workerState: path.join(root, "worker"),
-  };
-}
 
 export async function isDirectory(folder: string): Promise<boolean> {
   try {
@@ -28,16 +18,6 @@ export async function isDirectory(folder: string): Promise<boolean> {
     if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR")) return false;
     throw error;
   }
-}
-
-/** Creates whatever part of the disk is missing (the root only root can enter). */
-export async function ensureDiskFolders(paths: ComputerPaths): Promise<void> {
-  await mkdir(paths.root, { recursive: true, mode: 0o700 });
-  await Promise.all(
-    [paths.home, paths.workspace, paths.workerState].map((folder) =>
-      mkdir(folder, { recursive: true, mode: 0o700 }),
-    ),
-  );
 }
 
 /**

@@ -1,13 +1,15 @@
 /**
  * Fault: the server is SIGKILLed while a computer is awake. Its sandbox dies with it
  * (--die-with-parent), and the next provider start removes the cgroups, sockets and runtime files
- * it left behind (L4), even while the killed server is still a zombie (R2).
+ * it left behind (L4), even while the killed server is still a zombie (R2), and unmounts its
+ * disk image (L6) with every file intact.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { access, readdir, readFile, writeFile } from "node:fs/promises";
+import { access, readdir, readFile, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
+import { readMounts } from "./disk-image.ts";
 import { createLocalProvider } from "./local-provider.ts";
 import { processStartTicks } from "./system.ts";
 import {
@@ -57,6 +59,8 @@ const provider = await createLocalProvider({
 });
 await provider.create(${JSON.stringify(id)});
 await provider.wake(${JSON.stringify(id)}, { gatewayUrl: gateway.url, workerToken: "t" });
+const written = await provider.exec(${JSON.stringify(id)}, ["sh", "-c", "echo kept > /workspace/kept.txt && sync"]);
+if (written.exitCode !== 0) throw new Error(written.stderr);
 console.log(JSON.stringify({ pid: process.pid, info: provider.info(${JSON.stringify(id)}) }));
 setInterval(() => undefined, 1000);
 `,
@@ -100,6 +104,10 @@ describe.skipIf(skip !== undefined)("local provider leftovers", () => {
     try {
       const slot = info.slot;
       expect(await exists(info.sockets.gateway)).toBe(true);
+      const mountPoint = path.join(await realpath(dataDir.path), "data", id, "mount");
+      const isMounted = async () =>
+        (await readMounts()).some((entry) => entry.mountPoint === mountPoint);
+      expect(await isMounted()).toBe(true);
 
       server.kill("SIGKILL");
       await new Promise((resolve) => server.once("exit", resolve));
@@ -121,12 +129,15 @@ describe.skipIf(skip !== undefined)("local provider leftovers", () => {
         expect(await exists(`/run/roost/local/awake/${slot}.json`)).toBe(false);
         expect(await exists(`/run/roost/local/c${slot}`)).toBe(false);
         expect(await exists(info.sockets.gateway)).toBe(false);
+        expect(await isMounted()).toBe(false);
         // The computer itself is intact and wakes again on the same slot.
         expect(await provider.status(id)).toBe("stopped");
         await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
         expect(provider.info(id)!.slot).toBe(slot);
+        const kept = await provider.exec(id, ["cat", "/workspace/kept.txt"]);
+        expect(kept.stdout).toBe("kept\n");
         expect(
-          JSON.parse(await readFile(path.join(provider.paths(id).root, "local.json"), "utf8")),
+          JSON.parse(await readFile(path.join(dataDir.path, "data", id, "local.json"), "utf8")),
         ).toMatchObject({ slot });
         await provider.destroy(id);
         expect(await readdir(path.join(dataDir.path, "data"))).toEqual([]);

@@ -15,13 +15,26 @@
  *   L4 at start, resources of slots whose owning server is gone are removed (R1, R2).
  *   L5 a computer's files always belong to its slot's uid: they are handed over (recursively)
  *      whenever the uid changed or the folders are found owned by another uid.
+ *   L6 the disk image is attached from create() or wake() until sleep(), and for withDisk();
+ *      a sleeping computer holds no mount (disk-image.ts, DISK1), and the sandbox's processes
+ *      run under the seccomp filter (seccomp.ts).
  *   LNET1 a computer's host sockets exist only while it is awake, are served before its sandbox
  *      starts, and belong to its uid with mode 0600: only that computer (and root) can open
  *      them, and what arrives on them is that computer's (G8, E1).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  mkdir,
+  readFile,
+  readdir,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../../errors/index.ts";
@@ -46,14 +59,9 @@ import {
   type CgroupDiscovery,
   type ComputerCgroup,
 } from "./cgroups.ts";
-import {
-  chownDisk,
-  computerIdPattern,
-  computerPaths,
-  diskOwnedBy,
-  ensureDiskFolders,
-  isDirectory,
-} from "./disk.ts";
+import { chownDisk, computerIdPattern, diskOwnedBy } from "./disk.ts";
+import { createDiskImages, resolveDiskTools, type DiskImages } from "./disk-image.ts";
+import { seccompFilterFor, type SeccompChoice } from "./seccomp.ts";
 import {
   resolveLocalProviderOptions,
   type LocalProviderOptions,
@@ -140,6 +148,8 @@ export interface LocalProvider extends ComputerProvider {
    * environment (without the worker's ROOST_* variables).
    */
   exec(computerId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** The disk of a sleeping computer, attached for `use` and detached after (L6). */
+  withDisk<T>(computerId: string, use: (paths: ComputerPaths) => Promise<T>): Promise<T>;
   /** Host pids of the computer's processes and the memory charged to its cgroups. */
   usage(
     computerId: string,
@@ -190,8 +200,21 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
       `the local computer provider needs the cgroup controllers ${missingControllers.join(" and ")} (v1 or v2), which this kernel does not offer; set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
     );
   }
-  const [layout, owner] = await Promise.all([readHostLayout(), currentOwner()]);
+  const [layout, owner, diskTools] = await Promise.all([
+    readHostLayout(),
+    currentOwner(),
+    resolveDiskTools({}, config.searchPath),
+  ]);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  await chmod(config.dataDir, 0o700);
+  const disks = createDiskImages({
+    dataDir: await realpath(config.dataDir), // mountinfo names mount points by their real path
+    diskBytes: config.limits.diskBytes,
+    tools: diskTools,
+    log: config.log,
+  });
+  const seccomp = seccompFilterFor();
+  if (seccomp.kind === "none") config.log(seccomp.warning);
   const state = await createRuntimeState(config.runDir, owner);
   const slots = createSlotRegistry({
     dir: config.registryDir,
@@ -209,6 +232,8 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
     slots,
     compileCacheDir,
     warmUp,
+    disks,
+    seccomp,
   );
   await provider.sweep();
   return provider;
@@ -292,6 +317,8 @@ class LocalComputerProvider implements LocalProvider {
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #compileCacheDir: string;
   readonly #warmUp: Promise<void>;
+  readonly #disks: DiskImages;
+  readonly #seccomp: SeccompChoice;
   #closed = false;
 
   constructor(
@@ -303,6 +330,8 @@ class LocalComputerProvider implements LocalProvider {
     slots: SlotRegistry,
     compileCacheDir: string,
     warmUp: Promise<void>,
+    disks: DiskImages,
+    seccomp: SeccompChoice,
   ) {
     this.#config = config;
     this.#tools = tools;
@@ -312,18 +341,21 @@ class LocalComputerProvider implements LocalProvider {
     this.#slots = slots;
     this.#compileCacheDir = compileCacheDir;
     this.#warmUp = warmUp.catch(() => undefined);
+    this.#disks = disks;
+    this.#seccomp = seccomp;
   }
 
+  /** Where the disk's folders are while it is attached (L6): after create() and while awake. */
   paths(computerId: string): ComputerPaths {
-    return computerPaths(this.#config.dataDir, checkId(computerId));
+    return this.#disks.paths(checkId(computerId));
   }
 
   create(computerId: string): Promise<ComputerPaths> {
-    const paths = this.paths(computerId);
+    checkId(computerId);
     return this.#serial(computerId, async () => {
       this.#assertOpen();
-      await ensureDiskFolders(paths);
-      const slot = await this.#slots.ensure(paths.root, computerId);
+      const paths = await this.#disks.attach(computerId);
+      const slot = await this.#slots.ensure(this.#disks.hostDir(computerId), computerId);
       await this.#handOver(paths, slot, slot.changed);
       return paths;
     });
@@ -331,7 +363,16 @@ class LocalComputerProvider implements LocalProvider {
 
   wake(computerId: string, request: WakeRequest): Promise<void> {
     const paths = this.paths(computerId);
-    return this.#serial(computerId, () => this.#wake(computerId, paths, request));
+    return this.#serial(computerId, async () => {
+      try {
+        await this.#wake(computerId, paths, request);
+      } catch (error) {
+        // L2, L6: a failed wake leaves the disk detached.
+        if (!this.#awake.has(computerId))
+          await this.#disks.detach(computerId).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   sleep(computerId: string): Promise<void> {
@@ -339,24 +380,40 @@ class LocalComputerProvider implements LocalProvider {
     return this.#serial(computerId, async () => {
       const awake = this.#awake.get(computerId);
       if (awake !== undefined) await this.#stop(awake);
+      await this.#disks.detach(computerId); // L6
+    });
+  }
+
+  /** L6: the disk attached for `use` (the snapshot after sleep), detached after unless awake. */
+  withDisk<T>(computerId: string, use: (paths: ComputerPaths) => Promise<T>): Promise<T> {
+    checkId(computerId);
+    return this.#serial(computerId, async () => {
+      this.#assertOpen();
+      if (!(await this.#disks.exists(computerId))) throw new NotFoundError("computer", computerId);
+      const paths = await this.#disks.attach(computerId);
+      try {
+        return await use(paths);
+      } finally {
+        if (!this.#awake.has(computerId)) await this.#disks.detach(computerId);
+      }
     });
   }
 
   destroy(computerId: string): Promise<void> {
-    const paths = this.paths(computerId);
+    checkId(computerId);
     return this.#serial(computerId, async () => {
       const awake = this.#awake.get(computerId);
       if (awake !== undefined) await this.#stop(awake);
-      await this.#slots.release(paths.root);
-      await rm(paths.root, { recursive: true, force: true });
+      await this.#slots.release(this.#disks.hostDir(computerId));
+      await this.#disks.remove(computerId);
     });
   }
 
   async status(computerId: string): Promise<ComputerRuntimeStatus> {
-    const paths = this.paths(computerId);
+    checkId(computerId);
     const awake = this.#awake.get(computerId);
     if (awake !== undefined && !awake.stopping) return "running";
-    return (await isDirectory(paths.root)) ? "stopped" : "missing";
+    return (await this.#disks.exists(computerId)) ? "stopped" : "missing";
   }
 
   async close(): Promise<void> {
@@ -369,6 +426,7 @@ class LocalComputerProvider implements LocalProvider {
         }),
       ),
     );
+    await this.#disks.detachAll(); // L6
     await removeEmptyGroups(this.#cgroups, this.#config.cgroupName);
     await this.#warmUp;
     const failures = results.flatMap((result) =>
@@ -433,6 +491,11 @@ class LocalComputerProvider implements LocalProvider {
       "--pid",
       "--root",
       "--",
+      // X5: the same seccomp filter as the sandbox's own processes, loaded by a bubblewrap that
+      // keeps the computer's view of the file system (it only adds a mount namespace of its own).
+      ...(this.#seccomp.kind === "filter"
+        ? [this.#tools.bwrap, "--dev-bind", "/", "/", "--seccomp", "3", "--"]
+        : []),
       this.#tools.setpriv,
       `--reuid=${awake.uid}`,
       `--regid=${awake.gid}`,
@@ -450,10 +513,15 @@ class LocalComputerProvider implements LocalProvider {
     return runLaunched(
       ["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command],
       options,
+      this.#seccomp.kind === "filter" ? this.#seccomp.program : undefined,
     );
   }
 
-  /** L4: removes resources of slots whose owning server is gone (and any without an owner). */
+  /**
+   * L4: removes resources of slots whose owning server is gone (and any without an owner), and
+   * unmounts the disks left mounted under the data dir. Runs once, at start, before any computer
+   * of this provider is attached.
+   */
   async sweep(): Promise<void> {
     // Resources first, records second: a live server writes its record before making resources (R1).
     const [cgroupSlots, runtimeSlots] = await Promise.all([
@@ -474,6 +542,8 @@ class LocalComputerProvider implements LocalProvider {
         await this.#state.removeRecord(slot);
       });
     }
+    // L6: disks a killed server left mounted (their sandboxes are gone with it: X2).
+    await this.#disks.detachAll();
   }
 
   #assertOpen(): void {
@@ -513,9 +583,9 @@ class LocalComputerProvider implements LocalProvider {
       await writeToken(running.runtimeDir, request.workerToken, running.uid, running.gid);
       return;
     }
-    if (!(await isDirectory(paths.root))) throw new NotFoundError("computer", computerId);
-    await ensureDiskFolders(paths);
-    const slot = await this.#slots.ensure(paths.root, computerId);
+    if (!(await this.#disks.exists(computerId))) throw new NotFoundError("computer", computerId);
+    await this.#disks.attach(computerId); // L6
+    const slot = await this.#slots.ensure(this.#disks.hostDir(computerId), computerId);
     await this.#handOver(paths, slot, slot.changed);
 
     const egress = this.#config.sockets.egress !== undefined;
@@ -590,7 +660,10 @@ class LocalComputerProvider implements LocalProvider {
           await chown(file, slot.uid, slot.gid);
           await chmod(file, 0o600);
         }
-        const started = await this.#startSandbox(procs.workerProcs, bwrapArguments(spec, 3));
+        const started = await this.#startSandbox(
+          procs.workerProcs,
+          bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
+        );
         return {
           computerId,
           paths,
@@ -695,11 +768,14 @@ class LocalComputerProvider implements LocalProvider {
         ...args.command,
       ],
       {
-        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+        // fd 5: the seccomp filter (X5).
+        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
         env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
       },
     );
     const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    const seccompPipe = (child.stdio as unknown as Writable[])[5]!.on("error", () => undefined);
+    seccompPipe.end(this.#seccomp.kind === "filter" ? this.#seccomp.program : undefined);
     const output = { text: "" };
     const append = (chunk: Buffer) => {
       output.text = (output.text + chunk.toString("utf8")).slice(-outputTailBytes);
@@ -821,10 +897,14 @@ function lastLines(text: string, count: number): string {
 }
 
 /** Runs the launcher with argv = [name, COUNT, FILE..., COMMAND...] and collects its output. */
-function runLaunched(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+function runLaunched(
+  argv: readonly string[],
+  options: ExecOptions,
+  seccompProgram: Buffer | undefined,
+): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
     const child = spawn("/bin/sh", ["-c", launcherScript, ...argv], {
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe", seccompProgram === undefined ? "ignore" : "pipe"],
       env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
       detached: true, // its own process group, so a timeout kills what it started too
     });
@@ -836,9 +916,11 @@ function runLaunched(argv: readonly string[], options: ExecOptions): Promise<Exe
       size += chunk.length;
       if (size <= limit) into.push(chunk);
     };
-    child.stdout.on("data", collect(stdout));
-    child.stderr.on("data", collect(stderr));
-    child.stdin.on("error", () => undefined).end(options.input ?? "");
+    child.stdout!.on("data", collect(stdout));
+    child.stderr!.on("data", collect(stderr));
+    child.stdin!.on("error", () => undefined).end(options.input ?? "");
+    if (seccompProgram !== undefined)
+      (child.stdio[3] as Writable).on("error", () => undefined).end(seccompProgram);
     const timer = setTimeout(() => {
       if (child.pid !== undefined) {
         try {

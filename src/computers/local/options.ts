@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
 import type { CgroupLimits } from "./cgroups.ts";
+import { minimumDiskBytes } from "./disk-image.ts";
 import { insidePaths } from "./sandbox.ts";
 import type { HostTools } from "./system.ts";
 
@@ -13,6 +14,11 @@ import type { HostTools } from "./system.ts";
 export interface ComputerLimits extends CgroupLimits {
   /** Size of the computer's /tmp (a tmpfs; its pages also count against the memory limit). */
   tmpBytes: number;
+  /**
+   * Size of the computer's durable disk (home, workspace, worker state): its ext4 image, sparse
+   * on the host (disk-image.ts). A change applies on each computer's next wake.
+   */
+  diskBytes: number;
 }
 
 export const defaultLimits: ComputerLimits = {
@@ -22,6 +28,7 @@ export const defaultLimits: ComputerLimits = {
   workerMemoryBytes: 512 * 1024 * 1024,
   workerPids: 256,
   tmpBytes: 512 * 1024 * 1024,
+  diskBytes: 10 * 1024 * 1024 * 1024,
 };
 
 /** One listening host socket of an awake computer; closed when the computer sleeps. */
@@ -51,6 +58,8 @@ export interface LocalProviderOptions {
   dataDir: string;
   /** Serves each awake computer's gateway and egress sockets. */
   sockets: SandboxSockets;
+  /** Where the provider's operational messages go (disk resizes and moves, a missing seccomp filter). @default dropped */
+  log?: (message: string) => void;
   /** Told when a sandbox ended without sleep() (its supervisor exited or was killed). Must not throw. */
   onExit?: (computerId: string, detail: string) => void;
   /** Per-computer limits; each field defaults to {@link defaultLimits}. */
@@ -81,6 +90,7 @@ export interface ResolvedLocalProviderOptions {
   dataDir: string;
   sockets: SandboxSockets;
   onExit: (computerId: string, detail: string) => void;
+  log: (message: string) => void;
   limits: ComputerLimits;
   uidBase: number;
   slots: number;
@@ -124,6 +134,11 @@ export function resolveLocalProviderOptions(
       "local provider: sockets.gateway is required (it serves each computer's gateway socket; the platform passes the gateway's listenComputer)",
     );
   }
+  if (limits.diskBytes < minimumDiskBytes) {
+    throw new ConfigError(
+      `local provider: limits.diskBytes must be at least ${minimumDiskBytes} (32 MiB; ROOST_COMPUTER_DISK_BYTES), got ${limits.diskBytes}`,
+    );
+  }
   const uidBase = positive("uidBase", options.uidBase ?? 200_000, true);
   const uidCount = positive("uidCount", options.uidCount ?? 65_536, true);
   if (uidBase < 1000)
@@ -134,6 +149,7 @@ export function resolveLocalProviderOptions(
     dataDir: path.resolve(options.dataDir),
     sockets: options.sockets,
     onExit: options.onExit ?? (() => undefined),
+    log: options.log ?? (() => undefined),
     limits,
     uidBase,
     slots: uidCount,

@@ -31,6 +31,8 @@
  *      only ways out are the unix sockets in /run/roost. The supervisor's forwarders serve the
  *      egress sockets at 127.0.0.1:3128 (HTTP proxy) and 127.0.0.1:1080 (SOCKS5) as the
  *      computer's uid, restart when they exit, and listen before the ready line.
+ *   X5 every process in the computer runs under the seccomp filter (seccomp.ts): no user or
+ *      other namespaces, no packet or netfilter sockets, no mounts (where the architecture has one).
  */
 import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -413,6 +415,8 @@ export function compileCacheWarmUp(
 export function bwrapArguments(
   spec: SandboxSpec,
   statusFd: number,
+  /** Where bubblewrap reads the seccomp filter (seccomp.ts); none when undefined. */
+  seccompFd?: number,
 ): { options: string[]; command: string[] } {
   const made = new Set<string>(["/tmp", "/run", "/dev", "/proc", "/etc"]);
   const args: string[] = [
@@ -475,6 +479,8 @@ export function bwrapArguments(
   // folders; the worker starts every command in /workspace itself.
   args.push("--chdir", "/");
   args.push("--json-status-fd", String(statusFd));
+  // X5: loaded last, just before the supervisor runs, so everything in the computer inherits it.
+  if (seccompFd !== undefined) args.push("--seccomp", String(seccompFd));
   // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
   // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
   const command = ["/bin/sh", insidePaths.supervisor, ...asComputerUser(spec), ...spec.workerArgv];

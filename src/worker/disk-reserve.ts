@@ -1,0 +1,57 @@
+/**
+ * Room kept back on the computer's disk for the worker's own records. A computer's disk has a
+ * limit (the local provider's disk image), and a user's command can fill it. The worker writes a
+ * `started` record and a job folder before it runs any command, so on a full disk it could not
+ * even run the `rm` that frees space. It therefore keeps a file of zeros, `disk-reserve`, in its
+ * state folder: when one of its own writes fails with ENOSPC, it deletes that file and tries
+ * once more, and it puts the file back once the disk has room again.
+ *
+ * What this does not do: keep a command that is still writing from eating the freed room (it
+ * will, and then fails again with ENOSPC, as it should). It only gives the worker a way back.
+ */
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { isErrno } from "./fs-atomic.ts";
+
+export const reserveFileName = "disk-reserve";
+/** Big enough for thousands of records and job folders. */
+export const reserveBytes = 8 * 1024 * 1024;
+
+/** Runs `write`; when it fails with ENOSPC, frees the reserve (if there is one) and runs it again. */
+export async function withDiskRoom<T>(stateDir: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!isErrno(error, "ENOSPC")) throw error;
+    try {
+      await fs.unlink(path.join(stateDir, reserveFileName));
+    } catch (unlinkError) {
+      if (isErrno(unlinkError, "ENOENT")) throw error; // nothing left to give
+      throw unlinkError;
+    }
+    return await write();
+  }
+}
+
+/**
+ * Puts the reserve (back) in place when it is missing and the disk has room for it several times
+ * over; never fails (a full disk is simply left alone). Real zeros, not a sparse file: only
+ * blocks that are allocated are blocks that can be given back.
+ */
+export async function refillDiskReserve(stateDir: string): Promise<void> {
+  const file = path.join(stateDir, reserveFileName);
+  try {
+    if ((await fs.stat(file)).size === reserveBytes) return;
+  } catch (error) {
+    if (!isErrno(error, "ENOENT")) return;
+  }
+  try {
+    const space = await fs.statfs(stateDir);
+    if (space.bavail * space.bsize < 4 * reserveBytes) return;
+    const temporary = `${file}.tmp`;
+    await fs.writeFile(temporary, Buffer.alloc(reserveBytes));
+    await fs.rename(temporary, file);
+  } catch {
+    await fs.rm(`${file}.tmp`, { force: true }).catch(() => undefined);
+  }
+}
