@@ -525,18 +525,22 @@ function checkPort(port: number, name: string): number {
 }
 
 /** A port that was free on 127.0.0.1 a moment ago (and is none of `avoid`). */
+/**
+ * A port that is free on 127.0.0.1 now, for tests and benches that start servers on fixed ports.
+ * It is picked at random below the kernel's ephemeral range (32768–60999 on Linux), so an
+ * outgoing connection of another process cannot take it between this check and the server's
+ * own listen, which a port the kernel handed out for `listen(0)` is exposed to.
+ */
 export async function findFreePort(avoid: readonly number[] = []): Promise<number> {
   for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    if (avoid.includes(candidate)) continue;
+    const free = await new Promise<boolean>((resolve) => {
       const server = createServer();
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        const found = typeof address === "object" && address !== null ? address.port : 0;
-        server.close(() => resolve(found));
-      });
+      server.once("error", () => resolve(false));
+      server.listen(candidate, "127.0.0.1", () => server.close(() => resolve(true)));
     });
-    if (port !== 0 && !avoid.includes(port)) return port;
+    if (free) return candidate;
   }
 }
 

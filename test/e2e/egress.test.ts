@@ -195,7 +195,7 @@ describe.skipIf(!isRoot)("egress end to end (local provider; skipped when not ro
       expect(response.status, rule).toBe(400);
       const body = (await response.json()) as { error: { code: string; message: string } };
       expect(body.error.code, rule).toBe("invalid_request");
-      expect(body.error.message, rule).toMatch(/^egress policy refused: allow\[1\]: /);
+      expect(body.error.message, rule).toMatch(/^field "policy\.allow\.1": /);
       expect(body.error.message, rule).toMatch(reason);
     }
     // The broad rules and allow-all are accepted: they reach public addresses only.

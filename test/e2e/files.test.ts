@@ -86,7 +86,11 @@ for (const provider of providers) {
           "/v1/computers/me",
         );
         expect(computer.provider).toBe(provider.name);
-        workspaceOnHost = join(dataDir, "computers", computer.id, "workspace");
+        // The local provider keeps the disk in an image mounted under mount/disk while awake.
+        workspaceOnHost =
+          provider.name === "local"
+            ? join(dataDir, "computers", computer.id, "mount", "disk", "workspace")
+            : join(dataDir, "computers", computer.id, "workspace");
       }, 120_000);
       afterAll(async () => {
         await roost?.stop();
