@@ -7,6 +7,7 @@ import type { Store } from "./types.ts";
 
 export type * from "./types.ts";
 export { stepKinds } from "./types.ts";
+export { memoryTiers } from "./memory-types.ts";
 export { isStoreOutage } from "./outages.ts";
 
 /** Open the configured store and bring its schema up to date. */

@@ -2,7 +2,17 @@
  * Schema migrations, shared by SQLite and Postgres: plain SQL both accept (TEXT, BIGINT,
  * INTEGER, UNIQUE, REFERENCES). Append new migrations; never edit a released one.
  */
-export const migrations: readonly { version: number; statements: readonly string[] }[] = [
+export interface Migration {
+  version: number;
+  /** SQL both databases accept. */
+  statements: readonly string[];
+  /** Run after `statements`, on SQLite only (e.g. FTS5 tables). */
+  sqlite?: readonly string[];
+  /** Run after `statements`, on Postgres only (e.g. tsvector columns). */
+  postgres?: readonly string[];
+}
+
+export const migrations: readonly Migration[] = [
   {
     version: 1,
     statements: [
@@ -120,6 +130,47 @@ export const migrations: readonly { version: number; statements: readonly string
       `CREATE INDEX api_tokens_by_account ON api_tokens (account_id)`,
       // Deleting a bot finds its conversations by bot (STORE7).
       `CREATE INDEX conversations_by_bot ON conversations (bot_id)`,
+    ],
+  },
+  {
+    version: 8,
+    statements: [
+      // What bots remember (memory-types.ts): facts in tiers; bot_id NULL = the account's user facts.
+      `CREATE TABLE memory_facts (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        bot_id TEXT REFERENCES bots(id),
+        tier TEXT NOT NULL,
+        text TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        expires_at BIGINT,
+        removed_at BIGINT)`,
+      `CREATE INDEX memory_facts_by_owner ON memory_facts (account_id, bot_id, tier, created_at)`,
+      // Every change to a fact, reviewable and revertable; change_key makes a retried change a no-op.
+      `CREATE TABLE memory_revisions (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        bot_id TEXT REFERENCES bots(id),
+        fact_id TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        action TEXT NOT NULL,
+        author TEXT NOT NULL,
+        conversation_id TEXT,
+        turn_id TEXT,
+        before_text TEXT,
+        after_text TEXT,
+        status TEXT NOT NULL,
+        revert_of TEXT,
+        change_key TEXT UNIQUE,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX memory_revisions_by_owner ON memory_revisions (account_id, bot_id, created_at)`,
+    ],
+    // Full-text search over log entries.
+    sqlite: [`CREATE VIRTUAL TABLE memory_log_search USING fts5(fact_id UNINDEXED, text)`],
+    postgres: [
+      `ALTER TABLE memory_facts ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED`,
+      `CREATE INDEX memory_facts_search ON memory_facts USING GIN (search)`,
     ],
   },
 ];

@@ -5,6 +5,7 @@
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import { createMemoryQueries } from "./memory-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -279,6 +280,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   }
 
   return {
+    ...createMemoryQueries(driver, now, ids),
     kind: driver.kind,
 
     async migrate() {
@@ -294,7 +296,11 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         for (const migration of migrations) {
           if (applied.has(migration.version)) continue;
           await driver.transaction(async (tx) => {
-            for (const statement of migration.statements) await tx.run(statement);
+            for (const statement of [
+              ...migration.statements,
+              ...((driver.kind === "sqlite" ? migration.sqlite : migration.postgres) ?? []),
+            ])
+              await tx.run(statement);
             await tx.run("INSERT INTO schema_migrations (version) VALUES (?)", [migration.version]);
           });
         }

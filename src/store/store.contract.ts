@@ -614,4 +614,346 @@ export function storeContract(
         });
       }));
   });
+
+  describe(`store contract: ${name}: memory`, () => {
+    const limits = { maxFacts: 2, maxChars: 40 };
+
+    it("adds, replaces and removes facts, each with its revision (MEM1), and keeps a removed fact's text (MEM4)", () =>
+      withStore(async (store) => {
+        const { account, bot, conversation } = await seed(store);
+        const base = {
+          accountId: account.id,
+          botId: bot.id,
+          tier: "profile" as const,
+          author: "tool" as const,
+        };
+        const added = await store.changeMemory({
+          ...base,
+          action: "add",
+          text: "likes tea",
+          conversationId: conversation.id,
+          turnId: "turn-1",
+        });
+        expect(added.revision).toMatchObject({
+          action: "add",
+          before: null,
+          after: "likes tea",
+          status: "applied",
+          author: "tool",
+          conversationId: conversation.id,
+          turnId: "turn-1",
+        });
+        const replaced = await store.changeMemory({
+          ...base,
+          action: "replace",
+          factId: added.fact.id,
+          text: "likes green tea",
+        });
+        expect(replaced.revision).toMatchObject({ before: "likes tea", after: "likes green tea" });
+        expect(
+          (await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).map(
+            (fact) => fact.text,
+          ),
+        ).toEqual(["likes green tea"]);
+        const removed = await store.changeMemory({
+          ...base,
+          action: "remove",
+          factId: added.fact.id,
+        });
+        expect(removed.revision).toMatchObject({ before: "likes green tea", after: null });
+        expect(await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).toEqual([]);
+        expect(await store.getMemoryFact(added.fact.id)).toMatchObject({
+          text: "likes green tea",
+          removedAt: expect.any(Number) as unknown,
+        });
+        // Restored under its own id.
+        const restored = await store.changeMemory({
+          ...base,
+          action: "add",
+          factId: added.fact.id,
+          text: "likes green tea",
+          author: "user",
+          revertOf: removed.revision.id,
+        });
+        expect(restored.fact.id).toBe(added.fact.id);
+        const revisions = await store.listMemoryRevisions({ accountId: account.id, botId: bot.id });
+        expect(revisions.map((revision) => revision.action)).toEqual([
+          "add",
+          "remove",
+          "replace",
+          "add",
+        ]);
+        expect(revisions[0]!.revertOf).toBe(removed.revision.id);
+        const page = await store.listMemoryRevisions({
+          accountId: account.id,
+          botId: bot.id,
+          before: revisions[1]!.id,
+          limit: 1,
+        });
+        expect(page.map((revision) => revision.id)).toEqual([revisions[2]!.id]);
+      }));
+
+    it("keeps user facts apart from a bot's, and refuses changes to another owner's fact", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        await store.changeMemory({
+          accountId: account.id,
+          botId: null,
+          tier: "user",
+          action: "add",
+          text: "is called Ada",
+          author: "user",
+        });
+        const botFact = await store.changeMemory({
+          accountId: account.id,
+          botId: bot.id,
+          tier: "profile",
+          action: "add",
+          text: "x",
+          author: "tool",
+        });
+        expect(
+          (await store.listMemoryFacts({ accountId: account.id, botId: null })).map(
+            (fact) => fact.text,
+          ),
+        ).toEqual(["is called Ada"]);
+        expect(
+          (await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).map(
+            (fact) => fact.text,
+          ),
+        ).toEqual(["x"]);
+        const other = await store.createAccount({ name: "eve", isAdmin: false });
+        await expect(
+          store.changeMemory({
+            accountId: other.id,
+            botId: bot.id,
+            tier: "profile",
+            action: "remove",
+            factId: botFact.fact.id,
+            author: "user",
+          }),
+        ).rejects.toMatchObject({ code: "not_found" });
+        await expect(
+          store.changeMemory({
+            accountId: account.id,
+            botId: null,
+            tier: "user",
+            action: "remove",
+            factId: botFact.fact.id,
+            author: "user",
+          }),
+        ).rejects.toMatchObject({ code: "not_found" });
+      }));
+
+    it("enforces limits in the write's transaction, even for concurrent adds (MEM2)", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        const change = (text: string) =>
+          store.changeMemory({
+            accountId: account.id,
+            botId: bot.id,
+            tier: "profile",
+            action: "add",
+            text,
+            author: "pass",
+            limits,
+          });
+        const outcomes = await Promise.allSettled([change("a"), change("b"), change("c")]);
+        expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(2);
+        const refused = outcomes.find((outcome) => outcome.status === "rejected");
+        expect((refused as PromiseRejectedResult).reason).toMatchObject({
+          code: "conflict",
+          message: "profile is full (2 facts): replace or remove one",
+        });
+        const [first] = await store.listMemoryFacts({ accountId: account.id, botId: bot.id });
+        await expect(
+          store.changeMemory({
+            accountId: account.id,
+            botId: bot.id,
+            tier: "profile",
+            action: "replace",
+            factId: first!.id,
+            text: "x".repeat(45),
+            author: "tool",
+            limits,
+          }),
+        ).rejects.toMatchObject({ code: "conflict" });
+        expect((await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).length).toBe(
+          2,
+        );
+      }));
+
+    it("applies a keyed change once (MEM3)", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        const change = {
+          accountId: account.id,
+          botId: bot.id,
+          tier: "log" as const,
+          action: "add" as const,
+          text: "met Bob",
+          author: "tool" as const,
+          key: "call_1",
+        };
+        const first = await store.changeMemory(change);
+        const again = await store.changeMemory(change);
+        expect(again.revision.id).toBe(first.revision.id);
+        const [a, b] = await Promise.all([
+          store.changeMemory({ ...change, key: "call_2", text: "met Carol" }),
+          store.changeMemory({ ...change, key: "call_2", text: "met Carol" }),
+        ]);
+        expect(a.revision.id).toBe(b.revision.id);
+        expect(await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).toHaveLength(
+          2,
+        );
+      }));
+
+    it("holds proposed revisions until accepted or rejected (MEM1)", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        const base = {
+          accountId: account.id,
+          botId: bot.id,
+          tier: "profile" as const,
+          author: "pass" as const,
+        };
+        const proposed = await store.changeMemory({
+          ...base,
+          action: "add",
+          text: "prefers mornings",
+          propose: true,
+        });
+        expect(proposed.revision.status).toBe("proposed");
+        expect(await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).toEqual([]);
+        expect(
+          (
+            await store.listMemoryRevisions({
+              accountId: account.id,
+              botId: bot.id,
+              status: "proposed",
+            })
+          ).map((revision) => revision.id),
+        ).toEqual([proposed.revision.id]);
+        const accepted = await store.decideMemoryRevision(proposed.revision.id, "accept");
+        expect(accepted.revision.status).toBe("applied");
+        expect(
+          (await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).map(
+            (fact) => fact.text,
+          ),
+        ).toEqual(["prefers mornings"]);
+        await expect(
+          store.decideMemoryRevision(proposed.revision.id, "reject"),
+        ).rejects.toMatchObject({ code: "conflict" });
+        const second = await store.changeMemory({
+          ...base,
+          action: "remove",
+          factId: accepted.fact.id,
+          propose: true,
+        });
+        await store.decideMemoryRevision(second.revision.id, "reject");
+        expect(await store.listMemoryFacts({ accountId: account.id, botId: bot.id })).toHaveLength(
+          1,
+        );
+      }));
+
+    it("lets notes expire", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        await store.changeMemory({
+          accountId: account.id,
+          botId: bot.id,
+          tier: "note",
+          action: "add",
+          text: "call back at 3",
+          author: "tool",
+          expiresAt: Date.now() + 60_000,
+        });
+        expect(
+          await store.listMemoryFacts({ accountId: account.id, botId: bot.id, tiers: ["note"] }),
+        ).toHaveLength(1);
+        expect(
+          await store.listMemoryFacts({
+            accountId: account.id,
+            botId: bot.id,
+            tiers: ["note"],
+            now: Date.now() + 120_000,
+          }),
+        ).toHaveLength(0);
+      }));
+
+    it("finds log entries by words, best first, and never another bot's", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        const other = await store.createBot({
+          accountId: account.id,
+          name: "other",
+          instructions: "",
+          model: null,
+        });
+        const log = (botId: string, text: string) =>
+          store.changeMemory({
+            accountId: account.id,
+            botId,
+            tier: "log",
+            action: "add",
+            text,
+            author: "tool",
+          });
+        await log(bot.id, "Deployed the billing service to staging");
+        await log(bot.id, "Lunch with Bob about the billing rewrite and billing bugs");
+        await log(bot.id, "Renewed the TLS certificate");
+        const removed = await log(bot.id, "billing notes, later removed");
+        await store.changeMemory({
+          accountId: account.id,
+          botId: bot.id,
+          tier: "log",
+          action: "remove",
+          factId: removed.fact.id,
+          author: "user",
+        });
+        await log(other.id, "billing for the other bot");
+        const hits = await store.searchMemoryLog({
+          accountId: account.id,
+          botId: bot.id,
+          text: "What about Billing? (staging)",
+          limit: 10,
+        });
+        expect(hits.map((hit) => hit.text).sort()).toEqual([
+          "Deployed the billing service to staging",
+          "Lunch with Bob about the billing rewrite and billing bugs",
+        ]);
+        expect(hits[0]!.score).toBeGreaterThanOrEqual(hits[1]!.score);
+        expect(
+          await store.searchMemoryLog({
+            accountId: account.id,
+            botId: bot.id,
+            text: "?!",
+            limit: 10,
+          }),
+        ).toEqual([]);
+        // Replacing an entry re-indexes it.
+        const tls = (
+          await store.listMemoryFacts({ accountId: account.id, botId: bot.id, tiers: ["log"] })
+        ).find((fact) => fact.text.includes("TLS"))!;
+        await store.changeMemory({
+          accountId: account.id,
+          botId: bot.id,
+          tier: "log",
+          action: "replace",
+          factId: tls.id,
+          text: "Renewed the staging certificate",
+          author: "user",
+        });
+        expect(
+          (
+            await store.searchMemoryLog({
+              accountId: account.id,
+              botId: bot.id,
+              text: "certificate",
+              limit: 10,
+            })
+          ).map((hit) => hit.text),
+        ).toEqual(["Renewed the staging certificate"]);
+      }));
+  });
 }

@@ -15,6 +15,9 @@
  *   STORE8 what is deleted reads as absent: reads answer undefined or nothing and never throw;
  *          writes into it (appendStep, appendMessage, createConversation) throw NotFoundError.
  */
+import type { MemoryStore } from "./memory-types.ts";
+
+export type * from "./memory-types.ts";
 
 export interface Account {
   id: string;
@@ -117,7 +120,7 @@ export interface BotPatch {
   model?: string | null;
 }
 
-export interface Store {
+export interface Store extends MemoryStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
