@@ -22,7 +22,9 @@ import { newId } from "../ids.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
+import type { MemoryService } from "../memory/index.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
+import { registerMemoryRoutes } from "./memory-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -49,6 +51,8 @@ export interface ApiDependencies {
   maxBodyBytes: number;
   /** The caller's computer (absent until the platform has computers). */
   computers?: ComputerService;
+  /** What bots remember (absent: no memory routes). */
+  memory?: MemoryService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -87,19 +91,33 @@ const modelSpec = z
   })
   .nullable();
 
+const skillNames = z
+  .array(
+    z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
+      error: "a skill name is 1–64 lowercase letters, digits and dashes",
+    }),
+    { error: "skills must be a list of skill names, or null for all of them" },
+  )
+  .max(200)
+  .nullable();
+const memoryReview = z.boolean({ error: "memoryReview must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
   model: modelSpec.optional(),
+  memoryReview: memoryReview.optional(),
+  skills: skillNames.optional(),
 });
 const patchBotBody = z
   .strictObject({
     name: text("name", { min: 1, max: 80 }).optional(),
     instructions: text("instructions", { max: 20_000 }).optional(),
     model: modelSpec.optional(),
+    memoryReview: memoryReview.optional(),
+    skills: skillNames.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model",
+    error: "send at least one of name, instructions, model, memoryReview, skills",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
@@ -129,7 +147,8 @@ const listConversationsQuery = z.strictObject({
 /** API4: the routes of this file that take query parameters; each parses them with readQuery. */
 const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
 /** The files routes (computer-routes.ts) parse their own `path` query with readQuery. */
-const validatesOwnQuery = (path: string) => path.startsWith("/v1/computers/me/files");
+const validatesOwnQuery = (path: string) =>
+  path.startsWith("/v1/computers/me/files") || path.endsWith("/memory/revisions");
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
 function answeringRoute<E extends Env, P extends string, I extends Input>(
@@ -403,6 +422,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const computerApp = app as unknown as Parameters<typeof registerComputerRoutes>[0];
     registerComputerRoutes(computerApp, deps.computers, store);
   }
+  if (deps.memory !== undefined) {
+    const memoryApp = app as unknown as Parameters<typeof registerMemoryRoutes>[0];
+    registerMemoryRoutes(memoryApp, { store, memory: deps.memory });
+  }
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
@@ -413,6 +436,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       name: body.name,
       instructions: body.instructions ?? "",
       model: body.model ?? null,
+      memoryReview: body.memoryReview ?? false,
+      skills: body.skills ?? null,
     });
     await store.audit({
       accountId: account.id,

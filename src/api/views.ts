@@ -16,6 +16,8 @@ export function botView(bot: Bot, defaultModel: { id: string; isDemo: boolean })
     model: bot.model,
     effectiveModel: bot.model ?? defaultModel.id,
     isDemo: bot.model === "demo" || (bot.model === null && defaultModel.isDemo),
+    memoryReview: bot.memoryReview,
+    skills: bot.skills,
     createdAt: iso(bot.createdAt),
     updatedAt: iso(bot.updatedAt),
   };

@@ -5,6 +5,13 @@ import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
 const options: Record<string, OptionSpec> = {
+  "memory-pass": {
+    type: "string",
+    value: "on|off",
+    description: "run the memory pass after every turn",
+    env: "ROOST_MEMORY_PASS",
+    default: "on",
+  },
   timezone: {
     type: "string",
     value: "ZONE",

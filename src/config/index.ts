@@ -52,6 +52,8 @@ export interface RoostConfig {
   /** The users' timezone (IANA name) until accounts have their own; the prompt states the date in it. @default UTC */
   timezone: string;
   rateLimits: RateLimitsConfig;
+  /** Run the memory pass after every turn (the bot's model reads the turn and updates memory). @default true */
+  memoryPass: boolean;
 }
 
 /** The API's limits, counted by each server node on its own (docs/api.md#rate-limits). */
@@ -373,6 +375,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     egress: resolveEgress(source),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
+    memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
     rateLimits: {
       requestsPerMinute: integer(source, "", "ROOST_RATE_LIMIT_PER_MINUTE", 3000, {
         min: 0,
@@ -385,6 +388,14 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
   };
+}
+
+function boolean(source: Source, flag: string, envName: string, fallback: boolean): boolean {
+  const raw = pick(source, flag, envName);
+  if (raw === undefined) return fallback;
+  if (["1", "true", "on", "yes"].includes(raw)) return true;
+  if (["0", "false", "off", "no"].includes(raw)) return false;
+  throw new ConfigError(`${envName} (--${flag}) must be on or off, got ${JSON.stringify(raw)}`);
 }
 
 function resolveTimezone(source: Source): string {

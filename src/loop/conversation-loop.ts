@@ -62,8 +62,23 @@ export interface LoopDependencies {
   promptSections?: readonly PromptSectionSource[];
   /** The users' timezone until accounts have their own. @default "UTC" */
   timezone?: string;
+  /**
+   * Told once when a turn has ended normally, from durable code: only journaled sends may go out
+   * (the memory pass is one). @default none
+   */
+  afterTurn?: readonly ((durable: DurableContext, turn: EndedTurn) => void)[];
   /** @default silent */
   logger?: Logger;
+}
+
+/** A turn that ended, and the steps it spans (its messages through its last step). */
+export interface EndedTurn {
+  accountId: string;
+  botId: string;
+  conversationId: string;
+  turnId: string;
+  fromSeq: number;
+  toSeq: number;
 }
 
 type InferOutcome =
@@ -236,6 +251,12 @@ async function runTurn(
   if (context === null) throw new ConversationGone();
 
   const running = deps.interrupts.begin(conversationId, startedAt);
+  let lastSeq = 0;
+  const tracked = async (step: StepInput, name?: string) => {
+    const saved = await save(step, name);
+    lastSeq = Math.max(lastSeq, saved.seq);
+    return saved;
+  };
   let ended: unknown;
   try {
     await turnCalls(
@@ -247,7 +268,7 @@ async function runTurn(
       context,
       running.signal,
       take,
-      save,
+      tracked,
     );
   } catch (error) {
     running.end();
@@ -265,6 +286,16 @@ async function runTurn(
     durable,
   });
   if (ended !== undefined) throw ended;
+  const fromSeq = Math.min(...batch.map((message) => message.seq));
+  for (const hook of deps.afterTurn ?? [])
+    hook(durable, {
+      accountId: context.accountId,
+      botId: context.bot.id,
+      conversationId,
+      turnId,
+      fromSeq,
+      toSeq: Math.max(lastSeq, fromSeq),
+    });
 }
 
 async function turnCalls(

@@ -2,7 +2,7 @@
  * loop/: the conversation loop (ARCHITECTURE.md §4), a Restate virtual object per conversation,
  * with its prompt sections and the owner's interrupts.
  */
-export { runConversation, type LoopDependencies } from "./conversation-loop.ts";
+export { runConversation, type EndedTurn, type LoopDependencies } from "./conversation-loop.ts";
 export {
   createConversationObject,
   conversationObjectName,

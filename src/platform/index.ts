@@ -31,6 +31,15 @@ import { createConversationObject, createTurnInterrupts } from "../loop/index.ts
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
+import {
+  createLexicalRanker,
+  createMemoryPassObject,
+  createMemorySection,
+  createMemoryService,
+  createMemoryTools,
+  memoryPassObjectName,
+  type MemoryPassRequest,
+} from "../memory/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
@@ -162,9 +171,15 @@ export async function startPlatform(
 
     const ingress = lazyIngress(ingressUrl);
     const controlPlane = createControlPlaneClient(ingress);
+    // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
+    const memory = createMemoryService(store);
+    const ranker = createLexicalRanker(store);
     const tools = createToolRouter({
-      sources: options.toolSources ?? [
-        createComputerTools({ store, gateway, events, providerKind: provider.kind }),
+      sources: [
+        ...(options.toolSources ?? [
+          createComputerTools({ store, gateway, events, providerKind: provider.kind }),
+        ]),
+        createMemoryTools(memory, store),
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -183,6 +198,16 @@ export async function startPlatform(
       followUpWindowMs: config.followUpWindowMs,
       interrupts,
       timezone: config.timezone,
+      promptSections: [createMemorySection({ store, ranker })],
+      afterTurn: config.memoryPass
+        ? [
+            (durable, turn) =>
+              durable.send(
+                { object: memoryPassObjectName, key: turn.conversationId, handler: "afterTurn" },
+                turn satisfies MemoryPassRequest,
+              ),
+          ]
+        : [],
       logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
@@ -212,7 +237,17 @@ export async function startPlatform(
     });
     const serviceServer = http2.createServer(
       restate.createEndpointHandler({
-        services: [conversationObject, computerObject],
+        services: [
+          conversationObject,
+          computerObject,
+          createMemoryPassObject({
+            store,
+            memory,
+            ranker,
+            resolveModel,
+            logger: logger.child({ component: "memory" }),
+          }),
+        ],
         logger: () => undefined,
       }),
     );
@@ -257,6 +292,7 @@ export async function startPlatform(
     const kicker = createKicker(ingress, store);
 
     const api = createApi({
+      memory,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),

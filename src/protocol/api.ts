@@ -19,6 +19,10 @@ export interface Bot {
   model: string | null;
   effectiveModel: string;
   isDemo: boolean;
+  /** The memory pass proposes; its changes wait in the memory inbox for the owner. */
+  memoryReview: boolean;
+  /** The skills this bot may use, by name; null for all of the account's skills. */
+  skills: string[] | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -252,4 +256,56 @@ export interface ErrorBody {
     /** `issues` for invalid requests, `{ kind, id }` for not_found, `retryAfterSeconds` for rate_limited. */
     details?: { issues?: ValidationIssue[] } & Record<string, unknown>;
   };
+}
+
+/** What a bot remembers (GET /v1/bots/{id}/memory). */
+export type MemoryTier = "user" | "profile" | "log" | "note";
+export interface MemoryFact {
+  id: string;
+  tier: MemoryTier;
+  text: string;
+  createdAt: string;
+  updatedAt: string;
+  /** Notes expire; other facts never do. */
+  expiresAt: string | null;
+}
+export interface MemoryRevision {
+  id: string;
+  factId: string;
+  /** bot: one bot's memory; user: the account's user facts. */
+  scope: "bot" | "user";
+  tier: MemoryTier;
+  action: "add" | "replace" | "remove";
+  /** Who made it: the bot's memory tool, the post-turn pass, or a person. */
+  author: "tool" | "pass" | "user";
+  conversationId: string | null;
+  turnId: string | null;
+  before: string | null;
+  after: string | null;
+  /** proposed: waiting in the memory inbox (review mode). */
+  status: "applied" | "proposed" | "rejected";
+  /** The revision this one reverts. */
+  revertOf: string | null;
+  createdAt: string;
+}
+export interface BotMemory {
+  user: MemoryFact[];
+  profile: MemoryFact[];
+  note: MemoryFact[];
+  /** Newest first, at most 100. */
+  log: MemoryFact[];
+  memoryReview: boolean;
+}
+export interface UserMemory {
+  user: MemoryFact[];
+}
+export interface MemoryRevisionPage {
+  /** Newest first. */
+  revisions: MemoryRevision[];
+  /** Pass as `before` for the next page; null at the end. */
+  next: string | null;
+}
+export interface MemoryChangeResult {
+  revision: MemoryRevision;
+  fact: MemoryFact;
 }

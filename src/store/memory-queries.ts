@@ -371,14 +371,22 @@ export function createMemoryQueries(
       });
     },
 
-    async listMemoryFacts({ accountId, botId, tiers, now: at = now() }) {
+    async listMemoryFacts({
+      accountId,
+      botId,
+      tiers,
+      now: at = now(),
+      newestFirst = false,
+      limit = 100_000,
+    }) {
       const tierList = tiers ?? ["user", "profile", "log", "note"];
+      const order = newestFirst ? "DESC" : "ASC";
       const rows = await driver.all<FactRow>(
         `SELECT ${factColumns} FROM memory_facts
          WHERE account_id = ? AND ${ownerClause(botId)} AND tier IN (${tierList.map(() => "?").join(", ")})
            AND removed_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
-         ORDER BY created_at, id`,
-        [accountId, ...ownerParams(botId), ...tierList, at],
+         ORDER BY created_at ${order}, id ${order} LIMIT ?`,
+        [accountId, ...ownerParams(botId), ...tierList, at, limit],
       );
       return rows.map(toFact);
     },

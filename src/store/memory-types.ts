@@ -104,6 +104,9 @@ export interface MemoryStore {
     botId: string | null;
     tiers?: readonly MemoryTier[];
     now?: number;
+    /** Newest first instead of oldest first. */
+    newestFirst?: boolean;
+    limit?: number;
   }): Promise<MemoryFact[]>;
   getMemoryFact(id: string): Promise<MemoryFact | undefined>;
   /** Log entries of the bot matching any word of `text`, best first (full-text search). */

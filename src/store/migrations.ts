@@ -173,4 +173,11 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX memory_facts_search ON memory_facts USING GIN (search)`,
     ],
   },
+  {
+    version: 9,
+    statements: [
+      // A bot's settings as JSON (types.ts BotSettings): memory review, skills; later ones too.
+      `ALTER TABLE bots ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'`,
+    ],
+  },
 ];

@@ -13,6 +13,7 @@ import type {
   AuditEntry,
   Bot,
   BotPatch,
+  BotSettings,
   Computer,
   Conversation,
   DeletedCounts,
@@ -34,6 +35,7 @@ interface BotRow {
   name: string;
   instructions: string;
   model: string | null;
+  settings: string;
   created_at: number;
   updated_at: number;
 }
@@ -88,15 +90,22 @@ const toAccount = (row: AccountRow): Account => ({
   isAdmin: Number(row.is_admin) === 1,
   createdAt: Number(row.created_at),
 });
-const toBot = (row: BotRow): Bot => ({
-  id: row.id,
-  accountId: row.account_id,
-  name: row.name,
-  instructions: row.instructions,
-  model: row.model,
-  createdAt: Number(row.created_at),
-  updatedAt: Number(row.updated_at),
-});
+const toBot = (row: BotRow): Bot => {
+  const settings = JSON.parse(row.settings) as BotSettings;
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    instructions: row.instructions,
+    model: row.model,
+    memoryReview: settings.memoryReview === true,
+    skills: settings.skills ?? null,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+};
+const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills">): string =>
+  JSON.stringify({ memoryReview: bot.memoryReview, skills: bot.skills } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
   accountId: row.account_id,
@@ -408,7 +417,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async createBot({ accountId, name, instructions, model }) {
+    async createBot({ accountId, name, instructions, model, memoryReview = false, skills = null }) {
       const at = now();
       const bot: Bot = {
         id: ids("bot"),
@@ -416,13 +425,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         name,
         instructions,
         model,
+        memoryReview,
+        skills,
         createdAt: at,
         updatedAt: at,
       };
       try {
         await driver.run(
-          "INSERT INTO bots (id, account_id, name, instructions, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          [bot.id, accountId, name, instructions, model, at, at],
+          "INSERT INTO bots (id, account_id, name, instructions, model, settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          [bot.id, accountId, name, instructions, model, settingsOf(bot), at, at],
         );
       } catch (error) {
         if (driver.isUniqueViolation(error)) {
@@ -471,12 +482,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           name: patch.name ?? bot.name,
           instructions: patch.instructions ?? bot.instructions,
           model: patch.model === undefined ? bot.model : patch.model,
+          memoryReview: patch.memoryReview ?? bot.memoryReview,
+          skills: patch.skills === undefined ? bot.skills : patch.skills,
           updatedAt: now(),
         };
         try {
           await tx.run(
-            "UPDATE bots SET name = ?, instructions = ?, model = ?, updated_at = ? WHERE id = ?",
-            [next.name, next.instructions, next.model, next.updatedAt, id],
+            "UPDATE bots SET name = ?, instructions = ?, model = ?, settings = ?, updated_at = ? WHERE id = ?",
+            [next.name, next.instructions, next.model, settingsOf(next), next.updatedAt, id],
           );
         } catch (error) {
           if (driver.isUniqueViolation(error)) {
@@ -502,6 +515,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         ]);
         if (row === undefined) throw new NotFoundError("bot", id);
         const counts = await deleteConversations(tx, "bot_id = ?", id);
+        // What the bot remembered goes with it (its user facts stay: they belong to the account).
+        if (driver.kind === "sqlite")
+          await tx.run(
+            "DELETE FROM memory_log_search WHERE fact_id IN (SELECT id FROM memory_facts WHERE bot_id = ?)",
+            [id],
+          );
+        await tx.run("DELETE FROM memory_revisions WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM memory_facts WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

@@ -856,6 +856,36 @@ export function storeContract(
         );
       }));
 
+    it("deleting a bot deletes what it remembered, not the account's user facts", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        await store.changeMemory({
+          accountId: account.id,
+          botId: bot.id,
+          tier: "log",
+          action: "add",
+          text: "deployed billing",
+          author: "tool",
+        });
+        await store.changeMemory({
+          accountId: account.id,
+          botId: null,
+          tier: "user",
+          action: "add",
+          text: "is called Ada",
+          author: "user",
+        });
+        await store.deleteBot({ id: bot.id, actorAccountId: account.id });
+        expect(await store.listMemoryRevisions({ accountId: account.id, botId: bot.id })).toEqual(
+          [],
+        );
+        expect(
+          (await store.listMemoryFacts({ accountId: account.id, botId: null })).map(
+            (fact) => fact.text,
+          ),
+        ).toEqual(["is called Ada"]);
+      }));
+
     it("lets notes expire", () =>
       withStore(async (store) => {
         const { account, bot } = await seed(store);

@@ -42,8 +42,18 @@ export interface Bot {
   instructions: string;
   /** `provider:model`, `demo`, or null for the platform default. */
   model: string | null;
+  /** The memory pass proposes instead of writing; changes wait in the memory inbox. */
+  memoryReview: boolean;
+  /** Names of the account's skills this bot may use; null = all of them. */
+  skills: string[] | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** The bot's settings that live in its `settings` JSON column (new ones need no migration). */
+export interface BotSettings {
+  memoryReview?: boolean;
+  skills?: string[] | null;
 }
 
 export interface Conversation {
@@ -118,6 +128,8 @@ export interface BotPatch {
   name?: string;
   instructions?: string;
   model?: string | null;
+  memoryReview?: boolean;
+  skills?: string[] | null;
 }
 
 export interface Store extends MemoryStore {
@@ -150,6 +162,8 @@ export interface Store extends MemoryStore {
     name: string;
     instructions: string;
     model: string | null;
+    memoryReview?: boolean;
+    skills?: string[] | null;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;
