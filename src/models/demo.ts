@@ -10,6 +10,9 @@
  *   `glob <pattern>`        → tool `glob` `{ pattern }`
  *   `bg <command>`          → tool `shell` `{ command, background: true }`
  *   `job <id>`              → tool `shell_status` `{ jobId }`
+ *   `remember [tier:] <text>` → tool `memory` `{ action: "add", tier (default profile), text }`
+ *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
+ *   `skill <name>`          → tool `skill` `{ name }`
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   anything else           → a labelled echo saying no provider is configured
  *
@@ -94,6 +97,26 @@ function decide(text: string, request: InferRequest): DemoAction {
   const job = /^job\s+(\S+)\s*$/.exec(trimmed);
   if (job?.[1] !== undefined && isOffered(request, "shell_status")) {
     return { kind: "tool", name: "shell_status", input: { jobId: job[1] } };
+  }
+  const remember = /^remember(?:\s+(user|profile|log|note):)?\s+([\s\S]+)$/i.exec(trimmed);
+  if (remember?.[2] !== undefined && isOffered(request, "memory")) {
+    return {
+      kind: "tool",
+      name: "memory",
+      input: {
+        action: "add",
+        tier: remember[1]?.toLowerCase() ?? "profile",
+        text: remember[2].trim(),
+      },
+    };
+  }
+  const forget = /^forget\s+(\S+)\s*$/i.exec(trimmed);
+  if (forget?.[1] !== undefined && isOffered(request, "memory")) {
+    return { kind: "tool", name: "memory", input: { action: "remove", id: forget[1] } };
+  }
+  const skill = /^skill\s+(\S+)\s*$/i.exec(trimmed);
+  if (skill?.[1] !== undefined && isOffered(request, "skill")) {
+    return { kind: "tool", name: "skill", input: { name: skill[1] } };
   }
   return { kind: "reply", text: echoReply(trimmed, request) };
 }
