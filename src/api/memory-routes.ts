@@ -14,7 +14,14 @@ import { z } from "zod";
 import { NotFoundError } from "../errors/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import type { Api } from "../protocol/index.ts";
-import type { Account, Bot, MemoryFact, MemoryRevision, MemoryTier, Store } from "../store/index.ts";
+import type {
+  Account,
+  Bot,
+  MemoryFact,
+  MemoryRevision,
+  MemoryTier,
+  Store,
+} from "../store/index.ts";
 import { queryInteger, readJson, readQuery, refuseBody, text } from "./validation.ts";
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
@@ -54,14 +61,22 @@ const botTier = z.enum(["profile", "log", "note"], {
 const addBody = z.strictObject({
   tier: botTier,
   text: text("text", { min: 1, max: 2000 }),
-  expiresInHours: z.number({ error: "expiresInHours must be a number" }).positive().max(2160).optional(),
+  expiresInHours: z
+    .number({ error: "expiresInHours must be a number" })
+    .positive()
+    .max(2160)
+    .optional(),
 });
 const addUserBody = z.strictObject({ text: text("text", { min: 1, max: 2000 }) });
 const patchBody = z.strictObject({ text: text("text", { min: 1, max: 2000 }) });
 const revisionsQuery = z.strictObject({
   before: z.string().max(100).optional(),
   limit: queryInteger("limit", { min: 1, max: 200 }).optional(),
-  status: z.enum(["applied", "proposed", "rejected"], { error: 'status must be "applied", "proposed" or "rejected"' }).optional(),
+  status: z
+    .enum(["applied", "proposed", "rejected"], {
+      error: 'status must be "applied", "proposed" or "rejected"',
+    })
+    .optional(),
 });
 
 type AppContext = Context<{ Variables: { account: Account } }>;
@@ -75,7 +90,8 @@ export function registerMemoryRoutes(
   const ownBot = async (context: AppContext): Promise<Bot> => {
     const id = context.req.param("id") ?? "";
     const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id) throw new NotFoundError("bot", id); // MEMAPI1
+    if (bot === undefined || bot.accountId !== context.get("account").id)
+      throw new NotFoundError("bot", id); // MEMAPI1
     return bot;
   };
   /** MEMAPI1: a fact of this owner (bot or account) and of a tier it may touch here. */
@@ -91,7 +107,10 @@ export function registerMemoryRoutes(
       throw new NotFoundError("memory fact", id);
     return fact;
   };
-  const page = async (context: AppContext, botId: string | null): Promise<Api.MemoryRevisionPage> => {
+  const page = async (
+    context: AppContext,
+    botId: string | null,
+  ): Promise<Api.MemoryRevisionPage> => {
     const query = readQuery(context, revisionsQuery);
     const limit = query.limit ?? 50;
     const revisions = await store.listMemoryRevisions({
@@ -118,7 +137,10 @@ export function registerMemoryRoutes(
         ? await memory.revert(revisionId, by)
         : await memory.decide(revisionId, action, by);
     return context.json(
-      { revision: memoryRevisionView(revision), fact: memoryFactView(fact) } satisfies Api.MemoryChangeResult,
+      {
+        revision: memoryRevisionView(revision),
+        fact: memoryFactView(fact),
+      } satisfies Api.MemoryChangeResult,
       action === "revert" ? 201 : 200,
     );
   };
@@ -133,7 +155,10 @@ export function registerMemoryRoutes(
       author: "user", // MEMAPI2
     });
     return context.json(
-      { revision: memoryRevisionView(revision), fact: memoryFactView(fact) } satisfies Api.MemoryChangeResult,
+      {
+        revision: memoryRevisionView(revision),
+        fact: memoryFactView(fact),
+      } satisfies Api.MemoryChangeResult,
       status,
     );
   };
@@ -172,13 +197,21 @@ export function registerMemoryRoutes(
     const bot = await ownBot(context);
     const fact = await ownFact(context, bot.id);
     const body = await readJson(context, patchBody);
-    return change(context, { botId: bot.id, tier: fact.tier, action: "replace", factId: fact.id, text: body.text }, 200);
+    return change(
+      context,
+      { botId: bot.id, tier: fact.tier, action: "replace", factId: fact.id, text: body.text },
+      200,
+    );
   });
   app.delete("/v1/bots/:id/memory/:factId", async (context) => {
     const bot = await ownBot(context);
     const fact = await ownFact(context, bot.id);
     await refuseBody(context, "DELETE /v1/bots/{id}/memory/{factId}");
-    return change(context, { botId: bot.id, tier: fact.tier, action: "remove", factId: fact.id }, 200);
+    return change(
+      context,
+      { botId: bot.id, tier: fact.tier, action: "remove", factId: fact.id },
+      200,
+    );
   });
   for (const action of ["revert", "accept", "reject"] as const) {
     app.post(`/v1/bots/:id/memory/revisions/:revisionId/${action}`, async (context) =>
@@ -205,7 +238,11 @@ export function registerMemoryRoutes(
   app.patch("/v1/me/memory/:factId", async (context) => {
     const fact = await ownFact(context, null);
     const body = await readJson(context, patchBody);
-    return change(context, { botId: "", tier: userTier, action: "replace", factId: fact.id, text: body.text }, 200);
+    return change(
+      context,
+      { botId: "", tier: userTier, action: "replace", factId: fact.id, text: body.text },
+      200,
+    );
   });
   app.delete("/v1/me/memory/:factId", async (context) => {
     const fact = await ownFact(context, null);

@@ -7,8 +7,8 @@ import type { CliIo } from "./io.ts";
 const options: Record<string, OptionSpec> = {
   "memory-pass": {
     type: "string",
-    value: "on|off",
-    description: "run the memory pass after every turn",
+    value: "BOOL",
+    description: "run the memory pass after every turn (on or off)",
     env: "ROOST_MEMORY_PASS",
     default: "on",
   },

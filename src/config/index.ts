@@ -54,6 +54,19 @@ export interface RoostConfig {
   rateLimits: RateLimitsConfig;
   /** Run the memory pass after every turn (the bot's model reads the turn and updates memory). @default true */
   memoryPass: boolean;
+  compaction: CompactionConfig;
+}
+
+/** When long conversations are summarised (src/loop/compaction.ts). */
+export interface CompactionConfig {
+  /** Share of the model's context window the history may fill before it is compacted. @default 0.6 */
+  share: number;
+  /** After the follow-up window, compact from this share already. @default 0.3 */
+  idleShare: number;
+  /** User messages kept verbatim after the summary. @default 20 */
+  keepMessages: number;
+  /** A fixed budget in tokens instead of the share. */
+  budgetTokens?: number;
 }
 
 /** The API's limits, counted by each server node on its own (docs/api.md#rate-limits). */
@@ -376,6 +389,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     log: resolveLog(source),
     timezone: resolveTimezone(source),
     memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
+    compaction: resolveCompaction(source),
     rateLimits: {
       requestsPerMinute: integer(source, "", "ROOST_RATE_LIMIT_PER_MINUTE", 3000, {
         min: 0,
@@ -396,6 +410,36 @@ function boolean(source: Source, flag: string, envName: string, fallback: boolea
   if (["1", "true", "on", "yes"].includes(raw)) return true;
   if (["0", "false", "off", "no"].includes(raw)) return false;
   throw new ConfigError(`${envName} (--${flag}) must be on or off, got ${JSON.stringify(raw)}`);
+}
+
+function share(source: Source, envName: string, fallback: number): number {
+  const raw = pick(source, "", envName);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!/^\d*\.?\d+$/.test(raw) || value <= 0 || value >= 1)
+    throw new ConfigError(
+      `${envName} must be a share between 0 and 1 (e.g. 0.6), got ${JSON.stringify(raw)}`,
+    );
+  return value;
+}
+
+function resolveCompaction(source: Source): CompactionConfig {
+  const budget = pick(source, "", "ROOST_COMPACTION_BUDGET_TOKENS");
+  const compaction: CompactionConfig = {
+    share: share(source, "ROOST_COMPACTION_SHARE", 0.6),
+    idleShare: share(source, "ROOST_COMPACTION_IDLE_SHARE", 0.3),
+    keepMessages: integer(source, "", "ROOST_COMPACTION_KEEP_MESSAGES", 20, { min: 2, max: 1000 }),
+  };
+  if (budget !== undefined)
+    compaction.budgetTokens = integer(source, "", "ROOST_COMPACTION_BUDGET_TOKENS", 0, {
+      min: 500,
+      max: 10_000_000,
+    });
+  if (compaction.idleShare > compaction.share)
+    throw new ConfigError(
+      "ROOST_COMPACTION_IDLE_SHARE must not be larger than ROOST_COMPACTION_SHARE (idle compaction starts earlier, not later)",
+    );
+  return compaction;
 }
 
 function resolveTimezone(source: Source): string {

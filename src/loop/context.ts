@@ -28,6 +28,10 @@ export interface TurnContext {
   promptHashes: SectionHash[];
   /** Journaled start of the turn (epoch ms). */
   startedAt: number;
+  /** Estimated tokens of the system prompt and the history (compaction's measure). */
+  historyTokens: number;
+  /** The bot's model's context window. */
+  contextWindowTokens: number;
 }
 
 type Keyed = { position: number; kind: 0 | 1; seq: number; message: ModelMessage };

@@ -224,7 +224,8 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(
       await runConversation(durable, deps(model, { followUpWindowMs: 10 }), conversationId),
     ).toEqual({ turns: 1 });
-    expect(durable.steps.slice(-2)).toEqual(["take-inbox", "take-inbox"]);
+    // The last take before the wait, the take after it, then the idle compaction check.
+    expect(durable.steps.slice(-3)).toEqual(["take-inbox", "take-inbox", "compact:check"]);
   });
 
   it("a message sent while the bot writes its final answer gets its own model call, after that answer", async () => {

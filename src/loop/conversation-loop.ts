@@ -21,12 +21,18 @@
  *         with an `interrupted` step, and every tool call the model made gets a result, so the
  *         history stays valid for every provider.
  *   LOOP8 a conversation deleted while its loop runs ends the loop quietly.
+ *   LOOP9 a history past its token budget is compacted at a step boundary (compaction.ts): at a
+ *         turn's start, after the provider refused a call as too long (then the call is tried once
+ *         more), and after the follow-up window with a lower budget. Compaction never fails a turn.
  */
 import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
 import { NotFoundError, toRoostError, type RoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import {
+  contextWindowOf,
+  estimateTokens,
+  isContextOverflow,
   providerSafeCallId,
   type InferResult,
   type ModelClient,
@@ -36,6 +42,13 @@ import {
 import type { Api } from "../protocol/index.ts";
 import type { Message, Store } from "../store/index.ts";
 import type { ToolResult, ToolRouter } from "../tools/index.ts";
+import {
+  compact,
+  defaultCompaction,
+  historyBudget,
+  type CompactionDependencies,
+  type CompactionSettings,
+} from "./compaction.ts";
 import { historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
 import type { TurnInterrupts } from "./interrupts.ts";
 import {
@@ -67,6 +80,12 @@ export interface LoopDependencies {
    * (the memory pass is one). @default none
    */
   afterTurn?: readonly ((durable: DurableContext, turn: EndedTurn) => void)[];
+  /** When and how to compact long conversations. @default defaultCompaction */
+  compaction?: CompactionSettings;
+  /** Compaction's first step: commit what the summarised part taught (the memory pass). */
+  beforeCompaction?: CompactionDependencies["beforeSummary"];
+  /** Whether something (a routine) is about to wake the conversation: idle compaction waits. */
+  wakesSoon?: (conversationId: string) => Promise<boolean>;
   /** @default silent */
   logger?: Logger;
 }
@@ -84,7 +103,13 @@ export interface EndedTurn {
 type InferOutcome =
   | { ok: true; result: InferResult }
   | { ok: false; interrupted: true }
-  | { ok: false; interrupted?: false; error: { code: string; message: string } };
+  | {
+      ok: false;
+      interrupted?: false;
+      error: { code: string; message: string };
+      /** The provider refused the call as longer than the model takes (compact and retry). */
+      contextOverflow?: boolean;
+    };
 
 type StepInput = Parameters<Store["appendStep"]>[0];
 
@@ -166,7 +191,16 @@ export async function runConversation(
       const woken = await waitForMessages(durable, deps.followUpWindowMs, (waiterId) =>
         take(waiterId),
       ); // LOOP4, LOOP5
-      if (woken === "timeout") return { turns };
+      if (woken === "timeout") {
+        await compactWhenIdle(
+          durable,
+          deps,
+          logger,
+          conversationId,
+          `${durable.invocationId}:idle:${turns}`,
+        );
+        return { turns };
+      }
       batch = woken;
       if (batch.length === 0) return { turns };
     }
@@ -189,24 +223,27 @@ function toInbox(messages: Message[]): InboxMessage[] {
   return messages.map((message) => ({ id: message.id, text: message.text, seq: message.seq }));
 }
 
-async function runTurn(
+/** `load-context`: everything the turn's model calls see, journaled (PRM3). */
+function loadTurnContext(
   durable: DurableContext,
   deps: LoopDependencies,
-  logger: Logger,
   conversationId: string,
   turnId: string,
   batch: readonly InboxMessage[],
-  take: (waiterId?: string | null) => Promise<InboxMessage[]>,
-  save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
-): Promise<void> {
+  startedAt: number,
+): Promise<TurnContext | null> {
   const { store } = deps;
-  const startedAt = await durable.now();
-  const context = await durable.step("load-context", async (): Promise<TurnContext | null> => {
+  return durable.step("load-context", async (): Promise<TurnContext | null> => {
     const conversation = await store.getConversation(conversationId);
     if (conversation === undefined) return null; // LOOP8
     const bot = await store.getBot(conversation.botId);
     if (bot === undefined) return null;
-    const fromSeq = Math.max(0, conversation.lastSeq - historyStepLimit);
+    const summary = await store.latestStepOfKind(conversationId, "summary");
+    const covered =
+      summary === undefined
+        ? 0
+        : (summary.payload as unknown as Api.SummaryPayload).coversThroughSeq;
+    const fromSeq = Math.max(covered, conversation.lastSeq - historyStepLimit);
     const turn = {
       accountId: conversation.accountId,
       botId: bot.id,
@@ -235,6 +272,11 @@ async function runTurn(
       ...loopSections({ bot, tools, now: startedAt, timezone: deps.timezone ?? "UTC" }),
       ...contributed.filter((section): section is PromptSection => section !== undefined),
     ];
+    if (summary !== undefined)
+      sections.push({
+        name: "summary",
+        text: `# Summary of the conversation so far\n${(summary.payload as unknown as Api.SummaryPayload).text}`,
+      });
     const { system, hashes } = assembleSystemPrompt(sections);
     const history = stepsToMessages(steps, messages);
     return {
@@ -246,9 +288,37 @@ async function runTurn(
       // PRM2: what was sent before this turn's new work began.
       promptHashes: [...hashes, hashMessages(history)],
       startedAt,
+      historyTokens: estimateTokens(system) + estimateTokens(JSON.stringify(history)),
+      contextWindowTokens: contextWindowOf(deps.resolveModel(bot.model)),
     };
   });
-  if (context === null) throw new ConversationGone();
+}
+
+async function runTurn(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  logger: Logger,
+  conversationId: string,
+  turnId: string,
+  batch: readonly InboxMessage[],
+  take: (waiterId?: string | null) => Promise<InboxMessage[]>,
+  save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
+): Promise<void> {
+  const startedAt = await durable.now();
+  const load = async () => {
+    const loaded = await loadTurnContext(durable, deps, conversationId, turnId, batch, startedAt);
+    if (loaded === null) throw new ConversationGone(); // LOOP8
+    return loaded;
+  };
+  let context = await load();
+  // LOOP9: a history over its budget is compacted at the turn's first step boundary.
+  if (
+    context.historyTokens >
+    historyBudget(compactionOf(deps), { contextWindowTokens: context.contextWindowTokens })
+  ) {
+    if (await compactConversation(durable, deps, logger, context, conversationId, turnId))
+      context = await load();
+  }
 
   const running = deps.interrupts.begin(conversationId, startedAt);
   let lastSeq = 0;
@@ -269,6 +339,12 @@ async function runTurn(
       running.signal,
       take,
       tracked,
+      async () => {
+        // LOOP9: the provider said the conversation is too long: compact now, whatever the budget.
+        await compactConversation(durable, deps, logger, context, conversationId, turnId);
+        context = await load();
+        return context;
+      },
     );
   } catch (error) {
     running.end();
@@ -304,13 +380,16 @@ async function turnCalls(
   logger: Logger,
   conversationId: string,
   turnId: string,
-  context: TurnContext,
+  initialContext: TurnContext,
   interrupt: AbortSignal,
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
+  compactAndReload: () => Promise<TurnContext>,
 ): Promise<void> {
   const { events } = deps;
-  const messages: ModelMessage[] = [...context.history];
+  let context = initialContext;
+  let messages: ModelMessage[] = [...context.history];
+  let retriedAfterOverflow = false;
   const maxCalls = deps.maxModelCallsPerTurn ?? 50;
   const fail = (index: number, error: { code: string; message: string }) =>
     save(
@@ -355,6 +434,20 @@ async function turnCalls(
       interrupt,
       index,
     );
+    if (
+      !outcome.ok &&
+      outcome.interrupted !== true &&
+      outcome.contextOverflow === true &&
+      !retriedAfterOverflow
+    ) {
+      // LOOP9: compact, then ask once more with the shorter history (the turn's own steps are
+      // in the store, so the reloaded history has them).
+      retriedAfterOverflow = true;
+      context = await compactAndReload();
+      messages = [...context.history];
+      index--;
+      continue;
+    }
     if (!outcome.ok) {
       if (outcome.interrupted === true) {
         // The streamed text of the stopped call belongs to nothing now.
@@ -509,7 +602,11 @@ async function infer(
             code: roost.code,
             error: roost.message,
           });
-          return { ok: false, error: { code: roost.code, message: roost.message } };
+          return {
+            ok: false,
+            error: { code: roost.code, message: roost.message },
+            ...(isContextOverflow(roost) ? { contextOverflow: true } : {}),
+          };
         }
         throw error;
       }
@@ -524,4 +621,85 @@ async function infer(
 /** Errors the user should read about, rather than ones the engine should retry. */
 function isReportable(error: RoostError): boolean {
   return !error.retryable && error.code !== "internal";
+}
+
+function compactionOf(deps: LoopDependencies): CompactionSettings {
+  return deps.compaction ?? defaultCompaction;
+}
+
+/** LOOP9, CMP1–CMP3 (compaction.ts); never throws for a model failure. */
+function compactConversation(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  logger: Logger,
+  context: TurnContext,
+  conversationId: string,
+  turnId: string,
+): Promise<boolean> {
+  return compact(
+    durable,
+    {
+      store: deps.store,
+      resolveModel: (spec) => deps.resolveModel(spec),
+      ...(deps.beforeCompaction === undefined ? {} : { beforeSummary: deps.beforeCompaction }),
+      logger,
+    },
+    compactionOf(deps),
+    {
+      accountId: context.accountId,
+      botId: context.bot.id,
+      model: context.bot.model,
+      conversationId,
+      turnId,
+    },
+    // Each part folded into the summary must fit the model with room to answer.
+    Math.max(2000, Math.floor(context.contextWindowTokens * 0.4)),
+  );
+}
+
+/**
+ * After the follow-up window, while the provider's cache is still warm, a conversation past its
+ * idle budget is compacted, unless something is about to wake it (LOOP9).
+ */
+async function compactWhenIdle(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  logger: Logger,
+  conversationId: string,
+  key: string,
+): Promise<void> {
+  const due = await durable.step("compact:check", async () => {
+    if ((await deps.wakesSoon?.(conversationId)) === true) return null;
+    const conversation = await deps.store.getConversation(conversationId);
+    if (conversation === undefined) return null;
+    const bot = await deps.store.getBot(conversation.botId);
+    if (bot === undefined) return null;
+    const summary = await deps.store.latestStepOfKind(conversationId, "summary");
+    const covered =
+      summary === undefined
+        ? 0
+        : (summary.payload as unknown as Api.SummaryPayload).coversThroughSeq;
+    const steps = await deps.store.listSteps(conversationId, {
+      afterSeq: Math.max(covered, conversation.lastSeq - historyStepLimit),
+      limit: historyStepLimit + 1,
+    });
+    const tokens = estimateTokens(JSON.stringify(steps.map((step) => step.payload)));
+    const window = contextWindowOf(deps.resolveModel(bot.model));
+    if (tokens <= historyBudget(compactionOf(deps), { contextWindowTokens: window }, true))
+      return null;
+    return { accountId: conversation.accountId, botId: bot.id, model: bot.model, window };
+  });
+  if (due === null) return;
+  await compact(
+    durable,
+    {
+      store: deps.store,
+      resolveModel: (spec) => deps.resolveModel(spec),
+      ...(deps.beforeCompaction === undefined ? {} : { beforeSummary: deps.beforeCompaction }),
+      logger,
+    },
+    compactionOf(deps),
+    { ...due, conversationId, turnId: key },
+    Math.max(2000, Math.floor(due.window * 0.4)),
+  );
 }

@@ -24,3 +24,14 @@ export {
   type SectionInput,
   type SectionName,
 } from "./prompt.ts";
+export {
+  compact,
+  cutPoint,
+  defaultCompaction,
+  demoSummary,
+  historyBudget,
+  summarizerInstructions,
+  type CompactionDependencies,
+  type CompactionRange,
+  type CompactionSettings,
+} from "./compaction.ts";

@@ -36,3 +36,9 @@ export type {
   OpenAiCompatibleProviderConfig,
   ProvidersConfig,
 } from "./registry.ts";
+export {
+  contextWindowOf,
+  defaultContextWindowTokens,
+  estimateTokens,
+  isContextOverflow,
+} from "./context.ts";

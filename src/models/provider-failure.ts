@@ -265,6 +265,13 @@ const saysNoImages =
 const saysTooLong =
   /context.length|context window|maximum context|prompt is too long|too many (input )?tokens|context_length_exceeded/i;
 
+/** The provider refused a request because the conversation is longer than the model takes. */
+export function isContextOverflowFailure(
+  failure: Pick<ProviderFailure, "kind" | "detail">,
+): boolean {
+  return failure.kind === "bad-request" && saysTooLong.test(failure.detail);
+}
+
 /**
  * A 400 names what the provider objected to. Only the provider's own words put it on the model
  * (P3): most 400s come from the request (a malformed history, an option), not the model.

@@ -12,7 +12,11 @@
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { ModelError } from "../errors/index.ts";
-import { classifyProviderError, describeProviderFailure } from "./provider-failure.ts";
+import {
+  classifyProviderError,
+  describeProviderFailure,
+  isContextOverflowFailure,
+} from "./provider-failure.ts";
 import type { ProviderFailureContext } from "./provider-failure.ts";
 
 /** How often and how patiently to retry a model call. */
@@ -102,6 +106,8 @@ export async function retryModelCall<T>(
             model: context.model,
             kind: providerFailure.kind,
             attempts: attempt,
+            // The loop compacts the conversation and tries once more (memory issue).
+            ...(isContextOverflowFailure(providerFailure) ? { contextOverflow: true } : {}),
             ...(providerFailure.status === undefined ? {} : { status: providerFailure.status }),
           },
         });

@@ -73,6 +73,8 @@ export interface ModelClient {
   readonly id: string;
   /** True for the built-in offline demo model; UIs label its output. */
   readonly isDemo: boolean;
+  /** How many tokens the model reads at most (prompt and history). @default 128000 */
+  readonly contextWindowTokens?: number;
   /**
    * Whether images in tool results (`media`) reach the model. When false the client replaces them
    * with a note saying what was returned, so callers may always pass them. Absent means false.

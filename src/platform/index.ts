@@ -199,6 +199,14 @@ export async function startPlatform(
       interrupts,
       timezone: config.timezone,
       promptSections: [createMemorySection({ store, ranker })],
+      compaction: config.compaction,
+      // Compaction's first step: the memory pass over the part about to be summarised, awaited.
+      beforeCompaction: async (durable, range) => {
+        await durable.call(
+          { object: memoryPassObjectName, key: range.conversationId, handler: "afterTurn" },
+          range satisfies MemoryPassRequest,
+        );
+      },
       afterTurn: config.memoryPass
         ? [
             (durable, turn) =>

@@ -87,6 +87,13 @@ export interface InterruptedPayload {
   reason: "owner";
   stopped: StoppedCall[];
 }
+/** Compaction: the conversation up to `coversThroughSeq`, summarised for the model's prompt. */
+export interface SummaryPayload {
+  text: string;
+  fromSeq: number;
+  coversThroughSeq: number;
+  model: string;
+}
 /** PRM2: a hash of each prompt section a model call was sent (and of the history it started with). */
 export interface PromptHash {
   name: string;
@@ -106,7 +113,8 @@ export type Step =
   | (StepBase & { kind: "tool"; payload: ToolPayload })
   | (StepBase & { kind: "reply"; payload: ReplyPayload })
   | (StepBase & { kind: "error"; payload: ErrorPayload })
-  | (StepBase & { kind: "interrupted"; payload: InterruptedPayload });
+  | (StepBase & { kind: "interrupted"; payload: InterruptedPayload })
+  | (StepBase & { kind: "summary"; payload: SummaryPayload });
 export type StepKind = Step["kind"];
 
 /**

@@ -180,4 +180,11 @@ export const migrations: readonly Migration[] = [
       `ALTER TABLE bots ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'`,
     ],
   },
+  {
+    version: 10,
+    statements: [
+      // The loop finds a conversation's latest compaction summary without reading all its steps.
+      `CREATE INDEX steps_by_kind ON steps (conversation_id, kind, seq)`,
+    ],
+  },
 ];

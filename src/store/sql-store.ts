@@ -730,6 +730,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       );
     },
 
+    async latestStepOfKind(conversationId, kind) {
+      const row = await first<StepRow>(
+        driver,
+        `SELECT ${stepColumns} FROM steps WHERE conversation_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1`,
+        [conversationId, kind],
+      );
+      return row === undefined ? undefined : toStep(row);
+    },
+
     async listSteps(conversationId, { afterSeq = 0, limit = 500 } = {}) {
       const rows = await driver.all<StepRow>(
         `SELECT ${stepColumns} FROM steps WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,

@@ -82,7 +82,15 @@ export interface Message {
   createdAt: number;
 }
 
-export const stepKinds = ["message", "model", "tool", "reply", "error", "interrupted"] as const;
+export const stepKinds = [
+  "message",
+  "model",
+  "tool",
+  "reply",
+  "error",
+  "interrupted",
+  "summary",
+] as const;
 export type StepKind = (typeof stepKinds)[number];
 
 export interface Step {
@@ -234,6 +242,8 @@ export interface Store extends MemoryStore {
     conversationId: string,
     options?: { afterSeq?: number; limit?: number },
   ): Promise<Step[]>;
+  /** The newest step of `kind` (e.g. the latest compaction summary), if any. */
+  latestStepOfKind(conversationId: string, kind: StepKind): Promise<Step | undefined>;
 
   /** The account's computer, created with `provider` on first use (one per account). */
   ensureComputer(accountId: string, provider: string): Promise<Computer>;
