@@ -336,13 +336,21 @@ function createChatView(io: CliIo, botName: string): ChatView {
           endLine();
           break;
         case "message":
+        case "summary":
+          // A summary is for the model's prompt; the transcript keeps every message.
           break;
         default: {
           const unknown: never = step;
           void unknown;
         }
       }
-      if (step.kind !== "reply" && step.kind !== "error" && step.kind !== "interrupted") working();
+      if (
+        step.kind !== "reply" &&
+        step.kind !== "error" &&
+        step.kind !== "interrupted" &&
+        step.kind !== "summary"
+      )
+        working();
     },
     toolOutput(callId, stream, data) {
       streaming.add(callId);

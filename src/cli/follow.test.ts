@@ -22,6 +22,7 @@ const emptyPayloads: { [K in Api.StepKind]: StepOf<K>["payload"] } = {
   reply: { text: "", model: "demo" },
   error: { code: "internal", message: "" },
   interrupted: { reason: "owner", stopped: [] },
+  summary: { text: "", fromSeq: 1, coversThroughSeq: 1, model: "demo" },
 };
 
 function step<K extends Api.StepKind>(

@@ -76,6 +76,8 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     model: null,
     effectiveModel: "demo",
     isDemo: true,
+    memoryReview: false,
+    skills: null,
     createdAt: now(),
     updatedAt: now(),
   };

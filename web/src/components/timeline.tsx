@@ -266,7 +266,8 @@ export function buildRows(steps: readonly Step[]): Row[] {
 /** Whether the bot still owes an answer: the newest step does not end a turn. */
 export function owesAnswer(snapshot: FeedSnapshot): boolean {
   if (snapshot.pending.some((message) => message.status !== "failed")) return true;
-  const last = snapshot.steps.at(-1);
+  // A compaction summary (written after a reply, when the conversation went idle) ends nothing.
+  const last = snapshot.steps.filter((step) => step.kind !== "summary").at(-1);
   return (
     last !== undefined &&
     last.kind !== "reply" &&
