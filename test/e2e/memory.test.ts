@@ -20,7 +20,9 @@ import { createRoostProcess, type RoostProcess } from "../support/roost-process.
 import { waitFor } from "../support/wait.ts";
 
 const systemOf = (request: FakeOpenAiRequest) =>
-  String(request.body?.messages?.find((message) => message.role === "system")?.content ?? "");
+  JSON.stringify(
+    request.body?.messages?.find((message) => message.role === "system")?.content ?? "",
+  );
 const isPass = (request: FakeOpenAiRequest) =>
   (request.body?.tools ?? []).some((tool) => tool.function?.name === "update_memory");
 
