@@ -24,6 +24,8 @@ export interface TurnContext {
   tools: ToolSpec[];
   history: ModelMessage[];
   system: string;
+  /** How much of `system` the stable sections take (for provider cache breakpoints). */
+  stableSystemChars: number;
   /** PRM2: the system sections' hashes, plus the history's. */
   promptHashes: SectionHash[];
   /** Journaled start of the turn (epoch ms). */

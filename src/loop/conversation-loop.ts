@@ -31,6 +31,7 @@ import type { EventHub } from "../events/index.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import {
   contextWindowOf,
+  defaultContextWindowTokens,
   estimateTokens,
   isContextOverflow,
   providerSafeCallId,
@@ -76,10 +77,11 @@ export interface LoopDependencies {
   /** The users' timezone until accounts have their own. @default "UTC" */
   timezone?: string;
   /**
-   * Told once when a turn has ended normally, from durable code: only journaled sends may go out
-   * (the memory pass is one). @default none
+   * Told once when the conversation goes idle (the follow-up window passed), with the span of the
+   * turns it answered since its loop started; from durable code, so only journaled sends may go
+   * out (the memory pass is one: one pass per burst of turns, not one per turn). @default none
    */
-  afterTurn?: readonly ((durable: DurableContext, turn: EndedTurn) => void)[];
+  afterIdle?: readonly ((durable: DurableContext, turns: EndedTurn) => void)[];
   /** When and how to compact long conversations. @default defaultCompaction */
   compaction?: CompactionSettings;
   /** Compaction's first step: commit what the summarised part taught (the memory pass). */
@@ -90,7 +92,7 @@ export interface LoopDependencies {
   logger?: Logger;
 }
 
-/** A turn that ended, and the steps it spans (its messages through its last step). */
+/** Turns that ended, and the steps they span (their first message through their last step). */
 export interface EndedTurn {
   accountId: string;
   botId: string;
@@ -148,6 +150,13 @@ export async function runConversation(
     return saved;
   };
 
+  // The turns this loop answered, for the hooks told when the conversation goes idle.
+  let answered: EndedTurn | undefined;
+  const idle = () => {
+    if (answered === undefined) return;
+    for (const hook of deps.afterIdle ?? []) hook(durable, answered);
+  };
+
   try {
     let batch = await take();
     if (batch.length === 0) return { turns };
@@ -158,7 +167,24 @@ export async function runConversation(
       events.publish({ type: "turn", conversationId, state: "working", turnId });
       let settled = false;
       try {
-        await runTurn(durable, deps, turnLogger, conversationId, turnId, batch, take, saveOrStop);
+        const ended = await runTurn(
+          durable,
+          deps,
+          turnLogger,
+          conversationId,
+          turnId,
+          batch,
+          take,
+          saveOrStop,
+        );
+        answered =
+          answered === undefined
+            ? ended
+            : {
+                ...answered,
+                fromSeq: Math.min(answered.fromSeq, ended.fromSeq),
+                toSeq: Math.max(answered.toSeq, ended.toSeq),
+              };
         settled = true;
       } catch (error) {
         // LOOP6: a step that keeps failing ends the turn with an error the user sees, instead of
@@ -191,18 +217,19 @@ export async function runConversation(
       const woken = await waitForMessages(durable, deps.followUpWindowMs, (waiterId) =>
         take(waiterId),
       ); // LOOP4, LOOP5
-      if (woken === "timeout") {
-        await compactWhenIdle(
-          durable,
-          deps,
-          logger,
-          conversationId,
-          `${durable.invocationId}:idle:${turns}`,
-        );
+      if (woken === "timeout" || woken.length === 0) {
+        idle(); // before compaction: a compaction's own pass then waits for this one
+        if (woken === "timeout")
+          await compactWhenIdle(
+            durable,
+            deps,
+            logger,
+            conversationId,
+            `${durable.invocationId}:idle:${turns}`,
+          );
         return { turns };
       }
       batch = woken;
-      if (batch.length === 0) return { turns };
     }
   } catch (error) {
     if (error instanceof ConversationGone) {
@@ -277,7 +304,7 @@ function loadTurnContext(
         name: "summary",
         text: `# Summary of the conversation so far\n${(summary.payload as unknown as Api.SummaryPayload).text}`,
       });
-    const { system, hashes } = assembleSystemPrompt(sections);
+    const { system, hashes, stableChars } = assembleSystemPrompt(sections);
     const history = stepsToMessages(steps, messages);
     return {
       accountId: conversation.accountId,
@@ -285,11 +312,12 @@ function loadTurnContext(
       tools,
       history,
       system,
+      stableSystemChars: stableChars,
       // PRM2: what was sent before this turn's new work began.
       promptHashes: [...hashes, hashMessages(history)],
       startedAt,
       historyTokens: estimateTokens(system) + estimateTokens(JSON.stringify(history)),
-      contextWindowTokens: contextWindowOf(deps.resolveModel(bot.model)),
+      contextWindowTokens: windowOf(deps, bot.model),
     };
   });
 }
@@ -303,7 +331,7 @@ async function runTurn(
   batch: readonly InboxMessage[],
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
-): Promise<void> {
+): Promise<EndedTurn> {
   const startedAt = await durable.now();
   const load = async () => {
     const loaded = await loadTurnContext(durable, deps, conversationId, turnId, batch, startedAt);
@@ -363,15 +391,14 @@ async function runTurn(
   });
   if (ended !== undefined) throw ended;
   const fromSeq = Math.min(...batch.map((message) => message.seq));
-  for (const hook of deps.afterTurn ?? [])
-    hook(durable, {
-      accountId: context.accountId,
-      botId: context.bot.id,
-      conversationId,
-      turnId,
-      fromSeq,
-      toSeq: Math.max(lastSeq, fromSeq),
-    });
+  return {
+    accountId: context.accountId,
+    botId: context.bot.id,
+    conversationId,
+    turnId,
+    fromSeq,
+    toSeq: Math.max(lastSeq, fromSeq),
+  };
 }
 
 async function turnCalls(
@@ -583,6 +610,7 @@ async function infer(
         const model = deps.resolveModel(context.bot.model);
         const result = await model.infer({
           system: context.system,
+          stableSystemChars: context.stableSystemChars,
           messages: [...messages],
           tools: context.tools,
           signal: AbortSignal.any([attempt, interrupt]),
@@ -621,6 +649,15 @@ async function infer(
 /** Errors the user should read about, rather than ones the engine should retry. */
 function isReportable(error: RoostError): boolean {
   return !error.retryable && error.code !== "internal";
+}
+
+/** The model's context window; the default when the model cannot be resolved (infer reports why). */
+function windowOf(deps: LoopDependencies, spec: string | null): number {
+  try {
+    return contextWindowOf(deps.resolveModel(spec));
+  } catch {
+    return defaultContextWindowTokens;
+  }
 }
 
 function compactionOf(deps: LoopDependencies): CompactionSettings {
@@ -684,7 +721,7 @@ async function compactWhenIdle(
       limit: historyStepLimit + 1,
     });
     const tokens = estimateTokens(JSON.stringify(steps.map((step) => step.payload)));
-    const window = contextWindowOf(deps.resolveModel(bot.model));
+    const window = windowOf(deps, bot.model);
     if (tokens <= historyBudget(compactionOf(deps), { contextWindowTokens: window }, true))
       return null;
     return { accountId: conversation.accountId, botId: bot.id, model: bot.model, window };

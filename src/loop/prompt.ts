@@ -61,16 +61,29 @@ export function hashText(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, 16);
 }
 
+/** Sections that stay the same across turns; a provider cache breakpoint goes after them. */
+export const stableSections: ReadonlySet<SectionName> = new Set([
+  "platform-rules",
+  "bot-instructions",
+  "tool-names",
+  "skills-index",
+]);
+
 /** PRM1, PRM2: the system prompt and the hash of each section in it. */
 export function assembleSystemPrompt(sections: readonly PromptSection[]): {
   system: string;
   hashes: SectionHash[];
+  /** Characters of `system` taken by the stable sections (where a cache breakpoint goes). */
+  stableChars: number;
 } {
   const ordered = sectionOrder.flatMap((name) =>
     sections.filter((section) => section.name === name && section.text.trim() !== ""),
   );
+  const texts = ordered.map((section) => section.text.trim());
+  const stableCount = ordered.filter((section) => stableSections.has(section.name)).length;
   return {
-    system: ordered.map((section) => section.text.trim()).join("\n\n"),
+    system: texts.join("\n\n"),
+    stableChars: texts.slice(0, stableCount).join("\n\n").length,
     hashes: ordered.map((section) => ({
       name: section.name,
       hash: hashText(section.text.trim()),

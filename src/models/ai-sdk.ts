@@ -13,9 +13,18 @@
  * A4 A stream that stays silent for `idleTimeoutMs` is aborted and counted as a retryable timeout.
  * A5 Tool call ids in the prompt are provider-safe (CID2) and tool images take the provider's own
  *    route, or a note for models without image input (M4).
+ * A6 With Anthropic, the stable part of the system prompt and the newest message carry cache
+ *    breakpoints (its prompt cache works only with them); other providers cache by prefix alone,
+ *    so their requests are left as they are.
  */
 import { streamText } from "ai";
-import type { LanguageModel, LanguageModelUsage, FinishReason } from "ai";
+import type {
+  FinishReason,
+  Instructions,
+  LanguageModel,
+  LanguageModelUsage,
+  ModelMessage as AiSdkModelMessage,
+} from "ai";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
@@ -167,10 +176,13 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
       request.signal === undefined ? idle.signal : AbortSignal.any([request.signal, idle.signal]);
     touch();
     try {
+      const caching = options.provider === "anthropic"; // A6
+      const messages = toAiSdkMessages(request.messages, { media }); // A5
+      if (caching) markCacheBreakpoint(messages.at(-1));
       const stream = streamText({
         model: languageModel,
-        instructions: request.system,
-        messages: toAiSdkMessages(request.messages, { media }), // A5
+        instructions: caching ? cachedInstructions(request) : request.system,
+        messages,
         tools: toAiSdkTools(request.tools),
         maxRetries: 0, // A1
         abortSignal,
@@ -235,4 +247,29 @@ export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
         onRetry: request.onRetry,
       }),
   };
+}
+
+const ephemeral = { anthropic: { cacheControl: { type: "ephemeral" } } } as const;
+
+/**
+ * A6: Anthropic caches a prompt only up to explicit breakpoints. The system prompt is split where
+ * its stable part ends (the rules, instructions, tool names and skills that stay the same turn
+ * after turn), with a breakpoint after that part; memory and the summary, which change more
+ * often, follow uncached.
+ */
+function cachedInstructions(request: InferRequest): Instructions {
+  const cut = request.stableSystemChars ?? 0;
+  const stable = request.system.slice(0, cut).trimEnd();
+  const rest = request.system.slice(cut).trimStart();
+  if (stable === "") return request.system;
+  return [
+    { role: "system", content: stable, providerOptions: ephemeral },
+    ...(rest === "" ? [] : [{ role: "system" as const, content: rest }]),
+  ];
+}
+
+/** A6: a breakpoint on the newest message, so the next call of the turn reads the whole prefix from the cache. */
+function markCacheBreakpoint(message: AiSdkModelMessage | undefined): void {
+  if (message === undefined) return;
+  message.providerOptions = { ...message.providerOptions, ...ephemeral };
 }

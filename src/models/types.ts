@@ -47,6 +47,12 @@ export interface TokenUsage {
 
 export interface InferRequest {
   system: string;
+  /**
+   * The first this many characters of `system` stay the same for many turns (rules, the bot's
+   * instructions, tool names, skills): providers with explicit prompt caching (Anthropic) get a
+   * cache breakpoint there, and one on the last message. Others cache by prefix on their own.
+   */
+  stableSystemChars?: number;
   messages: ModelMessage[];
   tools: ToolSpec[];
   /** Called with each piece of text as the provider streams it. Not journaled; for live views only. */

@@ -207,12 +207,12 @@ export async function startPlatform(
           range satisfies MemoryPassRequest,
         );
       },
-      afterTurn: config.memoryPass
+      afterIdle: config.memoryPass
         ? [
-            (durable, turn) =>
+            (durable, turns) =>
               durable.send(
-                { object: memoryPassObjectName, key: turn.conversationId, handler: "afterTurn" },
-                turn satisfies MemoryPassRequest,
+                { object: memoryPassObjectName, key: turns.conversationId, handler: "afterTurn" },
+                turns satisfies MemoryPassRequest,
               ),
           ]
         : [],

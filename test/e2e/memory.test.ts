@@ -42,7 +42,8 @@ describe("memory end to end (fake OpenAI-compatible model)", () => {
           toolCalls: [
             {
               name: "update_memory",
-              arguments: said.includes("Ada")
+              // Only a turn in which the user said it teaches it (the facts shown mention it too).
+              arguments: said.includes("I am Ada")
                 ? { add: [{ tier: "user", text: "The user's name is Ada." }] }
                 : { add: [] },
             },

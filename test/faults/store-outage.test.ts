@@ -38,10 +38,16 @@ describe("faults: the store unavailable for 60 s mid-turn", () => {
   beforeEach(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "roost-outage-"));
     requests = 0;
-    fake = await startFakeOpenAiServer(async (_request, index) => {
+    fake = await startFakeOpenAiServer(async (request) => {
+      // The memory pass after each turn asks the model too: answer it with no change, uncounted.
+      if ((request.body?.tools ?? []).some((tool) => tool.function?.name === "update_memory"))
+        return {
+          type: "completion",
+          toolCalls: [{ name: "update_memory", arguments: { add: [] } }],
+        };
       requests++;
-      if (index === 0) await new Promise<void>((resolve) => (release = resolve));
-      return { type: "completion", textChunks: [`reply #${index}`] };
+      if (requests === 1) await new Promise<void>((resolve) => (release = resolve));
+      return { type: "completion", textChunks: [`reply #${requests - 1}`] };
     });
   });
   afterEach(async () => {

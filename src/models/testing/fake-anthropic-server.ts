@@ -168,6 +168,23 @@ export function checkMessagesRequest(
     }
   }
 
+  // Prompt caching: at most four breakpoints in all, each of type "ephemeral".
+  const cached = [
+    ...(Array.isArray(body.system) ? body.system : []),
+    ...body.messages.flatMap((message) =>
+      typeof message.content === "string" ? [] : message.content,
+    ),
+  ].filter((block) => block.cache_control !== undefined);
+  if (cached.length > 4)
+    return invalid(
+      `A maximum of 4 blocks with cache_control may be provided. Found ${cached.length}.`,
+    );
+  for (const block of cached) {
+    const control = block.cache_control;
+    if (!isRecord(control) || control.type !== "ephemeral")
+      return invalid("cache_control.type: Input should be 'ephemeral'");
+  }
+
   const messages = body.messages;
   let previousToolUses = new Set<string>();
   for (const [index, message] of messages.entries()) {
