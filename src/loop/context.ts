@@ -14,8 +14,11 @@ import type { Api } from "../protocol/index.ts";
 import type { Bot, Message, Step } from "../store/index.ts";
 import type { SectionHash } from "./prompt.ts";
 
-/** How many steps of history go into a prompt until compaction exists. @default 200 */
-export const historyStepLimit = 200;
+/**
+ * The most steps of history a prompt reads. A conversation with more since its last summary is
+ * compacted (LOOP9) rather than cut silently. @default 500
+ */
+export const historyStepLimit = 500;
 
 /** Everything `load-context` journals: deterministic input to every model call of a turn. */
 export interface TurnContext {
@@ -32,6 +35,8 @@ export interface TurnContext {
   startedAt: number;
   /** Estimated tokens of the system prompt and the history (compaction's measure). */
   historyTokens: number;
+  /** More steps lie since the last summary than a prompt reads: compact whatever the tokens. */
+  historyCut: boolean;
   /** The bot's model's context window. */
   contextWindowTokens: number;
 }

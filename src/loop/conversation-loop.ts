@@ -317,6 +317,7 @@ function loadTurnContext(
       promptHashes: [...hashes, hashMessages(history)],
       startedAt,
       historyTokens: estimateTokens(system) + estimateTokens(JSON.stringify(history)),
+      historyCut: conversation.lastSeq - covered > historyStepLimit,
       contextWindowTokens: windowOf(deps, bot.model),
     };
   });
@@ -341,8 +342,9 @@ async function runTurn(
   let context = await load();
   // LOOP9: a history over its budget is compacted at the turn's first step boundary.
   if (
+    context.historyCut ||
     context.historyTokens >
-    historyBudget(compactionOf(deps), { contextWindowTokens: context.contextWindowTokens })
+      historyBudget(compactionOf(deps), { contextWindowTokens: context.contextWindowTokens })
   ) {
     if (await compactConversation(durable, deps, logger, context, conversationId, turnId))
       context = await load();

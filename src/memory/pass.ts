@@ -1,8 +1,10 @@
 /**
- * The memory pass (ARCHITECTURE.md §8): after a turn, the bot's model reads the turn and the facts
- * it is shown, and proposes what to add, replace or remove. It runs as its own durable job — a
- * Restate virtual object keyed by conversation, sent by the loop when a turn ends — never inside
- * the turn; compaction calls it (and waits) before it summarises.
+ * The memory pass (ARCHITECTURE.md §8): after the turns of a conversation (once it goes idle: the
+ * follow-up window passed), the bot's model reads those turns and the facts it is shown, and
+ * proposes what to add, replace or remove. It runs as its own durable job — a Restate virtual
+ * object keyed by conversation, sent by the loop — never inside a turn; compaction calls it (and
+ * waits) before it summarises. One pass per burst of turns keeps its cost to one model call per
+ * conversation session rather than one per turn.
  *
  * Invariants:
  *   PASS1 the pass may replace or remove only facts it was shown; anything else it asks is dropped.

@@ -77,9 +77,27 @@ const toRevision = (row: RevisionRow): MemoryRevision => ({
   createdAt: Number(row.created_at),
 });
 
-/** Words of a query, safe for either full-text syntax (letters and digits only). */
+/**
+ * Words too common to tell entries apart: matching them would rank every entry and cost a scan of
+ * the whole log.
+ */
+const stopWords = new Set(
+  (
+    "a about above after again all am an and any are as at be because been before being below " +
+    "between both but by can could did do does doing down during each few for from further had has " +
+    "have having he her here hers herself him himself his how i if in into is it its itself just " +
+    "me more most my myself no nor not now of off on once only or other our ours ourselves out over " +
+    "own same she should so some such than that the their theirs them themselves then there these " +
+    "they this those through to too under until up very was we were what when where which while " +
+    "who whom why will with would you your yours yourself yourselves please thanks hi hello ok yes"
+  ).split(" "),
+);
+
+/** Words of a query, safe for either full-text syntax (letters and digits only), minus stop words. */
 export function searchWords(text: string): string[] {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [];
+  const words = (text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? []).filter(
+    (word) => !stopWords.has(word),
+  );
   return [...new Set(words)].slice(0, 32);
 }
 

@@ -44,13 +44,21 @@ export function apiClient(url: string, token: () => string) {
           clientMessageId,
         },
       ),
-    steps: async (conversationId: string, after = 0) =>
-      (
-        await call<{ steps: TestStep[] }>(
+    /** Every step after `after`, paging through the API's pages of at most 1,000. */
+    steps: async (conversationId: string, after = 0) => {
+      const all: TestStep[] = [];
+      let from = after;
+      for (;;) {
+        const page = await call<{ steps: TestStep[]; lastSeq: number }>(
           "GET",
-          `/v1/conversations/${conversationId}/steps?after=${after}`,
-        )
-      ).steps,
+          `/v1/conversations/${conversationId}/steps?after=${from}&limit=1000`,
+        );
+        all.push(...page.steps);
+        const last = page.steps.at(-1)?.seq;
+        if (last === undefined || last >= page.lastSeq) return all;
+        from = last;
+      }
+    },
     /** Waits until the conversation holds `count` steps of `kind`. */
     waitForSteps: (conversationId: string, kind: string, count = 1, timeoutMs = 30_000) =>
       waitFor(
