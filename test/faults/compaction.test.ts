@@ -142,7 +142,10 @@ describe("faults: compaction", () => {
     // The prompt holds the summary and the last messages verbatim, not 2,000 messages.
     expect(answer.body!.messages!.length).toBeLessThan(60);
     // It goes on answering.
-    for (const text of ["and next?", "thanks"]) await api.send(conversationId, text);
+    // (One at a time: messages sent together would make one turn.)
+    await api.send(conversationId, "and next?");
+    await api.waitForSteps(conversationId, "reply", 1002, 60_000);
+    await api.send(conversationId, "thanks");
     const later = await api.waitForSteps(conversationId, "reply", 1003, 60_000);
     expect(later.at(-1)!.kind).toBe("reply");
     // The record keeps every message.
