@@ -12,6 +12,7 @@ import type {
   PostedMessage,
   Step,
 } from "./types.ts";
+import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
 
 export class ApiError extends Error {
   override readonly name = "ApiError";
@@ -106,11 +107,20 @@ export function createApiClient(options: ApiClientOptions) {
     me: (signal?: AbortSignal) => json<Me>("GET", "/v1/me", { signal }),
     listBots: async () => (await json<{ bots: Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id: string) => json<Bot>("GET", `/v1/bots/${enc(id)}`),
-    createBot: (input: { name: string; instructions: string; model: string | null }) =>
-      json<Bot>("POST", "/v1/bots", { json: input }),
+    createBot: (input: {
+      name: string;
+      instructions: string;
+      model: string | null;
+      memoryReview?: boolean;
+    }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
-      patch: { name?: string; instructions?: string; model?: string | null },
+      patch: {
+        name?: string;
+        instructions?: string;
+        model?: string | null;
+        memoryReview?: boolean;
+      },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
       (
@@ -153,10 +163,59 @@ export function createApiClient(options: ApiClientOptions) {
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },
+
+    // Memory (docs/api.md "Memory"): a bot's facts, and the account's user facts under /v1/me.
+    // `scope` picks the owner: "bot" is the bot's own memory, "user" the facts all its bots share.
+    memory: (botId: string, signal?: AbortSignal) =>
+      json<BotMemory>("GET", `/v1/bots/${enc(botId)}/memory`, { signal }),
+    memoryRevisions: (
+      scope: MemoryScope,
+      query: { before?: string; limit?: number; status?: MemoryRevision["status"] } = {},
+      signal?: AbortSignal,
+    ) => {
+      const search = new URLSearchParams();
+      for (const [key, value] of Object.entries(query))
+        if (value !== undefined) search.set(key, String(value));
+      const suffix = search.size === 0 ? "" : `?${search.toString()}`;
+      return json<MemoryRevisionPage>("GET", `${memoryBase(scope)}/revisions${suffix}`, {
+        signal,
+      });
+    },
+    addMemory: (
+      scope: MemoryScope,
+      input: { tier: string; text: string; expiresInHours?: number },
+    ) =>
+      json<MemoryChangeResult>("POST", memoryBase(scope), {
+        // The user tier is implied by /v1/me/memory, which takes only the text.
+        json: scope.kind === "user" ? { text: input.text } : input,
+      }),
+    editMemory: (scope: MemoryScope, factId: string, text: string) =>
+      json<MemoryChangeResult>("PATCH", `${memoryBase(scope)}/${enc(factId)}`, { json: { text } }),
+    removeMemory: (scope: MemoryScope, factId: string) =>
+      json<MemoryChangeResult>("DELETE", `${memoryBase(scope)}/${enc(factId)}`),
+    /** Revert an applied revision, or accept or reject a proposed one. */
+    decideMemory: (
+      scope: MemoryScope,
+      revisionId: string,
+      action: "revert" | "accept" | "reject",
+    ) =>
+      json<MemoryChangeResult>(
+        "POST",
+        `${memoryBase(scope)}/revisions/${enc(revisionId)}/${action}`,
+      ),
   };
 }
 
 export type ApiClient = ReturnType<typeof createApiClient>;
+
+/** Whose memory a call acts on: one bot's own, or the account's user facts. */
+export type MemoryScope = { kind: "bot"; botId: string } | { kind: "user" };
+
+function memoryBase(scope: MemoryScope): string {
+  return scope.kind === "user"
+    ? "/v1/me/memory"
+    : `/v1/bots/${encodeURIComponent(scope.botId)}/memory`;
+}
 
 /** `GET /auth/local`: the embedded install's token for a page opened on this computer, or undefined. */
 export async function fetchLocalToken(): Promise<string | undefined> {

@@ -77,6 +77,7 @@ function BotFields({
   const [custom, setCustom] = useState(
     bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "",
   );
+  const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
 
@@ -90,12 +91,13 @@ function BotFields({
     try {
       let saved: Bot;
       if (bot === undefined) {
-        saved = await api.createBot({ name: name.trim(), instructions, model });
+        saved = await api.createBot({ name: name.trim(), instructions, model, memoryReview });
       } else {
-        const patch: { name?: string; instructions?: string; model?: string | null } = {};
+        const patch: Parameters<typeof api.updateBot>[1] = {};
         if (name.trim() !== bot.name) patch.name = name.trim();
         if (instructions !== bot.instructions) patch.instructions = instructions;
         if (model !== bot.model) patch.model = model;
+        if (memoryReview !== bot.memoryReview) patch.memoryReview = memoryReview;
         saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
       }
       onSaved(saved);
@@ -199,6 +201,23 @@ function BotFields({
             model, set <code>ROOST_MODEL</code> and a provider key (docs/configuration.md).
           </p>
         )}
+      </fieldset>
+      <fieldset className="field">
+        <legend>Memory</legend>
+        <label className="choice">
+          <input
+            type="checkbox"
+            name="memoryReview"
+            checked={memoryReview}
+            onChange={(event) => setMemoryReview(event.target.checked)}
+            aria-describedby={`${id}-memory-help`}
+          />
+          <span>Review memory changes before they are saved</span>
+        </label>
+        <p className="muted field-help" id={`${id}-memory-help`}>
+          The memory pass after each turn then only proposes: its changes wait in the bot’s memory
+          inbox for you to accept or reject.
+        </p>
       </fieldset>
       {error !== undefined && (
         <p className="notice notice-error" role="alert" id={`${id}-error`}>

@@ -7,6 +7,7 @@ import type { FeedSnapshot } from "../state/feed.ts";
 import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
+import { MemoryLink } from "./memory-link.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
 import { EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
 
@@ -107,6 +108,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
         }
       >
         <ComputerControls />
+        {bot !== undefined && <MemoryLink bot={bot} />}
         {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       {(snapshot.status === "reconnecting" || snapshot.status === "failed") && (

@@ -1,12 +1,13 @@
 /** A bot's start page: a new chat with it (the conversation is created with the first message). */
 import { useState } from "react";
 import { ApiError } from "../api/client.ts";
-import { navigate, onLinkClick, paths } from "../lib/router.ts";
+import { navigate, paths } from "../lib/router.ts";
 import { titleFrom } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
-import { Avatar, EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
+import { MemoryLink } from "./memory-link.tsx";
+import { Avatar, BotNotFound, EditBotLink, Header, ModelBadge } from "./ui.tsx";
 
 export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
   const { api, bots, feed, upsertConversation } = useSession();
@@ -17,14 +18,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
     return (
       <>
         <Header title="Bot not found" onMenu={onMenu} />
-        <EmptyState
-          title="This bot does not exist"
-          detail="It may belong to another account, or the address is wrong."
-        >
-          <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
-            Go to your bots
-          </a>
-        </EmptyState>
+        <BotNotFound />
       </>
     );
   }
@@ -59,6 +53,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
         onMenu={onMenu}
       >
         <ComputerControls />
+        {bot !== undefined && <MemoryLink bot={bot} />}
         {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       <div className="timeline-wrap">

@@ -1,5 +1,5 @@
 /** The signed-in layout: a sidebar of bots and chats, and the routed view beside it. */
-import { useCallback, useEffect, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { navigate, paths, useRoute } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { BotForm } from "./bot-form.tsx";
@@ -7,6 +7,9 @@ import { ChatView } from "./chat-view.tsx";
 import { NewChat } from "./new-chat.tsx";
 import { Sidebar } from "./sidebar.tsx";
 import { EmptyState, Header } from "./ui.tsx";
+
+// Its own chunk: the first load stays small, and a bot's memory is opened now and then.
+const MemoryPanel = lazy(() => import("./memory-panel.tsx"));
 
 export function Shell() {
   const route = useRoute();
@@ -35,7 +38,7 @@ export function Shell() {
   }, [route.name, bots, conversations]);
 
   const selectedBotId =
-    route.name === "bot" || route.name === "edit-bot"
+    route.name === "bot" || route.name === "edit-bot" || route.name === "bot-memory"
       ? route.botId
       : route.name === "conversation"
         ? conversations?.find((conversation) => conversation.id === route.conversationId)?.botId
@@ -84,6 +87,20 @@ export function Shell() {
       break;
     case "bot":
       view = <NewChat key={route.botId} botId={route.botId} onMenu={openNav} />;
+      break;
+    case "bot-memory":
+      view = (
+        <Suspense
+          fallback={
+            <>
+              <Header title="Memory" onMenu={openNav} />
+              <EmptyState title="Loading…" />
+            </>
+          }
+        >
+          <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />
+        </Suspense>
+      );
       break;
     case "conversation":
       view = (

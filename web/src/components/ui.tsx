@@ -52,6 +52,20 @@ export function EmptyState({
   );
 }
 
+/** A bot id that is not one of the account's bots (or does not exist). */
+export function BotNotFound() {
+  return (
+    <EmptyState
+      title="This bot does not exist"
+      detail="It may belong to another account, or the address is wrong."
+    >
+      <a className="button" href="/" onClick={(event) => onLinkClick(event, paths.home)}>
+        Go to your bots
+      </a>
+    </EmptyState>
+  );
+}
+
 /** The header's link to a bot's settings. */
 export function EditBotLink({ bot }: { bot: Bot }) {
   const href = paths.editBot(bot.id);

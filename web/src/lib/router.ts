@@ -5,6 +5,7 @@
  *   /bots/new             create a bot
  *   /bots/:botId          a new chat with the bot
  *   /bots/:botId/edit     edit the bot
+ *   /bots/:botId/memory   what the bot remembers (…/history: its revisions; …/inbox: proposals)
  *   /c/:conversationId    a conversation
  */
 import { useSyncExternalStore } from "react";
@@ -14,8 +15,11 @@ export type Route =
   | { name: "new-bot" }
   | { name: "bot"; botId: string }
   | { name: "edit-bot"; botId: string }
+  | { name: "bot-memory"; botId: string; tab: MemoryTab }
   | { name: "conversation"; conversationId: string }
   | { name: "not-found"; path: string };
+
+export type MemoryTab = "facts" | "history" | "inbox";
 
 export function parseRoute(path: string): Route {
   const parts = path
@@ -28,6 +32,12 @@ export function parseRoute(path: string): Route {
     return { name: "bot", botId: parts[1] };
   if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "edit" && parts.length === 3)
     return { name: "edit-bot", botId: parts[1] };
+  if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "memory") {
+    if (parts.length === 3) return { name: "bot-memory", botId: parts[1], tab: "facts" };
+    const tab = parts[3];
+    if (parts.length === 4 && (tab === "history" || tab === "inbox"))
+      return { name: "bot-memory", botId: parts[1], tab };
+  }
   if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
     return { name: "conversation", conversationId: parts[1] };
   return { name: "not-found", path };
@@ -61,6 +71,8 @@ export const paths = {
   newBot: "/bots/new",
   bot: (botId: string) => `/bots/${encodeURIComponent(botId)}`,
   editBot: (botId: string) => `/bots/${encodeURIComponent(botId)}/edit`,
+  botMemory: (botId: string, tab: MemoryTab = "facts") =>
+    `/bots/${encodeURIComponent(botId)}/memory${tab === "facts" ? "" : `/${tab}`}`,
   conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
 };
 
