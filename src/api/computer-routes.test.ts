@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { python3, startSwapLoop } from "../../test/support/swap-race.ts";
-import { issueApiToken } from "../auth/index.ts";
+import { hashToken, issueApiToken } from "../auth/index.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
 import { createEventHub } from "../events/index.ts";
 import {
@@ -43,8 +43,16 @@ import {
 type RequestBody = string | Uint8Array;
 
 let gw: TestGateway;
+/** The store of the running test: the gateway checks self-hosted tokens in it, as the platform does. */
+let currentStore: Store | undefined;
 beforeAll(async () => {
-  gw = await startTestGateway();
+  gw = await startTestGateway({
+    verifyToken: async (token) => {
+      const computerId =
+        gw.tokens.get(token) ?? (await currentStore?.findSelfHostedComputer(hashToken(token)));
+      return computerId === undefined ? undefined : { computerId };
+    },
+  });
 });
 afterAll(async () => {
   await gw.close();
@@ -65,15 +73,36 @@ describe("computer routes", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "roost-computer-routes-"));
     store = await openStore({ kind: "sqlite", path: join(dir, "roost.db") });
+    currentStore = store;
     wakes = [];
     const status = (id: string): ComputerStatusView =>
       states.get(id) ?? { id, state: "asleep", lastActiveAt: null, holders: 0, failure: null };
     const computers: ComputerService = {
       forAccount: async (accountId) => {
         const computer = await store.ensureComputer(accountId, "process");
-        return { id: computer.id, provider: "process", isolated: false };
+        return { id: computer.id, provider: "process", isolated: false, kind: computer.kind };
       },
-      status: async (id) => status(id),
+      // What the control plane answers for a self-hosted computer: its connection (C7).
+      status: async (id) =>
+        (await store.getComputer(id))?.kind === "self-hosted"
+          ? {
+              ...status(id),
+              kind: "self-hosted",
+              state: gw.gateway.isConnected(id) ? "connected" : "disconnected",
+            }
+          : status(id),
+      isConnected: (id) => gw.gateway.isConnected(id),
+      // The control plane's switch (C8), without the hosted sleep: these computers have no sandbox.
+      useSelfHosted: async (id, _accountId, tokenHash) => {
+        const result = await store.useSelfHosted(id, tokenHash);
+        await gw.gateway.disconnect(id, "the computer's self-hosted worker token was replaced");
+        return result;
+      },
+      useHosted: async (id) => {
+        const result = await store.useHosted(id);
+        if (result.changed) await gw.gateway.disconnect(id, "the self-hosted computer was removed");
+        return result;
+      },
       // A real worker process per computer, dialling the real gateway, like the process provider.
       wake: async (id) => {
         wakes.push(id);
@@ -136,6 +165,7 @@ describe("computer routes", () => {
     states.clear();
     await Promise.all([...workers.values()].map((worker) => worker.stop()));
     workers.clear();
+    currentStore = undefined;
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
