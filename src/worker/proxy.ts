@@ -92,8 +92,8 @@ export function describeProxy(proxy: URL): string {
 }
 
 /**
- * Opens a tunnel through `proxy` to `host:port` and resolves with the socket once the proxy
- * answered 2xx; the caller speaks its protocol over it. Rejects with the proxy's status line
+ * Opens a tunnel through `proxy` to `host:port` and resolves with the socket, paused, once the
+ * proxy answered 2xx; the caller resumes it when it speaks its protocol over it. Rejects with the proxy's status line
  * (and nothing of its body) when it refuses, or on `timeoutMs`.
  */
 export function connectThroughProxy(
@@ -165,7 +165,13 @@ export function connectThroughProxy(
 
 /** PX2: TLS with the gateway over the tunnel, checked against the gateway's own name. */
 export function secureOverTunnel(tunnel: Socket, host: string): Socket {
-  return tlsConnect({ socket: tunnel, ...(isIP(host) === 0 ? { servername: host } : {}), host });
+  const secure = tlsConnect({
+    socket: tunnel,
+    ...(isIP(host) === 0 ? { servername: host } : {}),
+    host,
+  });
+  tunnel.resume();
+  return secure;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

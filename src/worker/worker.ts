@@ -223,7 +223,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       maxPayload: MAX_FRAME_BYTES,
       handshakeTimeout: options.helloTimeoutMs ?? 10_000,
       perMessageDeflate: false,
-      ...(tunnel === undefined ? {} : { createConnection: () => tunnel }),
+      // The tunnel comes paused (proxy.ts); the gateway never speaks first, so nothing is lost.
+      ...(tunnel === undefined ? {} : { createConnection: () => tunnel.resume() }),
     });
     socket = ws;
     welcomed = false;
