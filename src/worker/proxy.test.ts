@@ -3,9 +3,17 @@
  * of it (test/support/connect-proxy.ts), and the worker dialling through it. Also the rules that
  * choose the proxy from the environment (PX1) and keep its password out of the log (PX3).
  */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { startRoostWorker, type RoostWorkerProcess } from "../../test/support/roost-worker.ts";
 import { startConnectProxy, type ConnectProxy } from "../../test/support/connect-proxy.ts";
 import { waitFor } from "../../test/support/wait.ts";
+import { createGateway } from "../gateway/index.ts";
 import { makeComputerDirs, startTestGateway, type TestGateway } from "../gateway/testing/index.ts";
 import { bypassesProxy, connectThroughProxy, describeProxy, proxyFor } from "./proxy.ts";
 import { startWorker, type Worker } from "./worker.ts";
@@ -150,6 +158,91 @@ describe("the worker through a real CONNECT proxy", () => {
       await new Promise<void>((resolve) => {
         silent.close(() => resolve());
       });
+    }
+  });
+});
+
+describe("wss:// through a CONNECT proxy (PX2)", () => {
+  it("TLS is with the gateway itself and checked against the server's name, not the proxy's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "roost-proxy-tls-"));
+    const workers: RoostWorkerProcess[] = [];
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost",
+      ],
+      { stdio: "ignore" },
+    );
+    const https = createHttpsServer({
+      key: readFileSync(join(dir, "key.pem")),
+      cert: readFileSync(join(dir, "cert.pem")),
+    });
+    const gateway = createGateway({
+      server: https as unknown as Server,
+      verifyToken: async (token) => (token === "tls-token" ? { computerId: "cmp_tls" } : undefined),
+    });
+    const gw = { gateway };
+    await new Promise<void>((resolve) => https.listen(0, "127.0.0.1", resolve));
+    const port = (https.address() as { port: number }).port;
+    const proxy = await startConnectProxy();
+    const dirs = makeComputerDirs("roost-proxy-tls-worker-");
+    const start = (server: string) => {
+      const worker = startRoostWorker({
+        args: [
+          "--server",
+          server,
+          "--token",
+          "tls-token",
+          "--workspace",
+          dirs.workspace,
+          "--metrics-port",
+          "0",
+        ],
+        home: dirs.home,
+        env: { HTTPS_PROXY: proxy.url, NODE_EXTRA_CA_CERTS: join(dir, "cert.pem") },
+      });
+      workers.push(worker);
+      return worker;
+    };
+    try {
+      // The certificate names `localhost`: dialled by that name, through the proxy, it connects.
+      start(`https://localhost:${port}`);
+      await gw.gateway.waitForWorker("cmp_tls", 30_000);
+      expect(proxy.tunnels).toContain(`localhost:${port}`);
+      await workers[0]?.stop();
+      await waitFor(() => !gw.gateway.isConnected("cmp_tls"), { what: "the first worker gone" });
+
+      // The same server by an address the certificate does not name: the proxy tunnels it, and
+      // the worker refuses the certificate.
+      const mismatched = start(`https://127.0.0.1:${port}`);
+      await waitFor(() => /altnames|ERR_TLS_CERT_ALTNAME_INVALID/.test(mismatched.output()), {
+        timeoutMs: 30_000,
+        what: "the certificate to be refused for the wrong name",
+      });
+      expect(proxy.tunnels).toContain(`127.0.0.1:${port}`);
+      expect(gw.gateway.isConnected("cmp_tls")).toBe(false);
+    } finally {
+      for (const worker of workers) await worker.stop();
+      await proxy.close();
+      await gateway.close();
+      https.closeAllConnections();
+      await new Promise<void>((resolve) => https.close(() => resolve()));
+      dirs.remove();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
