@@ -192,7 +192,7 @@ describe("wss:// through a CONNECT proxy (PX2)", () => {
       cert: readFileSync(join(dir, "cert.pem")),
     });
     const gateway = createGateway({
-      server: https as unknown as Server,
+      server: https,
       verifyToken: async (token) => (token === "tls-token" ? { computerId: "cmp_tls" } : undefined),
     });
     const gw = { gateway };
