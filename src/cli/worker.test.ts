@@ -69,6 +69,11 @@ describe("roost worker's settings", () => {
       serverUrl: "https://flag.example",
       token: "flag",
     });
+    // A token file given by flag beats a token in the environment (not "both given").
+    expect(resolve(["--token-file", "/run/token"], env)).toMatchObject({
+      token: undefined,
+      tokenFile: "/run/token",
+    });
   });
 
   it("takes the proxy for the gateway's scheme from the environment, unless NO_PROXY exempts it", () => {

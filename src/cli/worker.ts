@@ -88,8 +88,12 @@ export function resolveSelfHostedWorker(
       `the server is reached over plain ${parsed.protocol}// on ${parsed.hostname}: the worker token and everything the bots run travel unencrypted; use https:// unless this network is private`,
     );
 
-  const token = value("token", "ROOST_WORKER_TOKEN");
-  const tokenFile = value("token-file", "ROOST_WORKER_TOKEN_FILE");
+  // A token given by flag (either way) wins over both variables, like every other flag.
+  const tokenFlag = nonEmpty(stringOption(args, "token"));
+  const tokenFileFlag = nonEmpty(stringOption(args, "token-file"));
+  const byFlag = tokenFlag !== undefined || tokenFileFlag !== undefined;
+  const token = byFlag ? tokenFlag : nonEmpty(env.ROOST_WORKER_TOKEN);
+  const tokenFile = byFlag ? tokenFileFlag : nonEmpty(env.ROOST_WORKER_TOKEN_FILE);
   if (token !== undefined && tokenFile !== undefined)
     throw new CliError(
       "roost worker: give the token once: --token (ROOST_WORKER_TOKEN) or --token-file (ROOST_WORKER_TOKEN_FILE), not both",
