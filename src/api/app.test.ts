@@ -2158,6 +2158,13 @@ describe("one error body everywhere (API5)", () => {
       setNetworkPolicy: async (_id: string, _accountId: string, input: unknown) =>
         parseEgressPolicy(input),
       egressEnforced: false,
+      isConnected: () => false,
+      useSelfHosted: async () => {
+        throw new Error("not in this test");
+      },
+      useHosted: async () => {
+        throw new Error("not in this test");
+      },
     };
     const withComputers = await startHarness({ computers });
     try {

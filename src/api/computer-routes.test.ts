@@ -21,16 +21,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { python3, startSwapLoop } from "../../test/support/swap-race.ts";
-import { issueApiToken } from "../auth/index.ts";
+import { hashToken, issueApiToken } from "../auth/index.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
 import { createEventHub } from "../events/index.ts";
 import {
+  makeComputerDirs,
+  rawClient,
   spawnWorker,
   startTestGateway,
+  waitFor,
   waitForWorkerProcess,
   type TestGateway,
   type WorkerProcess,
 } from "../gateway/testing/index.ts";
+import type { Api } from "../protocol/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { createApi } from "./app.ts";
 import { createFilesClient } from "./computer-files.ts";
@@ -43,8 +47,16 @@ import {
 type RequestBody = string | Uint8Array;
 
 let gw: TestGateway;
+/** The store of the running test: the gateway checks self-hosted tokens in it, as the platform does. */
+let currentStore: Store | undefined;
 beforeAll(async () => {
-  gw = await startTestGateway();
+  gw = await startTestGateway({
+    verifyToken: async (token) => {
+      const computerId =
+        gw.tokens.get(token) ?? (await currentStore?.findSelfHostedComputer(hashToken(token)));
+      return computerId === undefined ? undefined : { computerId };
+    },
+  });
 });
 afterAll(async () => {
   await gw.close();
@@ -65,15 +77,36 @@ describe("computer routes", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "roost-computer-routes-"));
     store = await openStore({ kind: "sqlite", path: join(dir, "roost.db") });
+    currentStore = store;
     wakes = [];
     const status = (id: string): ComputerStatusView =>
       states.get(id) ?? { id, state: "asleep", lastActiveAt: null, holders: 0, failure: null };
     const computers: ComputerService = {
       forAccount: async (accountId) => {
         const computer = await store.ensureComputer(accountId, "process");
-        return { id: computer.id, provider: "process", isolated: false };
+        return { id: computer.id, provider: "process", isolated: false, kind: computer.kind };
       },
-      status: async (id) => status(id),
+      // What the control plane answers for a self-hosted computer: its connection (C7).
+      status: async (id) =>
+        (await store.getComputer(id))?.kind === "self-hosted"
+          ? {
+              ...status(id),
+              kind: "self-hosted",
+              state: gw.gateway.isConnected(id) ? "connected" : "disconnected",
+            }
+          : status(id),
+      isConnected: (id) => gw.gateway.isConnected(id),
+      // The control plane's switch (C8), without the hosted sleep: these computers have no sandbox.
+      useSelfHosted: async (id, _accountId, tokenHash) => {
+        const result = await store.useSelfHosted(id, tokenHash);
+        await gw.gateway.disconnect(id, "the computer's self-hosted worker token was replaced");
+        return result;
+      },
+      useHosted: async (id) => {
+        const result = await store.useHosted(id);
+        if (result.changed) await gw.gateway.disconnect(id, "the self-hosted computer was removed");
+        return result;
+      },
       // A real worker process per computer, dialling the real gateway, like the process provider.
       wake: async (id) => {
         wakes.push(id);
@@ -136,6 +169,7 @@ describe("computer routes", () => {
     states.clear();
     await Promise.all([...workers.values()].map((worker) => worker.stop()));
     workers.clear();
+    currentStore = undefined;
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -831,6 +865,174 @@ describe("computer routes", () => {
     );
     expect((await call(bob, "GET", "/v1/computers/me/network-policy")).json.policy).toMatchObject({
       mode: "defaults-and-allowlist",
+    });
+  });
+
+  describe("a self-hosted machine (POST/DELETE /v1/computers/me/self-hosted)", () => {
+    const register = async (token: string) => {
+      const response = await call(token, "POST", "/v1/computers/me/self-hosted");
+      expect(response.status).toBe(201);
+      return response;
+    };
+    /** `roost worker`'s worker process on "the machine": a folder of this host. */
+    const startMachine = async (computerId: string, token: string) => {
+      const dirs = makeComputerDirs("roost-self-hosted-");
+      const worker = spawnWorker({ gatewayUrl: gw.url, token, dirs });
+      await waitForWorkerProcess(gw.gateway, computerId, worker);
+      return { dirs, worker };
+    };
+
+    it("registers the caller's own machine: the token is shown once, kept hashed, audited, and serves that account's computer only (SELF1)", async () => {
+      const response = await register(alice);
+      const body = response.json as unknown as Api.SelfHostedRegistration;
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      expect(body.token).toMatch(/^rsw_[A-Za-z0-9_-]{43}$/);
+      expect(body.serverUrl).toBe("http://localhost");
+      expect(body.command).toBe(`npx roost worker --server http://localhost --token ${body.token}`);
+      expect(body.rotated).toBe(false);
+      const aliceComputer = await computerIdOf(alice);
+      expect(body.computerId).toBe(aliceComputer);
+      expect((await call(alice, "GET", "/v1/computers/me")).json).toMatchObject({
+        kind: "self-hosted",
+        provider: "self-hosted",
+        isolated: false,
+        state: "disconnected",
+        connected: false,
+      });
+      // Bob's computer is his hosted one, and nothing about Alice's token shows anywhere.
+      expect((await call(bob, "GET", "/v1/computers/me")).json).toMatchObject({ kind: "hosted" });
+      expect(await store.findSelfHostedComputer(hashToken(body.token))).toBe(aliceComputer);
+      expect(await auditActions(alice)).toContainEqual({
+        action: "computer.self_hosted.register",
+        detail: { rotated: false },
+      });
+      expect(JSON.stringify(await store.listAudit())).not.toContain(body.token);
+      expect(JSON.stringify(await call(bob, "GET", "/v1/computers/me"))).not.toContain(body.token);
+
+      const machine = await startMachine(aliceComputer, body.token);
+      try {
+        expect((await call(alice, "GET", "/v1/computers/me")).json).toMatchObject({
+          kind: "self-hosted",
+          state: "connected",
+          connected: true,
+        });
+        // The files API works in the machine's workspace folder.
+        expect((await upload(alice, "/workspace/from-api.txt", "on the machine")).status).toBe(201);
+        expect(readFileSync(join(machine.dirs.workspace, "from-api.txt"), "utf8")).toBe(
+          "on the machine",
+        );
+        // Bob's files are on his own computer, which knows nothing of Alice's machine.
+        const bobs = await list(bob);
+        expect(bobs.status).toBe(200);
+        expect(JSON.stringify(bobs.json)).not.toContain("from-api.txt");
+        expect(gw.gateway.isConnected(aliceComputer)).toBe(true);
+      } finally {
+        await machine.worker.stop();
+        machine.dirs.remove();
+      }
+    });
+
+    it("registering again rotates the token: the connected worker is cut off at once and the old token is refused", async () => {
+      const first = (await register(alice)).json as unknown as Api.SelfHostedRegistration;
+      const computerId = await computerIdOf(alice);
+      const old = await rawClient(gw.url, first.token);
+      expect(old.opened).toEqual({ ok: true });
+      old.hello({ workerId: "wrk_machine" });
+      await waitFor(() => gw.gateway.isConnected(computerId), { message: "the machine's hello" });
+
+      const second = (await register(alice)).json as unknown as Api.SelfHostedRegistration;
+      expect(second.rotated).toBe(true);
+      expect(second.token).not.toBe(first.token);
+      expect((await old.closed).code).toBe(4005);
+      const again = await rawClient(gw.url, first.token);
+      expect(again.opened).toMatchObject({ ok: false, status: 401 });
+      const fresh = await rawClient(gw.url, second.token);
+      expect(fresh.opened).toEqual({ ok: true });
+      fresh.ws.close();
+      expect(await auditActions(alice)).toContainEqual({
+        action: "computer.self_hosted.rotate",
+        detail: { rotated: true },
+      });
+    });
+
+    it("DELETE revokes the token at once and goes back to the hosted computer; another account's DELETE touches nothing", async () => {
+      const registered = (await register(alice)).json as unknown as Api.SelfHostedRegistration;
+      const computerId = await computerIdOf(alice);
+      const machine = await rawClient(gw.url, registered.token);
+      machine.hello({ workerId: "wrk_machine" });
+      await waitFor(() => gw.gateway.isConnected(computerId), { message: "the machine's hello" });
+
+      const bobs = await call(bob, "DELETE", "/v1/computers/me/self-hosted");
+      expect(bobs.status).toBe(404);
+      expect(bobs.json.error?.message).toMatch(/not self-hosted; register a machine with POST/);
+      expect(gw.gateway.isConnected(computerId)).toBe(true);
+
+      const removed = await call(alice, "DELETE", "/v1/computers/me/self-hosted");
+      expect(removed.status).toBe(200);
+      expect(removed.json).toMatchObject({ kind: "hosted", provider: "process", state: "asleep" });
+      expect((await machine.closed).code).toBe(4005);
+      expect((await rawClient(gw.url, registered.token)).opened).toMatchObject({
+        ok: false,
+        status: 401,
+      });
+      expect(await store.findSelfHostedComputer(hashToken(registered.token))).toBeUndefined();
+      expect(await auditActions(alice)).toContainEqual({
+        action: "computer.self_hosted.remove",
+        detail: {},
+      });
+      expect((await call(alice, "DELETE", "/v1/computers/me/self-hosted")).status).toBe(404);
+      // Back on the hosted computer: a file route wakes it again, as before.
+      expect((await list(alice)).status).toBe(200);
+      expect(wakes).toContain(computerId);
+    });
+
+    it("a self-hosted computer neither wakes nor sleeps (409), and its files answer 503 at once while it is not connected", async () => {
+      await register(alice);
+      const computerId = await computerIdOf(alice);
+      for (const action of ["wake", "sleep"]) {
+        const response = await call(alice, "POST", `/v1/computers/me/${action}`);
+        expect(response.status, action).toBe(409);
+        expect(response.json.error?.message).toMatch(
+          /self-hosted machine: it does not wake or sleep/,
+        );
+      }
+      const started = Date.now();
+      const listing = await list(alice);
+      expect(listing.status).toBe(503);
+      expect(listing.json.error).toMatchObject({
+        code: "computer_unavailable",
+        message:
+          "your computer (a self-hosted machine) is not connected; start `roost worker` on it, then try again",
+      });
+      expect(Date.now() - started).toBeLessThan(5_000); // not the gateway's 60 s wait
+      expect(wakes).not.toContain(computerId);
+    });
+
+    it("files on a self-hosted machine stay inside its workspace: a link out, `..` and paths elsewhere are refused, nothing outside changes", async () => {
+      const registered = (await register(alice)).json as unknown as Api.SelfHostedRegistration;
+      const machine = await startMachine(await computerIdOf(alice), registered.token);
+      try {
+        const outside = join(machine.dirs.root, "outside");
+        mkdirSync(outside);
+        writeFileSync(join(outside, "secret.txt"), "not for the server");
+        symlinkSync(outside, join(machine.dirs.workspace, "out-link"));
+        expect((await download(alice, "/workspace/out-link/secret.txt")).status).toBe(403);
+        expect((await upload(alice, "/workspace/out-link/secret.txt", "planted")).status).toBe(403);
+        expect((await upload(alice, "/workspace/out-link", "replaced")).status).toBe(403);
+        expect((await download(alice, "/workspace/../outside/secret.txt")).status).toBe(400);
+        expect((await download(alice, machine.dirs.root + "/outside/secret.txt")).status).toBe(400);
+        const deleted = await call(
+          alice,
+          "DELETE",
+          `/v1/computers/me/files?path=${q("/workspace/out-link/secret.txt")}`,
+        );
+        expect(deleted.status).toBe(403);
+        expect(readFileSync(join(outside, "secret.txt"), "utf8")).toBe("not for the server");
+        expect(readdirSync(outside)).toEqual(["secret.txt"]);
+      } finally {
+        await machine.worker.stop();
+        machine.dirs.remove();
+      }
     });
   });
 });

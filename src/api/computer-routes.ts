@@ -1,6 +1,6 @@
 /**
- * `/v1/computers/me…`: the caller's computer, its state, wake and sleep, its network policy, and
- * the files under its /workspace.
+ * `/v1/computers/me…`: the caller's computer, its state, wake and sleep, its network policy, the
+ * files under its /workspace, and the switch to a self-hosted machine and back.
  *
  * Files: every operation is a call to the computer's own worker through the gateway
  * (computer-files.ts), run there as the computer's user; the server never opens a path on a
@@ -13,9 +13,13 @@
  *          files are as unreachable as files that do not exist.
  *   FILES3 Every change (upload, delete, rename, mkdir) is audited once it succeeded.
  *   FILES4 A file name reaches a response header only through attachmentDisposition.
+ *   SELF1 A self-hosted worker token is shown once, in the answer to the POST that made it, and
+ *         only to its own account (the routes act on the caller's computer only); the server
+ *         keeps its hash. Registering again replaces it; both changes are audited.
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { generateSelfHostedToken, hashToken } from "../auth/index.ts";
 import { InvalidRequestError, RoostError } from "../errors/index.ts";
 import { displayWorkspacePath, fileLimits, workspacePathProblem } from "../protocol/index.ts";
 import type { Api } from "../protocol/index.ts";
@@ -26,6 +30,8 @@ import { readJson, readQuery, text, underField } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
+  /** @default "hosted" */
+  kind?: Api.ComputerKind;
   state: string;
   lastActiveAt: number | null;
   holders: number;
@@ -34,7 +40,25 @@ export interface ComputerStatusView {
 
 /** What the computer routes need from the platform. */
 export interface ComputerService {
-  forAccount(accountId: string): Promise<{ id: string; provider: string; isolated: boolean }>;
+  forAccount(accountId: string): Promise<{
+    id: string;
+    provider: string;
+    isolated: boolean;
+    /** @default "hosted" */
+    kind?: Api.ComputerKind;
+  }>;
+  /** Whether the computer's worker is connected to this server now. */
+  isConnected(computerId: string): boolean;
+  /** The account's own machine becomes its computer, with this worker token's hash (C8). */
+  useSelfHosted(
+    computerId: string,
+    accountId: string,
+    tokenHash: string,
+  ): Promise<{ rotated: boolean }>;
+  /** Back to the hosted computer; revokes the machine's token. `changed: false`: it was hosted. */
+  useHosted(computerId: string, accountId: string): Promise<{ changed: boolean }>;
+  /** The URL a self-hosted worker is told to use; the request's own origin when unset. */
+  publicUrl?: string;
   status(computerId: string): Promise<ComputerStatusView>;
   wake(computerId: string, accountId: string): Promise<ComputerStatusView>;
   /** Sleeps unless a turn holds the computer; answers with the state after. */
@@ -115,17 +139,28 @@ export function registerComputerRoutes(
   const view = async (accountId: string) => {
     const computer = await computers.forAccount(accountId);
     const status = await computers.status(computer.id);
+    // The control plane's answer wins: it changes the kind in the same handler as the store (C8).
+    const kind = status.kind ?? computer.kind ?? "hosted";
+    const selfHosted = kind === "self-hosted";
     return {
       id: computer.id,
-      provider: computer.provider,
-      isolated: computer.isolated,
+      kind,
+      provider: selfHosted ? "self-hosted" : computer.provider,
+      isolated: selfHosted ? false : computer.isolated,
       state: status.state,
+      connected: computers.isConnected(computer.id),
       lastActiveAt:
         status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),
       heldByTurns: status.holders,
       failure: status.failure,
     };
   };
+
+  const selfHostedNoLifecycle = () =>
+    new RoostError(
+      "conflict",
+      "your computer is a self-hosted machine: it does not wake or sleep (start or stop `roost worker` on it; DELETE /v1/computers/me/self-hosted goes back to the hosted computer)",
+    );
 
   app.get("/v1/computers/me", async (context) =>
     context.json(await view(context.get("account").id)),
@@ -134,6 +169,7 @@ export function registerComputerRoutes(
   app.post("/v1/computers/me/wake", async (context) => {
     const account = context.get("account");
     const computer = await computers.forAccount(account.id);
+    if (computer.kind === "self-hosted") throw selfHostedNoLifecycle();
     await computers.wake(computer.id, account.id);
     return context.json(await view(account.id));
   });
@@ -141,6 +177,7 @@ export function registerComputerRoutes(
   app.post("/v1/computers/me/sleep", async (context) => {
     const account = context.get("account");
     const computer = await computers.forAccount(account.id);
+    if (computer.kind === "self-hosted") throw selfHostedNoLifecycle();
     const status = await computers.sleep(computer.id);
     if (status.state === "awake" && status.holders > 0) {
       throw new RoostError(
@@ -148,6 +185,49 @@ export function registerComputerRoutes(
         "a bot is using the computer right now; it sleeps when the turn ends and the computer is idle",
       );
     }
+    return context.json(await view(account.id));
+  });
+
+  app.post("/v1/computers/me/self-hosted", async (context) => {
+    const account = context.get("account");
+    const computer = await computers.forAccount(account.id); // SELF1: the caller's own
+    const token = generateSelfHostedToken();
+    const { rotated } = await computers.useSelfHosted(computer.id, account.id, hashToken(token));
+    await store.audit({
+      accountId: account.id,
+      action: rotated ? "computer.self_hosted.rotate" : "computer.self_hosted.register",
+      target: computer.id,
+      detail: { rotated },
+    }); // SELF1
+    const serverUrl = (computers.publicUrl ?? new URL(context.req.url).origin).replace(/\/+$/, "");
+    const body: Api.SelfHostedRegistration = {
+      computerId: computer.id,
+      token,
+      serverUrl,
+      command: `npx roost worker --server ${serverUrl} --token ${token}`,
+      rotated,
+    };
+    context.header("cache-control", "no-store");
+    return context.json(body, 201);
+  });
+
+  app.delete("/v1/computers/me/self-hosted", async (context) => {
+    const account = context.get("account");
+    const computer = await computers.forAccount(account.id);
+    const { changed } = await computers.useHosted(computer.id, account.id);
+    if (!changed) {
+      throw new RoostError(
+        "not_found",
+        "your computer is not self-hosted; register a machine with POST /v1/computers/me/self-hosted",
+        { details: { kind: "self-hosted computer", id: computer.id } },
+      );
+    }
+    await store.audit({
+      accountId: account.id,
+      action: "computer.self_hosted.remove",
+      target: computer.id,
+      detail: {},
+    }); // SELF1
     return context.json(await view(account.id));
   });
 
@@ -175,6 +255,16 @@ export function registerComputerRoutes(
   /** The caller's computer, awake: file operations need its worker (docs/api.md, waking). */
   const awakeComputer = async (account: Account): Promise<string> => {
     const computer = await computers.forAccount(account.id); // FILES2
+    if (computer.kind === "self-hosted") {
+      // Nothing to wake (C7); without its worker there is nobody to ask, so say so at once.
+      if (!computers.isConnected(computer.id))
+        throw new RoostError(
+          "computer_unavailable",
+          "your computer (a self-hosted machine) is not connected; start `roost worker` on it, then try again",
+          { details: { computerId: computer.id } },
+        );
+      return computer.id;
+    }
     await computers.wake(computer.id, account.id);
     return computer.id;
   };

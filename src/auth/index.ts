@@ -15,6 +15,14 @@ export function generateWorkerToken(): string {
   return `rwt_${randomBytes(32).toString("base64url")}`;
 }
 
+/**
+ * A self-hosted machine's worker token: `rsw_` + 32 random bytes. Long-lived (it is typed into a
+ * machine once), so it is revoked by rotation or by going back to hosted, not by expiry.
+ */
+export function generateSelfHostedToken(): string {
+  return `rsw_${randomBytes(32).toString("base64url")}`;
+}
+
 export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }

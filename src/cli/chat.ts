@@ -358,7 +358,7 @@ function createChatView(io: CliIo, botName: string): ChatView {
       working();
     },
     computer(state) {
-      computerNote = state === "awake" ? "" : ` (computer ${state})`;
+      computerNote = state === "awake" || state === "connected" ? "" : ` (computer ${state})`;
       working();
     },
     notice(text) {

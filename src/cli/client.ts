@@ -288,6 +288,8 @@ const computerStates = new Set<unknown>([
   "awake",
   "sleeping",
   "failed",
+  "connected",
+  "disconnected",
 ] satisfies Api.ComputerState[]);
 
 function isComputerState(value: unknown): value is Api.ComputerState {

@@ -22,6 +22,7 @@ import { ApiError, ConnectionError } from "./client.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
 import { upCommand } from "./up.ts";
+import { workerCommand } from "./worker.ts";
 
 const entries: (Command | CommandGroup)[] = [
   upCommand,
@@ -29,6 +30,7 @@ const entries: (Command | CommandGroup)[] = [
   botsGroup,
   accountsGroup,
   tokenGroup,
+  workerCommand,
 ];
 
 function isGroup(entry: Command | CommandGroup): entry is CommandGroup {

@@ -9,6 +9,7 @@ import {
   computerObjectName,
   type ComputerStatus,
   type EnsureAwakeRequest,
+  type UseSelfHostedRequest,
 } from "./control-plane.ts";
 
 export interface ControlPlaneClient {
@@ -16,6 +17,13 @@ export interface ControlPlaneClient {
   wake(computerId: string, accountId: string): Promise<ComputerStatus>;
   sleep(computerId: string, options?: { force?: boolean }): Promise<ComputerStatus>;
   status(computerId: string): Promise<ComputerStatus>;
+  /** The account's own machine becomes the computer (C8); again: replaces the token. */
+  useSelfHosted(
+    computerId: string,
+    request: UseSelfHostedRequest,
+  ): Promise<ComputerStatus & { rotated: boolean }>;
+  /** Back to the hosted computer; `changed` is false when it was hosted already. */
+  useHosted(computerId: string, accountId: string): Promise<ComputerStatus & { changed: boolean }>;
 }
 
 export function createControlPlaneClient(ingress: () => clients.Ingress): ControlPlaneClient {
@@ -60,5 +68,9 @@ export function createControlPlaneClient(ingress: () => clients.Ingress): Contro
     wake: (computerId, accountId) => invoke<ComputerStatus>(computerId, "wake", { accountId }),
     sleep: (computerId, options = {}) => invoke<ComputerStatus>(computerId, "sleep", options),
     status: (computerId) => invoke<ComputerStatus>(computerId, "status", null),
+    useSelfHosted: (computerId, request) =>
+      invoke<ComputerStatus & { rotated: boolean }>(computerId, "useSelfHosted", request),
+    useHosted: (computerId, accountId) =>
+      invoke<ComputerStatus & { changed: boolean }>(computerId, "useHosted", { accountId }),
   };
 }

@@ -15,6 +15,14 @@
  *   C6 "awake" is checked against the provider before it is relied on: a computer whose sandbox
  *      is gone (the server crashed and took it along, the host lost it) is put to sleep properly
  *      (its disk snapshotted) instead of keeping tool calls waiting for a worker that never comes.
+ *   C7 a self-hosted computer (the user's own machine running `roost worker`) is never started,
+ *      stopped, woken or put to sleep, and holds no idle timer: nothing here touches the provider
+ *      for it. Its state is whether its worker is connected (`connected` / `disconnected`).
+ *   C8 switching kinds runs in the computer's own exclusive handlers, so it never interleaves
+ *      with a wake or a sleep: the hosted computer is put to sleep (disk snapshotted, worker
+ *      disconnected, token cleared) before the kind changes, and whatever worker is connected is
+ *      disconnected after the self-hosted token changed, so a replaced token serves nothing.
+ *      The store's kind (what the gateway and the API read) changes inside the same handler.
  */
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
@@ -22,7 +30,13 @@ import type { EventHub } from "../events/index.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import { durableObjectRetryPolicy } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
-import { nextComputerState, type ComputerInput, type ComputerState } from "./lifecycle.ts";
+import {
+  nextComputerState,
+  type ComputerInput,
+  type ComputerKind,
+  type ComputerState,
+  type SelfHostedState,
+} from "./lifecycle.ts";
 import type { ComputerPaths, ComputerProvider } from "./provider.ts";
 
 export const computerObjectName = "computer";
@@ -35,6 +49,8 @@ export interface ControlPlaneDependencies {
   gateway: {
     waitForWorker(computerId: string, timeoutMs: number): Promise<unknown>;
     disconnect(computerId: string, reason?: string): Promise<void>;
+    /** Whether the computer's worker is connected (a self-hosted computer's state, C7). */
+    isConnected(computerId: string): boolean;
   };
   /** ws:// URL the worker dials. */
   gatewayUrl: string;
@@ -65,14 +81,24 @@ interface ComputerRecord {
   holders: Record<string, number>;
   generation: number;
   failure: string | null;
+  /** Absent in records written before self-hosted computers: hosted. `state` stays the hosted computer's. */
+  kind?: ComputerKind;
 }
 
 export interface ComputerStatus {
   id: string;
-  state: ComputerState;
+  kind: ComputerKind;
+  /** A hosted computer's lifecycle state, or a self-hosted one's connection (C7). */
+  state: ComputerState | SelfHostedState;
   lastActiveAt: number | null;
   holders: number;
   failure: string | null;
+}
+
+/** `useSelfHosted`: the caller's machine becomes the computer; its token's hash only (C5). */
+export interface UseSelfHostedRequest {
+  accountId: string;
+  tokenHash: string;
 }
 
 export interface EnsureAwakeRequest {
@@ -238,13 +264,49 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     await sleep(ctx, record);
   }
 
-  const status = (key: string, record: ComputerRecord, now: number): ComputerStatus => ({
-    id: key,
-    state: record.state,
-    lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
-    holders: activeHolders(record, now).length,
-    failure: record.failure,
-  });
+  const kindOf = (record: ComputerRecord): ComputerKind => record.kind ?? "hosted";
+
+  /** `connected`: only read for a self-hosted computer, whose state it is (C7). */
+  const status = (
+    key: string,
+    record: ComputerRecord,
+    now: number,
+    connected = false,
+  ): ComputerStatus =>
+    kindOf(record) === "self-hosted"
+      ? {
+          id: key,
+          kind: "self-hosted",
+          state: connected ? "connected" : "disconnected",
+          lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
+          holders: 0,
+          failure: null,
+        }
+      : {
+          id: key,
+          kind: "hosted",
+          state: record.state,
+          lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
+          holders: activeHolders(record, now).length,
+          failure: record.failure,
+        };
+
+  /** C7: a self-hosted computer's state, journaled so that a replay sees what the first run saw. */
+  const selfHostedStatus = async (ctx: restate.ObjectContext, record: ComputerRecord) => {
+    const connected = await ctx.run("connected", () => deps.gateway.isConnected(ctx.key));
+    return status(ctx.key, record, await ctx.date.now(), connected);
+  };
+
+  function publishKind(ctx: restate.ObjectContext, record: ComputerRecord, state: string): void {
+    ctx.set(recordKey, record);
+    if (record.accountId === "") return;
+    deps.events.publishAccount({
+      type: "computer",
+      accountId: record.accountId,
+      computerId: ctx.key,
+      state,
+    });
+  }
 
   return restate.object({
     name: computerObjectName,
@@ -256,6 +318,12 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       ): Promise<ComputerStatus> => {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
+        if (kindOf(record) === "self-hosted") {
+          // C7: never woken, never held; the tool asks the machine's worker directly.
+          record.lastActiveAt = await ctx.date.now();
+          ctx.set(recordKey, record);
+          return selfHostedStatus(ctx, record);
+        }
         if (record.state === "awake") await reconcile(ctx, record); // C6
         if (record.state !== "awake") {
           if (!request.allowWake) return status(ctx.key, record, await ctx.date.now());
@@ -291,6 +359,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       ): Promise<ComputerStatus> => {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
+        if (kindOf(record) === "self-hosted") return selfHostedStatus(ctx, record); // C7
         if (record.state !== "awake") await wake(ctx, record);
         record.lastActiveAt = await ctx.date.now();
         ctx.set(recordKey, record);
@@ -303,6 +372,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         request: { force?: boolean } | null,
       ): Promise<ComputerStatus> => {
         const record = await load(ctx);
+        if (kindOf(record) === "self-hosted") return selfHostedStatus(ctx, record); // C7
         const now = await ctx.date.now();
         if (
           record.state === "awake" &&
@@ -319,6 +389,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         request: { generation: number },
       ): Promise<void> => {
         const record = await load(ctx);
+        if (kindOf(record) === "self-hosted") return; // C7: no idle timer
         if (record.state !== "awake" || record.generation !== request.generation) return;
         const now = await ctx.date.now();
         const idleFor = now - record.lastActiveAt;
@@ -334,13 +405,81 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         await sleep(ctx, record);
       },
 
+      /**
+       * C8: the account's own machine becomes its computer. The hosted computer goes to sleep
+       * first (its disk stays, for `useHosted`); calling it again replaces the token.
+       */
+      useSelfHosted: async (
+        ctx: restate.ObjectContext,
+        request: UseSelfHostedRequest,
+      ): Promise<ComputerStatus & { rotated: boolean }> => {
+        const record = await load(ctx, request.accountId);
+        if (record.accountId === "") record.accountId = request.accountId;
+        if (kindOf(record) === "hosted") {
+          recoverInterrupted(ctx, record);
+          if (record.state === "awake") await sleep(ctx, record);
+          if (record.state !== "asleep") {
+            // A failed wake or sleep: make sure nothing of the hosted computer runs or connects.
+            await ctx.run("stop-hosted", async () => {
+              await deps.gateway.disconnect(
+                ctx.key,
+                "the account switched to a self-hosted computer",
+              );
+              await deps.provider.sleep(ctx.key);
+              await deps.store.clearWorkerToken(ctx.key);
+            });
+          }
+        }
+        const { rotated } = await ctx.run("register", () =>
+          deps.store.useSelfHosted(ctx.key, request.tokenHash),
+        );
+        await ctx.run("disconnect", () =>
+          deps.gateway.disconnect(ctx.key, "the computer's self-hosted worker token was replaced"),
+        ); // C8: a worker with the old token is cut off now
+        record.kind = "self-hosted";
+        record.holders = {};
+        record.lastActiveAt = await ctx.date.now();
+        publishKind(ctx, record, "disconnected");
+        return { ...status(ctx.key, record, record.lastActiveAt), rotated };
+      },
+
+      /** C8: back to the hosted computer (asleep, with its disk as it was); revokes the machine's token. */
+      useHosted: async (
+        ctx: restate.ObjectContext,
+        request: { accountId: string },
+      ): Promise<ComputerStatus & { changed: boolean }> => {
+        const record = await load(ctx, request.accountId);
+        if (record.accountId === "") record.accountId = request.accountId;
+        const { changed } = await ctx.run("unregister", () => deps.store.useHosted(ctx.key));
+        if (changed || kindOf(record) === "self-hosted") {
+          await ctx.run("disconnect", () =>
+            deps.gateway.disconnect(
+              ctx.key,
+              "the self-hosted computer was removed; the account is back on its hosted computer",
+            ),
+          );
+        }
+        record.kind = "hosted";
+        record.holders = {};
+        publishKind(ctx, record, record.state);
+        return { ...status(ctx.key, record, await ctx.date.now()), changed };
+      },
+
       status: restate.handlers.object.shared(
         async (ctx: restate.ObjectSharedContext): Promise<ComputerStatus> => {
           const record = await ctx.get<ComputerRecord>(recordKey);
           const now = await ctx.date.now();
-          return record === null
-            ? { id: ctx.key, state: "asleep", lastActiveAt: null, holders: 0, failure: null }
-            : status(ctx.key, record, now);
+          if (record === null)
+            return {
+              id: ctx.key,
+              kind: "hosted",
+              state: "asleep",
+              lastActiveAt: null,
+              holders: 0,
+              failure: null,
+            };
+          // A read with no effects: the connection is looked at, not journaled (C7).
+          return status(ctx.key, record, now, deps.gateway.isConnected(ctx.key));
         },
       ),
     },

@@ -5,10 +5,14 @@ export type {
   WakeRequest,
 } from "./provider.ts";
 export {
+  computerKinds,
   computerStates,
   nextComputerState,
+  selfHostedStates,
+  type ComputerKind,
   type ComputerState,
   type ComputerInput,
+  type SelfHostedState,
 } from "./lifecycle.ts";
 export {
   createComputerObject,
@@ -17,6 +21,7 @@ export {
   type ComputerStatus,
   type ControlPlaneDependencies,
   type EnsureAwakeRequest,
+  type UseSelfHostedRequest,
 } from "./control-plane.ts";
 export { createControlPlaneClient, type ControlPlaneClient } from "./client.ts";
 export { createProcessProvider, type ProcessProviderOptions } from "./process/index.ts";

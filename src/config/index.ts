@@ -37,6 +37,11 @@ export interface RoostConfig {
   servicePort: number;
   /** URL Restate uses to reach the service endpoint. @default http://127.0.0.1:{servicePort} */
   serviceUrl: string;
+  /**
+   * The URL users reach this server at, given to self-hosted workers (`roost worker --server`)
+   * when it differs from the address a request came in on (TLS in front, a proxy). @default none
+   */
+  publicUrl: string | undefined;
   store: StoreConfig;
   restate: RestateConfig;
   models: ModelProvidersConfig;
@@ -176,6 +181,28 @@ function url(source: Source, flag: string, envName: string): string | undefined 
   } catch {
     throw new ConfigError(
       `${envName} (--${flag}) must be an http(s) URL, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function resolvePublicUrl(source: Source): string | undefined {
+  const raw = pick(source, "", "ROOST_PUBLIC_URL");
+  if (raw === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    parsed === undefined ||
+    (parsed.protocol !== "http:" && parsed.protocol !== "https:") ||
+    parsed.search !== "" ||
+    parsed.hash !== ""
+  ) {
+    throw new ConfigError(
+      `ROOST_PUBLIC_URL must be the http(s) URL users reach Roost at, e.g. https://roost.example.com, got ${JSON.stringify(raw)}`,
     );
   }
   return raw.replace(/\/+$/, "");
@@ -369,6 +396,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     port,
     servicePort,
     serviceUrl,
+    publicUrl: resolvePublicUrl(source),
     store,
     restate,
     models,

@@ -241,6 +241,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     "a connection to a computer's gateway socket did not finish its request headers in time; closed",
   );
+  // A token nobody issued, or one revoked or rotated away (a self-hosted machine's after DELETE).
+  const warnRefusedToken = createThrottledWarning(
+    logger,
+    "refused a worker connection: its token is invalid, expired or revoked",
+    1_000,
+  );
   const computerListeners = new Set<GatewayListener>();
   const emit = (event: GatewayEvent) => {
     try {
@@ -362,6 +368,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     remoteAddress: string | undefined,
   ): void {
     emit({ type: "upgrade_refused", status, reason, remoteAddress });
+    if (status === 401) warnRefusedToken({ status, reason, remoteAddress });
     if (socket.destroyed) return;
     const body = `${reason}\n`;
     socket.end(

@@ -103,17 +103,42 @@ export async function startPlatform(
     const server: ServerType = createAdaptorServer({
       fetch: (request, env) => fetchApi(request, env),
     });
+    const events = createEventHub();
     const gateway = createGateway({
       server: server as unknown as import("node:http").Server,
       verifyToken: async (token) => {
-        const computerId = await store.findComputerByWorkerToken(hashToken(token), Date.now());
-        if (computerId === undefined) return undefined;
-        // G8: a local computer's worker connects through its own socket, never over TCP.
-        const computer = await store.getComputer(computerId);
-        return { computerId, boundToSocket: computer?.provider === "local" };
+        const tokenHash = hashToken(token);
+        const computerId = await store.findComputerByWorkerToken(tokenHash, Date.now());
+        if (computerId !== undefined) {
+          // G8: a local computer's worker connects through its own socket, never over TCP.
+          const computer = await store.getComputer(computerId);
+          // STORE9 clears a hosted token when the computer becomes self-hosted; this is the backstop.
+          if (computer?.kind === "self-hosted") return undefined;
+          return { computerId, boundToSocket: computer?.provider === "local" };
+        }
+        // A self-hosted machine dials over TCP from wherever it is; its token serves its own computer only (G1).
+        const selfHosted = await store.findSelfHostedComputer(tokenHash);
+        return selfHosted === undefined ? undefined : { computerId: selfHosted };
       },
       workerWaitMs: config.computers.wakeTimeoutMs,
       logger,
+      // A self-hosted machine's state is its connection (C7): tell its owner's clients when it changes.
+      onEvent: (event) => {
+        if (event.type !== "connected" && event.type !== "disconnected") return;
+        const state = event.type;
+        void store
+          .getComputer(event.computerId)
+          .then((computer) => {
+            if (computer?.kind !== "self-hosted") return;
+            events.publishAccount({
+              type: "computer",
+              accountId: computer.accountId,
+              computerId: computer.id,
+              state,
+            });
+          })
+          .catch(() => undefined); // a hint only; clients poll as well
+      },
     });
 
     await new Promise<void>((resolve, reject) => {
@@ -157,7 +182,6 @@ export async function startPlatform(
       exclude: ["tmp"],
       log,
     });
-    const events = createEventHub();
     if (config.store.kind === "postgres") {
       // Several nodes may share this store: carry live events between them.
       const relay = await connectPostgresRelay({ url: config.store.url, hub: events, log });
@@ -328,8 +352,18 @@ export async function startPlatform(
       computers: {
         forAccount: async (accountId) => {
           const computer = await store.ensureComputer(accountId, provider.kind);
-          return { id: computer.id, provider: computer.provider, isolated: provider.isolated };
+          return {
+            id: computer.id,
+            provider: computer.provider,
+            isolated: provider.isolated,
+            kind: computer.kind,
+          };
         },
+        isConnected: (computerId) => gateway.isConnected(computerId),
+        useSelfHosted: (computerId, accountId, tokenHash) =>
+          controlPlane.useSelfHosted(computerId, { accountId, tokenHash }),
+        useHosted: (computerId, accountId) => controlPlane.useHosted(computerId, accountId),
+        ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
         status: (computerId) => controlPlane.status(computerId),
         wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),
         sleep: (computerId) => controlPlane.sleep(computerId),

@@ -125,18 +125,43 @@ export interface InterruptResult {
   interrupted: boolean;
 }
 
-export type ComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
+/** A hosted computer's lifecycle (Roost starts and stops it). */
+export type HostedComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
+/** A self-hosted machine never sleeps or wakes: its worker is connected, or it is not. */
+export type SelfHostedComputerState = "connected" | "disconnected";
+export type ComputerState = HostedComputerState | SelfHostedComputerState;
+
+/** `hosted`: a computer Roost runs (its provider); `self-hosted`: the user's own machine running `roost worker`. */
+export type ComputerKind = "hosted" | "self-hosted";
 
 export interface Computer {
   id: string;
+  kind: ComputerKind;
+  /** `hosted`: one of the hosted states; `self-hosted`: `connected` or `disconnected`. */
   state: ComputerState;
+  /** Whether its worker is connected to this server right now. */
+  connected: boolean;
+  /** What runs it: the hosted provider (`local`, `process`), or `self-hosted`. */
   provider: string;
   lastActiveAt: string | null;
-  /** False for providers that run commands without a sandbox (development only). */
+  /** False where commands run without Roost's sandbox: the `process` provider, or a self-hosted machine. */
   isolated?: boolean;
   heldByTurns?: number;
   /** Why the last wake or sleep failed. */
   failure?: string | null;
+}
+
+/**
+ * `POST /v1/computers/me/self-hosted` (201): the only time the worker token is shown. `command`
+ * is the exact line to run on the machine.
+ */
+export interface SelfHostedRegistration {
+  computerId: string;
+  token: string;
+  serverUrl: string;
+  command: string;
+  /** True when an earlier self-hosted token was replaced (it stopped working at once). */
+  rotated: boolean;
 }
 
 export interface FileEntry {

@@ -187,4 +187,19 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX steps_by_kind ON steps (conversation_id, kind, seq)`,
     ],
   },
+  {
+    version: 11,
+    statements: [
+      // Which kind of computer the account uses: `hosted` (Roost runs it with its provider) or
+      // `self-hosted` (the user's own machine running `roost worker`). Switching keeps the row,
+      // so the hosted computer's disk and id stay for the way back (STORE9).
+      `ALTER TABLE computers ADD COLUMN kind TEXT NOT NULL DEFAULT 'hosted'`,
+      // The self-hosted machine's worker token, stored hashed; long-lived (no expiry): replaced
+      // by a new registration, deleted when the computer goes back to hosted (STORE9).
+      `CREATE TABLE self_hosted_tokens (
+        computer_id TEXT PRIMARY KEY REFERENCES computers(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

@@ -146,12 +146,14 @@ interface ComputerRow {
   id: string;
   account_id: string;
   provider: string;
+  kind: string;
   created_at: number;
 }
 const toComputer = (row: ComputerRow): Computer => ({
   id: row.id,
   accountId: row.account_id,
   provider: row.provider,
+  kind: row.kind === "self-hosted" ? "self-hosted" : "hosted",
   createdAt: Number(row.created_at),
 });
 const toAudit = (row: AuditRow): AuditEntry => ({
@@ -759,7 +761,13 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       const existing = await read();
       if (existing !== undefined) return existing;
       return idempotent(async () => {
-        const computer = { id: ids("cmp"), accountId, provider, createdAt: now() };
+        const computer: Computer = {
+          id: ids("cmp"),
+          accountId,
+          provider,
+          kind: "hosted",
+          createdAt: now(),
+        };
         await driver.run(
           "INSERT INTO computers (id, account_id, provider, created_at) VALUES (?, ?, ?, ?)",
           [computer.id, accountId, provider, computer.createdAt],
@@ -813,6 +821,48 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async clearWorkerToken(computerId) {
       await driver.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
+    },
+
+    async useSelfHosted(computerId, tokenHash) {
+      return driver.transaction(async (tx) => {
+        // STORE9: kind and token together; the hosted worker token goes, so only this one works.
+        const changed = await tx.run("UPDATE computers SET kind = 'self-hosted' WHERE id = ?", [
+          computerId,
+        ]);
+        if (changed.changes === 0)
+          throw new RoostError("not_found", `computer ${computerId} not found`);
+        const replaced = await tx.run("DELETE FROM self_hosted_tokens WHERE computer_id = ?", [
+          computerId,
+        ]);
+        await tx.run(
+          "INSERT INTO self_hosted_tokens (computer_id, token_hash, created_at) VALUES (?, ?, ?)",
+          [computerId, tokenHash, now()],
+        );
+        await tx.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
+        return { rotated: replaced.changes > 0 };
+      });
+    },
+
+    async useHosted(computerId) {
+      return driver.transaction(async (tx) => {
+        const removed = await tx.run("DELETE FROM self_hosted_tokens WHERE computer_id = ?", [
+          computerId,
+        ]);
+        const changed = await tx.run(
+          "UPDATE computers SET kind = 'hosted' WHERE id = ? AND kind = 'self-hosted'",
+          [computerId],
+        );
+        return { changed: removed.changes > 0 || changed.changes > 0 };
+      });
+    },
+
+    async findSelfHostedComputer(tokenHash) {
+      const row = await first<{ computer_id: string }>(
+        driver,
+        "SELECT t.computer_id FROM self_hosted_tokens t JOIN computers c ON c.id = t.computer_id WHERE t.token_hash = ? AND c.kind = 'self-hosted'",
+        [tokenHash],
+      );
+      return row?.computer_id;
     },
 
     async audit(input) {

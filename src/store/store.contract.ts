@@ -324,6 +324,40 @@ export function storeContract(
         expect(await store.findComputerByWorkerToken("hash-2", 1000)).toBeUndefined();
       }));
 
+    it("a self-hosted token exists exactly while the computer is self-hosted; rotation and going back revoke it (STORE9)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const other = await store.createAccount({ name: "mallory", isAdmin: false });
+        const computer = await store.ensureComputer(account.id, "local");
+        const theirs = await store.ensureComputer(other.id, "local");
+        expect(computer.kind).toBe("hosted");
+        await store.setWorkerToken(computer.id, "hosted-hash", 2000);
+
+        expect(await store.useSelfHosted(computer.id, "self-1")).toEqual({ rotated: false });
+        expect((await store.getComputer(computer.id))?.kind).toBe("self-hosted");
+        expect((await store.ensureComputer(account.id, "local")).kind).toBe("self-hosted");
+        expect(await store.findSelfHostedComputer("self-1")).toBe(computer.id);
+        // The hosted computer's token went with the switch: only the machine's token works.
+        expect(await store.findComputerByWorkerToken("hosted-hash", 1000)).toBeUndefined();
+        // Another account's computer is untouched.
+        expect((await store.getComputer(theirs.id))?.kind).toBe("hosted");
+
+        expect(await store.useSelfHosted(computer.id, "self-2")).toEqual({ rotated: true });
+        expect(await store.findSelfHostedComputer("self-1")).toBeUndefined(); // the old one is dead
+        expect(await store.findSelfHostedComputer("self-2")).toBe(computer.id);
+
+        // A hash is unique across accounts: another computer cannot take it over.
+        await expect(store.useSelfHosted(theirs.id, "self-2")).rejects.toThrow();
+        expect((await store.getComputer(theirs.id))?.kind).toBe("hosted"); // nothing half-written
+        expect(await store.findSelfHostedComputer("self-2")).toBe(computer.id);
+
+        expect(await store.useHosted(computer.id)).toEqual({ changed: true });
+        expect((await store.getComputer(computer.id))?.kind).toBe("hosted");
+        expect(await store.findSelfHostedComputer("self-2")).toBeUndefined();
+        expect(await store.useHosted(computer.id)).toEqual({ changed: false });
+        await expect(store.useSelfHosted("cmp_missing", "self-3")).rejects.toThrow(/not found/);
+      }));
+
     it("deleting a bot removes its conversations, messages and steps, and audits it (STORE7, STORE8)", () =>
       withStore(async (store) => {
         const { account, bot, conversation } = await seed(store);

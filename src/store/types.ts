@@ -14,6 +14,9 @@
  *          concurrently either goes with it or fails with NotFoundError; nothing is half-gone.
  *   STORE8 what is deleted reads as absent: reads answer undefined or nothing and never throw;
  *          writes into it (appendStep, appendMessage, createConversation) throw NotFoundError.
+ *   STORE9 a computer has a self-hosted worker token exactly while its kind is `self-hosted`:
+ *          the kind and the token change in one transaction, a new token replaces the old one
+ *          (which then matches nothing), and going back to hosted deletes it.
  */
 import type { MemoryStore } from "./memory-types.ts";
 
@@ -113,10 +116,15 @@ export interface AuditEntry {
   createdAt: number;
 }
 
+export type ComputerKind = "hosted" | "self-hosted";
+
 export interface Computer {
   id: string;
   accountId: string;
+  /** The hosted provider it was created with (its disk is that provider's, whatever the kind). */
   provider: string;
+  /** `self-hosted` while the account's own machine is its computer (STORE9). */
+  kind: ComputerKind;
   createdAt: number;
 }
 
@@ -245,7 +253,7 @@ export interface Store extends MemoryStore {
   /** The newest step of `kind` (e.g. the latest compaction summary), if any. */
   latestStepOfKind(conversationId: string, kind: StepKind): Promise<Step | undefined>;
 
-  /** The account's computer, created with `provider` on first use (one per account). */
+  /** The account's computer, created with `provider` (and kind `hosted`) on first use (one per account). */
   ensureComputer(accountId: string, provider: string): Promise<Computer>;
   getComputer(id: string): Promise<Computer | undefined>;
   /** Replaces the computer's worker token (STORE5: hash only). */
@@ -253,6 +261,16 @@ export interface Store extends MemoryStore {
   /** The computer a live worker token belongs to; expired tokens match nothing. */
   findComputerByWorkerToken(tokenHash: string, now: number): Promise<string | undefined>;
   clearWorkerToken(computerId: string): Promise<void>;
+  /**
+   * STORE9: makes the computer self-hosted with this worker token (STORE5: hash only), replacing
+   * an earlier self-hosted token and deleting the hosted worker token, in one transaction.
+   * `rotated` says an earlier self-hosted token was replaced. NotFoundError for no such computer.
+   */
+  useSelfHosted(computerId: string, tokenHash: string): Promise<{ rotated: boolean }>;
+  /** STORE9: back to hosted; deletes the self-hosted token. `changed` is false when it was hosted already. */
+  useHosted(computerId: string): Promise<{ changed: boolean }>;
+  /** The self-hosted computer a worker token belongs to (STORE5: pass the hash). */
+  findSelfHostedComputer(tokenHash: string): Promise<string | undefined>;
   /** The computer's egress policy (JSON as given), or null for the platform default. */
   getNetworkPolicy(computerId: string): Promise<unknown>;
   setNetworkPolicy(computerId: string, policy: unknown): Promise<void>;

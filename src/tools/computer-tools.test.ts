@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryDurable, type MemoryDurable } from "../engine/testing/index.ts";
 import type { Store } from "../store/index.ts";
-import { asleepMessage, createComputerTools } from "./computer-tools.ts";
+import { RoostError } from "../errors/index.ts";
+import { asleepMessage, createComputerTools, notConnectedMessage } from "./computer-tools.ts";
 import { createToolRouter } from "./router.ts";
 import type { ToolCallRequest, ToolRouter } from "./types.ts";
 
@@ -210,5 +211,59 @@ describe("computer tools", () => {
     expect(result.isError).toBe(true);
     expect(result.output).toMatch(/Invalid input for edit/);
     expect((await router.execute("rm", {}, request())).output).toContain("no tool named");
+  });
+
+  it("answers every tool with the exact not-connected text while a self-hosted machine's worker is away, and wakes nothing (CT6)", async () => {
+    const { router, request, calls } = setup("asleep", {
+      ensureAwake: async () => ({
+        id: "cmp_1",
+        kind: "self-hosted",
+        state: "disconnected",
+        lastActiveAt: null,
+        holders: 0,
+        failure: null,
+      }),
+    });
+    expect(notConnectedMessage).toBe(
+      "Your computer (a self-hosted machine) is not connected. Start `roost worker` on it, then try again.",
+    );
+    const inputs: Record<string, unknown> = {
+      shell: { command: "echo hi" },
+      shell_status: { jobId: "job_1" },
+      read: { path: "f" },
+      write: { path: "f", content: "x" },
+      edit: { path: "f", oldString: "a", newString: "b" },
+      list: {},
+      glob: { pattern: "*" },
+    };
+    for (const [name, input] of Object.entries(inputs)) {
+      const result = await router.execute(name, input, request(`call_${name}`));
+      expect(result).toMatchObject({ output: notConnectedMessage, isError: true });
+    }
+    expect(calls.filter((call) => (call as unknown[])[0] === "gateway")).toHaveLength(0);
+  });
+
+  it("runs the call on a connected self-hosted machine, and a worker that went away mid-call gets the same text (CT6)", async () => {
+    let gatewayAnswer: () => Promise<unknown> = async () => ({ ok: true, output: completed });
+    const { router, request } = setup("asleep", {
+      ensureAwake: async () => ({
+        id: "cmp_1",
+        kind: "self-hosted",
+        state: "connected",
+        lastActiveAt: null,
+        holders: 0,
+        failure: null,
+      }),
+      gatewayCall: () => gatewayAnswer(),
+    });
+    const ran = await router.execute("shell", { command: "echo hi" }, request("call_1"));
+    expect(ran).toMatchObject({ isError: false, details: { stdout: "hi\n" } });
+    gatewayAnswer = async () => {
+      throw new RoostError("computer_unavailable", "no worker connected for computer cmp_1");
+    };
+    expect(await router.execute("shell", { command: "true" }, request("call_2"))).toMatchObject({
+      output: notConnectedMessage,
+      isError: true,
+    });
   });
 });

@@ -11,8 +11,12 @@
  *       raw request from inside a step), so a replay neither wakes twice nor loses a release.
  *   CT5 an interrupted turn stops its running call: the gateway tells the worker to cancel it
  *       (the shell kills its process group) and the model is told the call was stopped.
+ *   CT6 on a self-hosted computer whose worker is not connected, every computer tool answers
+ *       exactly `notConnectedMessage`; nothing is woken (the control plane never starts a
+ *       self-hosted machine, C7), and a call whose worker went away answers it too.
  */
 import { z } from "zod";
+import { isRoostError } from "../errors/index.ts";
 import {
   computerObjectName,
   type ComputerStatus,
@@ -38,6 +42,10 @@ import type { ToolCallContext, ToolResult } from "./types.ts";
 /** CT1: the exact text a non-waking tool returns on a sleeping computer. */
 export const asleepMessage =
   "The computer is asleep. Use Shell or Read to wake it, then try again.";
+
+/** CT6: the exact text every computer tool returns while a self-hosted machine's worker is away. */
+export const notConnectedMessage =
+  "Your computer (a self-hosted machine) is not connected. Start `roost worker` on it, then try again.";
 
 /** Tools that may wake a sleeping computer. @default shell and read */
 export const defaultWakingTools: readonly ToolName[] = ["shell", "read"];
@@ -156,7 +164,14 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         throw error;
       }
       used.set(context.turnId, computerId);
-      if (status.state !== "awake")
+      const selfHosted = status.kind === "self-hosted";
+      if (selfHosted && status.state !== "connected")
+        return {
+          output: notConnectedMessage,
+          isError: true,
+          details: { computerState: status.state },
+        }; // CT6
+      if (!selfHosted && status.state !== "awake")
         return { output: asleepMessage, isError: true, details: { computerState: status.state } };
 
       return context.run(`tool:${name}`, async (signal) => {
@@ -190,6 +205,14 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
           return { ...formatOutput(name, result.output as ToolOutput<ToolName>), durationMs };
         } catch (error) {
           if (signal.aborted) return interruptedResult(name, Date.now() - started);
+          // CT6: the machine's worker went away and did not come back within the gateway's wait.
+          if (selfHosted && isRoostError(error) && error.code === "computer_unavailable")
+            return {
+              output: notConnectedMessage,
+              isError: true,
+              details: { error: "computer_unavailable" },
+              durationMs: Date.now() - started,
+            };
           throw error;
         }
       });

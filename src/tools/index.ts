@@ -32,5 +32,6 @@ export {
   asleepMessage,
   createComputerTools,
   defaultWakingTools,
+  notConnectedMessage,
   type ComputerToolsOptions,
 } from "./computer-tools.ts";

@@ -60,6 +60,8 @@ export interface CallRunnerOptions {
   files?: FileOperations;
   now?: () => number;
   log?: (line: string) => void;
+  /** Each call answered once (not its re-sends): the worker's call metrics. */
+  onAnswered?: (tool: string, ok: boolean) => void;
 }
 
 export interface CallRunner {
@@ -126,7 +128,8 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   }, options.progressIntervalMs ?? 5000);
   progressTimer.unref();
 
-  function sendResult(callId: string, outcome: CallOutcome): ResultFrame {
+  function sendResult(tool: string, callId: string, outcome: CallOutcome): ResultFrame {
+    options.onAnswered?.(tool, outcome.ok);
     const frame: ResultFrame = outcome.ok
       ? { type: "result", callId, ok: true, output: outcome.output }
       : { type: "result", callId, ok: false, error: outcome.error };
@@ -162,16 +165,16 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         input: frame.input,
         signal: entry.controller.signal,
       }); // W5: no done-log
-      entry.result = sendResult(callId, fitted(callId, outcome));
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
-      sendResult(callId, record.outcome); // W2
+      sendResult(frame.tool, callId, record.outcome); // W2
       return;
     }
     if (!isToolName(frame.tool)) {
-      sendResult(callId, {
+      sendResult(frame.tool, callId, {
         ok: false,
         error: {
           code: "unknown_tool",
@@ -186,7 +189,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       const issue = parsed.error.issues[0];
       const where =
         issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`;
-      sendResult(callId, {
+      sendResult(frame.tool, callId, {
         ok: false,
         error: {
           code: "invalid_input",
@@ -240,7 +243,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       recorded = false;
       log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
     }
-    entry.result = sendResult(callId, outcome);
+    entry.result = sendResult(frame.tool, callId, outcome);
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
   }
 
@@ -259,7 +262,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         log(
           `worker: call ${frame.callId} failed inside the worker: ${(error as Error).stack ?? String(error)}`,
         );
-        sendResult(frame.callId, {
+        sendResult(frame.tool, frame.callId, {
           ok: false,
           error: { code: "internal", message: (error as Error).message },
         });

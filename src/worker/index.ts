@@ -9,6 +9,14 @@ export type { Worker, WorkerOptions } from "./worker.ts";
 export { resolveWorkerConfig, WorkerConfigError } from "./config.ts";
 export type { WorkerConfig } from "./config.ts";
 export { createBackoff } from "./backoff.ts";
+export { proxyFor, describeProxy, ProxyConfigError } from "./proxy.ts";
+export {
+  defaultMetricsPort,
+  renderMetrics,
+  startStatusServer,
+  type StatusServer,
+  type WorkerStats,
+} from "./status-server.ts";
 export type { Backoff, BackoffOptions } from "./backoff.ts";
 
 /** Absolute path of the worker's entry point, for `spawn(process.execPath, [workerEntryPath])`. */

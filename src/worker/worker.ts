@@ -8,8 +8,11 @@
  *   K3 A connection that hears nothing (frames or pings) for 2.5 × the gateway's heartbeat is
  *      dropped and redialled, so a half-open TCP connection cannot hold calls hostage.
  *   K4 Reconnect delays grow until a connection stays up `minUptimeMs` (backoff.ts).
+ *   K5 The token is read anew (from `tokenFile`, when set) for every dial, so a token rotated on
+ *      the server and written to the file is picked up after the next refusal, without a restart.
  */
 import { randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
 import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import WebSocket from "ws";
@@ -17,6 +20,8 @@ import {
   closeCodes,
   encodeFrame,
   fileOperationNames,
+  isFileOperationName,
+  isToolName,
   MAX_FRAME_BYTES,
   parseFrame,
   PROTOCOL_VERSION,
@@ -32,7 +37,9 @@ import { openDoneLog } from "./done-log.ts";
 import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
+import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
 import type { ShellOptions } from "./shell-tool.ts";
+import type { WorkerStats } from "./status-server.ts";
 
 export interface WorkerOptions extends WorkerConfig {
   /** Environment for the commands the worker runs; never the worker's own secrets. */
@@ -51,6 +58,11 @@ export interface WorkerOptions extends WorkerConfig {
   shell?: ShellOptions;
   /** Called after every `welcome` (tests and supervisors use it to know the worker is connected). */
   onConnected?: (computerId: string) => void;
+  /**
+   * An HTTP proxy to reach the gateway through, with CONNECT (proxy.ts; `roost worker` takes it
+   * from HTTPS_PROXY / HTTP_PROXY). Never used for a unix-socket gateway. @default none
+   */
+  proxy?: URL;
 }
 
 export interface Worker {
@@ -59,6 +71,8 @@ export interface Worker {
   /** New for this process. */
   readonly bootId: string;
   isConnected(): boolean;
+  /** Connection and call counts, for the status endpoints (status-server.ts). */
+  stats(): WorkerStats;
   close(): Promise<void>;
 }
 
@@ -109,6 +123,10 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   let heartbeatMs = 0;
   let maxFrameBytes = MAX_FRAME_BYTES;
   let lastHeardAt = 0;
+  let heardAny = false;
+  let connectAttempts = 0;
+  let connections = 0;
+  const callCounts = new Map<string, { tool: string; outcome: "ok" | "error"; count: number }>();
   let reconnectTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
   let helloTimer: NodeJS.Timeout | undefined;
@@ -125,6 +143,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     maxFrameBytes: () => maxFrameBytes,
     files,
     log,
+    onAnswered(tool, ok) {
+      // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
+      const name = isToolName(tool) || isFileOperationName(tool) ? tool : "other";
+      const outcome = ok ? "ok" : "error";
+      const key = `${name} ${outcome}`;
+      const entry = callCounts.get(key) ?? { tool: name, outcome, count: 0 };
+      entry.count += 1;
+      callCounts.set(key, entry);
+    },
     ...(options.shell === undefined ? {} : { shell: options.shell }),
     send(frame) {
       if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
@@ -154,16 +181,50 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   function dial(): void {
     reconnectTimer = undefined;
     if (closing) return;
-    const token = readToken();
+    connectAttempts += 1;
+    const token = readToken(); // K5
     if (token === undefined || token === "") {
       scheduleReconnect();
       return;
     }
+    const proxy = options.proxy;
+    const gateway = new URL(options.gatewayUrl);
+    if (proxy === undefined || (gateway.protocol !== "ws:" && gateway.protocol !== "wss:")) {
+      open(token, undefined);
+      return;
+    }
+    const host = gateway.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(gateway.port || (gateway.protocol === "wss:" ? 443 : 80));
+    connectThroughProxy(
+      proxy,
+      { host, port },
+      { timeoutMs: options.helloTimeoutMs ?? 10_000 },
+    ).then(
+      (tunnel) => {
+        if (closing) {
+          tunnel.destroy();
+          return;
+        }
+        open(token, gateway.protocol === "wss:" ? secureOverTunnel(tunnel, host) : tunnel);
+      },
+      (error: unknown) => {
+        log(
+          `worker: cannot reach the gateway through the proxy ${describeProxy(proxy)}: ${(error as Error).message}`,
+        );
+        scheduleReconnect();
+      },
+    );
+  }
+
+  /** `tunnel`: a connection through the proxy, already open to the gateway's host. */
+  function open(token: string, tunnel: Socket | undefined): void {
     const ws = new WebSocket(options.gatewayUrl, {
       headers: { authorization: `Bearer ${token}` },
       maxPayload: MAX_FRAME_BYTES,
       handshakeTimeout: options.helloTimeoutMs ?? 10_000,
       perMessageDeflate: false,
+      // The tunnel comes paused (proxy.ts); the gateway never speaks first, so nothing is lost.
+      ...(tunnel === undefined ? {} : { createConnection: () => tunnel.resume() }),
     });
     socket = ws;
     welcomed = false;
@@ -186,6 +247,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
 
     ws.on("message", (data, isBinary) => {
       lastHeardAt = Date.now();
+      heardAny = true;
       if (isBinary) {
         ws.close(closeCodes.protocolError, "binary frames are not part of the protocol");
         return;
@@ -200,9 +262,11 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     });
 
     ws.on("error", (error) => {
-      const hint = /\b401\b/.test(error.message)
-        ? " (the gateway refused the token: it may have expired or been rotated; restart the worker with the current token)"
-        : "";
+      const hint = !/\b401\b/.test(error.message)
+        ? ""
+        : options.tokenFile === undefined
+          ? " (the gateway refused the token: it may have expired, been rotated or revoked; restart the worker with the current token, or use a token file)"
+          : ` (the gateway refused the token: it may have been rotated or revoked; ${options.tokenFile} is read again before the next attempt)`; // K5
       log(`worker: connection error: ${error.message}${hint}`);
     });
 
@@ -231,6 +295,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         }
         clearTimeout(helloTimer);
         welcomed = true;
+        connections += 1;
         heartbeatMs = frame.heartbeatMs;
         maxFrameBytes = Math.min(MAX_FRAME_BYTES, frame.maxFrameBytes);
         backoff.connected();
@@ -280,6 +345,13 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     workerId,
     bootId,
     isConnected: () => welcomed && socket?.readyState === WebSocket.OPEN,
+    stats: () => ({
+      connected: welcomed && socket?.readyState === WebSocket.OPEN,
+      lastHeardAt: heardAny ? lastHeardAt : undefined,
+      connectAttempts,
+      connections,
+      calls: [...callCounts.values()].map((entry) => ({ ...entry })),
+    }),
     async close() {
       if (closing) return;
       closing = true;

@@ -1,12 +1,16 @@
 /**
  * The web app in Debian's Chromium against the real platform: sign-in, bots, chat with streamed
  * replies, tool cards, reload mid-turn, messages while the bot works, readable errors, the
- * computer chip and files, and screenshots at desktop and phone sizes (artifacts/screenshots/).
+ * computer chip and files (and a self-hosted machine's), and screenshots at desktop and phone sizes (artifacts/screenshots/).
  */
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Api } from "../../src/protocol/index.ts";
 import { apiClient } from "../support/api-client.ts";
+import { startRoostWorker } from "../support/roost-worker.ts";
 import {
   chromiumPath,
   launchBrowser,
@@ -311,6 +315,59 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.keyboard.press("Escape");
       await expect.poll(() => files.isVisible()).toBe(false);
       await page.close();
+    });
+
+    it("shows a self-hosted machine as the computer: which kind, whether it is connected, no wake or sleep", async () => {
+      token ||= await roost.token();
+      const machine = mkdtempSync(join(tmpdir(), "roost-web-machine-"));
+      const registration = await api().call<Api.SelfHostedRegistration>(
+        "POST",
+        "/v1/computers/me/self-hosted",
+      );
+      const worker = startRoostWorker({
+        args: [
+          "--server",
+          roost.url,
+          "--token",
+          registration.token,
+          "--workspace",
+          machine,
+          "--metrics-port",
+          "0",
+        ],
+        home: machine,
+      });
+      const page = await open("/");
+      try {
+        const chip = page.locator(".computer-chip");
+        await expect
+          .poll(() => chip.getAttribute("data-kind"), { timeout: 20_000 })
+          .toBe("self-hosted");
+        await expect
+          .poll(() => chip.getAttribute("data-state"), { timeout: 30_000 })
+          .toBe("connected");
+        expect(await chip.innerText()).toContain("Your machine");
+        await chip.click();
+        const dialog = page.getByRole("dialog", { name: "Computer" });
+        await dialog.getByText("your own machine (self-hosted)").waitFor();
+        expect(await dialog.getByRole("button", { name: "Wake" }).count()).toBe(0);
+        expect(await dialog.getByRole("button", { name: "Sleep" }).count()).toBe(0);
+        await page.keyboard.press("Escape");
+
+        await worker.stop();
+        await page.reload();
+        await expect
+          .poll(() => page.locator(".computer-chip").getAttribute("data-state"), {
+            timeout: 30_000,
+          })
+          .toBe("disconnected");
+        expect(await page.locator(".computer-chip").innerText()).toContain("Not connected");
+      } finally {
+        await page.close();
+        await worker.stop();
+        await api().call("DELETE", "/v1/computers/me/self-hosted");
+        rmSync(machine, { recursive: true, force: true });
+      }
     });
 
     it("works at phone size and in the dark theme (screenshots)", async () => {

@@ -1,7 +1,8 @@
 /**
  * The computer: a status chip (asleep / waking / awake / sleeping / failed) with wake and sleep,
  * and a files panel for /workspace (browse, download, upload). Hidden when the server has no
- * computer endpoints.
+ * computer endpoints. A self-hosted machine (the user's own, running `roost worker`) shows
+ * whether it is connected instead, and has no wake or sleep.
  */
 import {
   ArrowUp,
@@ -28,6 +29,8 @@ const stateLabel: Record<ComputerState, string> = {
   awake: "Awake",
   sleeping: "Going to sleep…",
   failed: "Failed",
+  connected: "Connected",
+  disconnected: "Not connected",
 };
 
 const stateHelp: Record<ComputerState, string> = {
@@ -38,6 +41,10 @@ const stateHelp: Record<ComputerState, string> = {
   sleeping: "Your computer is saving its files and going to sleep.",
   failed:
     "Your computer could not start or stop. Try waking it again; if it keeps failing, the server log says why.",
+  connected:
+    "Your computer is your own machine, and its worker is connected: your bots' commands run there, in its workspace folder.",
+  disconnected:
+    "Your computer is your own machine, and its worker is not connected. Start `roost worker` on it; until then your bots cannot use it.",
 };
 
 export function ComputerControls() {
@@ -65,6 +72,7 @@ export function ComputerControls() {
 
   if (computer.status !== "ok") return null; // unsupported, loading or unreachable: no chip
   const { state } = computer.computer;
+  const selfHosted = computer.computer.kind === "self-hosted";
   const canWake = state === "asleep" || state === "failed";
   const canSleep = state === "awake";
 
@@ -74,6 +82,7 @@ export function ComputerControls() {
         type="button"
         className={`computer-chip computer-${state}`}
         data-state={state}
+        data-kind={computer.computer.kind}
         aria-expanded={menuOpen}
         aria-haspopup="dialog"
         onClick={() => setMenuOpen((value) => !value)}
@@ -81,7 +90,7 @@ export function ComputerControls() {
       >
         <span className="computer-dot" aria-hidden="true" />
         <span className="computer-label">
-          <span className="computer-word">Computer </span>
+          <span className="computer-word">{selfHosted ? "Your machine " : "Computer "}</span>
           {stateLabel[state]}
         </span>
       </button>
@@ -99,10 +108,21 @@ export function ComputerControls() {
           <p className="popover-text">{stateHelp[state]}</p>
           <dl className="popover-facts">
             <div>
-              <dt>Provider</dt>
-              <dd>{computer.computer.provider}</dd>
+              <dt>Kind</dt>
+              <dd>{selfHosted ? "your own machine (self-hosted)" : "hosted by Roost"}</dd>
             </div>
-            {computer.computer.isolated === false && (
+            {selfHosted ? (
+              <div>
+                <dt>Worker</dt>
+                <dd>{computer.computer.connected ? "connected" : "not connected"}</dd>
+              </div>
+            ) : (
+              <div>
+                <dt>Provider</dt>
+                <dd>{computer.computer.provider}</dd>
+              </div>
+            )}
+            {!selfHosted && computer.computer.isolated === false && (
               <div>
                 <dt>Isolation</dt>
                 <dd>none (development provider)</dd>
@@ -135,22 +155,26 @@ export function ComputerControls() {
             </p>
           )}
           <div className="popover-actions">
-            <button
-              type="button"
-              className="button button-primary button-small"
-              disabled={!canWake || computer.busy}
-              onClick={computer.wake}
-            >
-              <Power size={14} aria-hidden="true" /> Wake
-            </button>
-            <button
-              type="button"
-              className="button button-small"
-              disabled={!canSleep || computer.busy}
-              onClick={computer.sleep}
-            >
-              <Moon size={14} aria-hidden="true" /> Sleep
-            </button>
+            {!selfHosted && (
+              <button
+                type="button"
+                className="button button-primary button-small"
+                disabled={!canWake || computer.busy}
+                onClick={computer.wake}
+              >
+                <Power size={14} aria-hidden="true" /> Wake
+              </button>
+            )}
+            {!selfHosted && (
+              <button
+                type="button"
+                className="button button-small"
+                disabled={!canSleep || computer.busy}
+                onClick={computer.sleep}
+              >
+                <Moon size={14} aria-hidden="true" /> Sleep
+              </button>
+            )}
             <button
               type="button"
               className="button button-small"

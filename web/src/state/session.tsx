@@ -218,11 +218,14 @@ function useComputer(api: ApiClient): ComputerInfo {
   }, [api, tick]);
 
   const changing = computer?.state === "waking" || computer?.state === "sleeping";
+  // A self-hosted machine connects when its owner starts `roost worker`: notice it soon.
+  const awaitingMachine = computer?.kind === "self-hosted" && !computer.connected;
   useEffect(() => {
     if (status === "unsupported") return;
-    const timer = setTimeout(() => setTick((value) => value + 1), changing ? 1500 : 20_000);
+    const delayMs = changing ? 1500 : awaitingMachine ? 5_000 : 20_000;
+    const timer = setTimeout(() => setTick((value) => value + 1), delayMs);
     return () => clearTimeout(timer);
-  }, [status, changing, tick]);
+  }, [status, changing, awaitingMachine, tick]);
 
   const act = useCallback(
     (action: "wake" | "sleep") => {
