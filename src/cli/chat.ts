@@ -125,6 +125,9 @@ async function chat(args: ParsedArgs, io: CliIo): Promise<number> {
     switch (end.kind) {
       case "reply":
         return 0;
+      case "no_reply":
+        io.stderr.write(`(no reply needed: ${end.payload.reason})\n`);
+        return 0;
       case "error":
         io.stderr.write(`roost: ${end.payload.message} (${end.payload.code})\n`);
         return 1;
@@ -337,7 +340,9 @@ function createChatView(io: CliIo, botName: string): ChatView {
           break;
         case "message":
         case "summary":
-          // A summary is for the model's prompt; the transcript keeps every message.
+        case "no_reply":
+          // A summary is for the model's prompt; the transcript keeps every message. A turn
+          // that needed no reply is said when the chat ends.
           break;
         default: {
           const unknown: never = step;
@@ -348,7 +353,8 @@ function createChatView(io: CliIo, botName: string): ChatView {
         step.kind !== "reply" &&
         step.kind !== "error" &&
         step.kind !== "interrupted" &&
-        step.kind !== "summary"
+        step.kind !== "summary" &&
+        step.kind !== "no_reply"
       )
         working();
     },

@@ -23,6 +23,7 @@ const emptyPayloads: { [K in Api.StepKind]: StepOf<K>["payload"] } = {
   error: { code: "internal", message: "" },
   interrupted: { reason: "owner", stopped: [] },
   summary: { text: "", fromSeq: 1, coversThroughSeq: 1, model: "demo" },
+  no_reply: { reason: "" },
 };
 
 function step<K extends Api.StepKind>(

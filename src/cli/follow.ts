@@ -15,10 +15,15 @@
 import type { Api } from "../protocol/index.ts";
 
 /** The steps that end a turn. */
-export type EndStep = Extract<Api.Step, { kind: "reply" | "error" | "interrupted" }>;
+export type EndStep = Extract<Api.Step, { kind: "reply" | "error" | "interrupted" | "no_reply" }>;
 
 export function isEndStep(step: Api.Step): step is EndStep {
-  return step.kind === "reply" || step.kind === "error" || step.kind === "interrupted";
+  return (
+    step.kind === "reply" ||
+    step.kind === "error" ||
+    step.kind === "interrupted" ||
+    step.kind === "no_reply"
+  );
 }
 
 export interface FollowOptions {

@@ -8,6 +8,8 @@
  *        the model answers it instead of its own reply.
  *   HIS2 messages still waiting in the inbox are left out: they join at the next step boundary.
  *   HIS3 the history never starts with tool results whose call was cut off by the window.
+ *   HIS4 a message no person typed (a routine's, a webhook's, another bot's) reaches the model with
+ *        a first line that says where it came from, so the model never mistakes it for its user.
  */
 import type { ModelMessage, ToolSpec } from "../models/index.ts";
 import type { Api } from "../protocol/index.ts";
@@ -61,7 +63,7 @@ export function stepsToMessages(
           position,
           kind: 1,
           seq: step.seq,
-          message: { role: "user", text: payload.text },
+          message: { role: "user", text: renderMessageText(payload.text, payload.source) },
         });
         break;
       }
@@ -114,4 +116,19 @@ export function stepsToMessages(
   const history = keyed.map((entry) => entry.message);
   while (history[0]?.role === "tool") history.shift(); // HIS3
   return history;
+}
+
+/** HIS4: the text the model reads for a stored message. */
+export function renderMessageText(text: string, source: Api.MessageSource | undefined): string {
+  switch (source?.kind) {
+    case undefined:
+    case "chat":
+      return text;
+    case "routine":
+      return `[Routine run ${source.runId}: sent by a schedule, not typed by a person]\n${text}`;
+    case "webhook":
+      return `[Webhook run ${source.runId}: sent by an outside service, not typed by a person]\n${text}`;
+    case "bot":
+      return `[Message from another bot (${source.fromBotId}), hop ${source.hop}; not typed by a person]\n${text}`;
+  }
 }

@@ -572,4 +572,232 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
     });
   });
+
+  describe("seams for what starts and ends a turn", () => {
+    it("a routine's message: the model reads where it came from, every hook and tool call is told the trigger (LOOP10, HIS4)", async () => {
+      const source = { kind: "routine" as const, routineId: "rtn_1", runId: "run_1" };
+      await store.appendMessage({
+        conversationId,
+        clientMessageId: "run_1",
+        authorAccountId: accountId,
+        text: "Check the inbox.",
+        source,
+      });
+      const seen: unknown[] = [];
+      const tools = createToolRouter({
+        sources: [
+          defineToolSource("test", [
+            serverTool({
+              name: "look",
+              description: "look",
+              input: z.object({}),
+              run: async (_input, context) => {
+                seen.push({ tool: context.trigger });
+                return { output: "nothing new", isError: false };
+              },
+            }),
+          ]),
+        ],
+      });
+      const model = scriptedModel((_request, index) =>
+        index === 0 ? { toolCalls: [{ id: "l", name: "look", input: {} }] } : { text: "done" },
+      );
+      await runConversation(
+        createMemoryDurable(),
+        deps(model, {
+          tools,
+          beforeModelCall: [
+            async (_durable, call) => {
+              seen.push({ before: call.index, trigger: call.trigger });
+              return undefined;
+            },
+          ],
+          afterTurn: [
+            async (_durable, turn) => {
+              seen.push({ turn: turn.outcome, trigger: turn.trigger });
+            },
+          ],
+        }),
+        conversationId,
+      );
+      expect(lastUserTexts(model.requests[0]!)).toEqual([
+        "[Routine run run_1: sent by a schedule, not typed by a person]\nCheck the inbox.",
+      ]);
+      const trigger = { source, authorAccountId: accountId };
+      expect(seen).toEqual([
+        { before: 0, trigger },
+        { tool: trigger },
+        { before: 1, trigger },
+        { turn: "reply", trigger },
+      ]);
+      const [message] = await store.listMessages(conversationId);
+      expect(message!.source).toEqual(source);
+    });
+
+    it("a chat message's trigger is a chat from its author", async () => {
+      await send("hi");
+      const triggers: unknown[] = [];
+      await runConversation(
+        createMemoryDurable(),
+        deps(
+          scriptedModel(() => ({ text: "hello" })),
+          { afterTurn: [async (_durable, turn) => void triggers.push(turn.trigger)] },
+        ),
+        conversationId,
+      );
+      expect(triggers).toEqual([{ source: { kind: "chat" }, authorAccountId: accountId }]);
+    });
+
+    it("a budget hook parks the turn before a model call and the same turn continues when let go, without repeating the tool call (LOOP11)", async () => {
+      await send("do it");
+      let toolRuns = 0;
+      const tools = shellTool(async () => {
+        toolRuns++;
+        return { output: "ran", isError: false };
+      });
+      const model = scriptedModel((_request, index) =>
+        index === 0
+          ? { toolCalls: [{ id: "s", name: "shell", input: { command: "true" } }] }
+          : { text: "finished" },
+      );
+      const durable = createMemoryDurable();
+      let parkedId: string | undefined;
+      const run = runConversation(
+        durable,
+        deps(model, {
+          tools,
+          beforeModelCall: [
+            async (inner, call) => {
+              if (call.index !== 1) return undefined;
+              const release = inner.awaitExternal<boolean>();
+              parkedId = release.id;
+              await release.wait();
+              return undefined;
+            },
+          ],
+        }),
+        conversationId,
+      );
+      await durable.waiting();
+      expect(parkedId).toBeDefined();
+      expect(model.requests).toHaveLength(1);
+      expect(durable.resolveExternal(parkedId!, true)).toBe(true);
+      await run;
+      expect(toolRuns).toBe(1);
+      expect(model.requests).toHaveLength(2);
+      const steps = await store.listSteps(conversationId);
+      expect(steps.map((step) => step.kind)).toEqual(["message", "model", "tool", "reply"]);
+      expect(new Set(steps.slice(1).map((step) => step.turnId)).size).toBe(1);
+    });
+
+    it("a hook may choose the model of one call (a routine's triage model) and after-call hooks see what it used (LOOP11)", async () => {
+      await send("anything new?");
+      const cheap = scriptedModel(() => ({
+        toolCalls: [{ id: "e", name: "shell", input: {} }],
+        model: "cheap-1",
+        usage: { inputTokens: 10, outputTokens: 2 },
+      }));
+      const main = scriptedModel(() => ({ text: "yes", model: "main-1" }));
+      const used: unknown[] = [];
+      await runConversation(
+        createMemoryDurable(),
+        deps(main, {
+          resolveModel: (spec) => (spec === "cheap" ? cheap : main),
+          tools: shellTool(async () => ({ output: "ok", isError: false })),
+          beforeModelCall: [
+            async (_durable, call) => (call.index === 0 ? { model: "cheap" } : undefined),
+          ],
+          afterModelCall: [
+            async (_durable, call) =>
+              void used.push([call.index, call.spec, call.model, call.usage]),
+          ],
+        }),
+        conversationId,
+      );
+      expect(cheap.requests).toHaveLength(1);
+      expect(main.requests).toHaveLength(1);
+      expect(used).toEqual([
+        [0, "cheap", "cheap-1", { inputTokens: 10, outputTokens: 2 }],
+        [1, null, "main-1", { inputTokens: 1, outputTokens: 1 }],
+      ]);
+    });
+
+    it("a tool that ends the turn with no_reply: every call of that model call gets its result, then a no_reply step, and no model call follows (LOOP12)", async () => {
+      await send("heartbeat");
+      const tools = createToolRouter({
+        sources: [
+          defineToolSource("test", [
+            serverTool({
+              name: "quiet",
+              description: "nothing to say",
+              input: z.object({ reason: z.string() }),
+              run: async (input) => ({
+                output: "ok",
+                isError: false,
+                endTurn: { kind: "no_reply", reason: input.reason },
+              }),
+            }),
+            serverTool({
+              name: "note",
+              description: "note",
+              input: z.object({}),
+              run: async () => ({ output: "noted", isError: false }),
+            }),
+          ]),
+        ],
+      });
+      const model = scriptedModel(() => ({
+        toolCalls: [
+          { id: "q", name: "quiet", input: { reason: "nothing changed" } },
+          { id: "n", name: "note", input: {} },
+        ],
+      }));
+      const outcomes: string[] = [];
+      await runConversation(
+        createMemoryDurable(),
+        deps(model, {
+          tools,
+          afterTurn: [async (_durable, turn) => void outcomes.push(turn.outcome)],
+        }),
+        conversationId,
+      );
+      expect(model.requests).toHaveLength(1);
+      const steps = await store.listSteps(conversationId);
+      expect(steps.map((step) => step.kind)).toEqual([
+        "message",
+        "model",
+        "tool",
+        "tool",
+        "no_reply",
+      ]);
+      expect(steps.at(-1)!.payload).toEqual({ reason: "nothing changed" });
+      expect(outcomes).toEqual(["no_reply"]);
+
+      // The next turn's history is valid: the calls have results and the no_reply step is not sent.
+      await send("and now?");
+      const next = scriptedModel(() => ({ text: "still nothing" }));
+      await runConversation(createMemoryDurable(), deps(next, { tools }), conversationId);
+      expect(next.requests[0]!.messages.map((message) => message.role)).toEqual([
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+      ]);
+    });
+
+    it("a turn that fails for good is told to after-turn hooks as an error", async () => {
+      await send("break");
+      const outcomes: string[] = [];
+      const model = scriptedModel(() => {
+        throw new Error("bug");
+      });
+      await runConversation(
+        createMemoryDurable(),
+        deps(model, { afterTurn: [async (_durable, turn) => void outcomes.push(turn.outcome)] }),
+        conversationId,
+      );
+      expect(outcomes).toEqual(["error"]);
+    });
+  });
 });

@@ -24,6 +24,13 @@
  *   LOOP9 a history past its token budget is compacted at a step boundary (compaction.ts): at a
  *         turn's start, after the provider refused a call as too long (then the call is tried once
  *         more), and after the follow-up window with a lower budget. Compaction never fails a turn.
+ *   LOOP10 a turn knows what started it (its first message's source: chat, routine, webhook, another
+ *         bot) and whom it works for; every hook and tool call of the turn is told.
+ *   LOOP11 every model call passes the `beforeModelCall` hooks first (a budget may park the turn
+ *         there, durably, and the same turn continues when it is let go) and the `afterModelCall`
+ *         hooks after (usage records); both run in durable code, so they journal what they do.
+ *   LOOP12 a tool result may end the turn deliberately (`no_reply`): the turn's remaining calls of
+ *         that model call still run and get results, then a `no_reply` step ends the turn.
  */
 import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
 import { NotFoundError, toRoostError, type RoostError } from "../errors/index.ts";
@@ -42,7 +49,7 @@ import {
 } from "../models/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Message, Store } from "../store/index.ts";
-import type { ToolResult, ToolRouter } from "../tools/index.ts";
+import type { ToolResult, ToolRouter, TurnTrigger } from "../tools/index.ts";
 import {
   compact,
   defaultCompaction,
@@ -50,7 +57,12 @@ import {
   type CompactionDependencies,
   type CompactionSettings,
 } from "./compaction.ts";
-import { historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
+import {
+  historyStepLimit,
+  renderMessageText,
+  stepsToMessages,
+  type TurnContext,
+} from "./context.ts";
 import type { TurnInterrupts } from "./interrupts.ts";
 import {
   assembleSystemPrompt,
@@ -88,6 +100,19 @@ export interface LoopDependencies {
   beforeCompaction?: CompactionDependencies["beforeSummary"];
   /** Whether something (a routine) is about to wake the conversation: idle compaction waits. */
   wakesSoon?: (conversationId: string) => Promise<boolean>;
+  /**
+   * LOOP11: told before every model call, in durable code. May wait (durably: a budget parks the
+   * turn until it is raised) and may choose the call's model (a routine's cheaper triage model);
+   * the last hook that names a model wins. @default none
+   */
+  beforeModelCall?: readonly ((
+    durable: DurableContext,
+    call: ModelCallInfo,
+  ) => Promise<{ model?: string | null } | undefined>)[];
+  /** LOOP11: told after every model call that answered, with what it used. @default none */
+  afterModelCall?: readonly ((durable: DurableContext, call: ModelCallDone) => Promise<void>)[];
+  /** Told when a turn settles, however it ended (a routine run finishing). @default none */
+  afterTurn?: readonly ((durable: DurableContext, turn: SettledTurn) => Promise<void>)[];
   /** @default silent */
   logger?: Logger;
 }
@@ -100,6 +125,37 @@ export interface EndedTurn {
   turnId: string;
   fromSeq: number;
   toSeq: number;
+}
+
+/** How a turn ended: the kind of its last step. */
+export type TurnOutcome = "reply" | "no_reply" | "error" | "interrupted";
+
+/** One turn that settled (LOOP10). */
+export interface SettledTurn extends EndedTurn {
+  trigger: TurnTrigger;
+  outcome: TurnOutcome;
+}
+
+/** One model call about to be made (LOOP11). */
+export interface ModelCallInfo {
+  accountId: string;
+  botId: string;
+  conversationId: string;
+  turnId: string;
+  /** The call's index within its turn (0 = the turn's first call). */
+  index: number;
+  trigger: TurnTrigger;
+  /** The bot's model spec (null = the platform default). */
+  botModel: string | null;
+}
+
+/** One model call that answered (LOOP11). */
+export interface ModelCallDone extends ModelCallInfo {
+  /** The spec the call used, after the hooks chose. */
+  spec: string | null;
+  /** The model the provider reported. */
+  model: string;
+  usage: { inputTokens: number; outputTokens: number };
 }
 
 type InferOutcome =
@@ -164,19 +220,23 @@ export async function runConversation(
     for (;;) {
       const turnId = `${durable.invocationId}:turn:${turns++}`;
       const turnLogger = logger.child({ turnId });
+      const trigger = triggerOf(batch);
+      let settledTurn: SettledTurn | undefined;
       events.publish({ type: "turn", conversationId, state: "working", turnId });
       let settled = false;
       try {
-        const ended = await runTurn(
+        const { outcome, ...ended } = await runTurn(
           durable,
           deps,
           turnLogger,
           conversationId,
           turnId,
           batch,
+          trigger,
           take,
           saveOrStop,
         );
+        settledTurn = { ...ended, trigger, outcome };
         answered =
           answered === undefined
             ? ended
@@ -191,7 +251,7 @@ export async function runConversation(
         // the engine retrying the whole conversation forever.
         if (!(error instanceof StepFailedError)) throw error;
         turnLogger.error("turn failed", { step: error.stepName, error: error.message });
-        await saveOrStop(
+        const failed = await saveOrStop(
           {
             conversationId,
             id: `${turnId}:failed`,
@@ -204,12 +264,31 @@ export async function runConversation(
           },
           "send-to-user",
         );
+        const fromSeq = Math.min(...batch.map((message) => message.seq));
+        const owner = await durable.step("turn-owner", async () => {
+          const conversation = await store.getConversation(conversationId);
+          return conversation === undefined
+            ? null
+            : { accountId: conversation.accountId, botId: conversation.botId };
+        });
+        if (owner !== null)
+          settledTurn = {
+            ...owner,
+            conversationId,
+            turnId,
+            fromSeq,
+            toSeq: Math.max(failed.seq, fromSeq),
+            trigger,
+            outcome: "error",
+          };
         settled = true;
       } finally {
         // A failed attempt that the engine retries is still the same working turn: only a settled
         // turn goes idle (otherwise live views would see idle mid-turn).
         if (settled) events.publish({ type: "turn", conversationId, state: "idle", turnId });
       }
+      if (settledTurn !== undefined)
+        for (const hook of deps.afterTurn ?? []) await hook(durable, settledTurn);
 
       // LOOP3: messages that came in while the last model call ran start the next turn at once.
       batch = await take();
@@ -244,10 +323,33 @@ interface InboxMessage {
   id: string;
   text: string;
   seq: number;
+  authorAccountId: string;
+  source?: Api.MessageSource;
 }
 
 function toInbox(messages: Message[]): InboxMessage[] {
-  return messages.map((message) => ({ id: message.id, text: message.text, seq: message.seq }));
+  return messages.map((message) => ({
+    id: message.id,
+    text: message.text,
+    seq: message.seq,
+    authorAccountId: message.authorAccountId,
+    ...(message.source === undefined ? {} : { source: message.source }),
+  }));
+}
+
+/** LOOP10: a turn is started by its first message. */
+function triggerOf(batch: readonly InboxMessage[]): TurnTrigger {
+  const first = batch[0];
+  if (first === undefined) throw new Error("a turn needs a message");
+  return { source: first.source ?? { kind: "chat" }, authorAccountId: first.authorAccountId };
+}
+
+/** What the model reads for a message that joined a turn (the history renders stored ones). */
+function inboxToModel(message: InboxMessage): ModelMessage {
+  return {
+    role: "user",
+    text: renderMessageText(message.text, message.source),
+  };
 }
 
 /** `load-context`: everything the turn's model calls see, journaled (PRM3). */
@@ -330,9 +432,10 @@ async function runTurn(
   conversationId: string,
   turnId: string,
   batch: readonly InboxMessage[],
+  trigger: TurnTrigger,
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
-): Promise<EndedTurn> {
+): Promise<EndedTurn & { outcome: TurnOutcome }> {
   const startedAt = await durable.now();
   const load = async () => {
     const loaded = await loadTurnContext(durable, deps, conversationId, turnId, batch, startedAt);
@@ -358,13 +461,15 @@ async function runTurn(
     return saved;
   };
   let ended: unknown;
+  let outcome: TurnOutcome = "error";
   try {
-    await turnCalls(
+    outcome = await turnCalls(
       durable,
       deps,
       logger,
       conversationId,
       turnId,
+      trigger,
       context,
       running.signal,
       take,
@@ -389,6 +494,7 @@ async function runTurn(
     botId: context.bot.id,
     conversationId,
     turnId,
+    trigger,
     durable,
   });
   if (ended !== undefined) throw ended;
@@ -400,6 +506,7 @@ async function runTurn(
     turnId,
     fromSeq,
     toSeq: Math.max(lastSeq, fromSeq),
+    outcome,
   };
 }
 
@@ -409,12 +516,13 @@ async function turnCalls(
   logger: Logger,
   conversationId: string,
   turnId: string,
+  trigger: TurnTrigger,
   initialContext: TurnContext,
   interrupt: AbortSignal,
   take: (waiterId?: string | null) => Promise<InboxMessage[]>,
   save: (step: StepInput, name?: string) => Promise<{ seq: number }>,
   compactAndReload: () => Promise<TurnContext>,
-): Promise<void> {
+): Promise<TurnOutcome> {
   const { events } = deps;
   let context = initialContext;
   let messages: ModelMessage[] = [...context.history];
@@ -449,7 +557,22 @@ async function turnCalls(
         code: "turn_too_long",
         message: `The bot stopped after ${maxCalls} model calls without replying. Send a message to let it continue.`,
       });
-      return;
+      return "error";
+    }
+
+    const call: ModelCallInfo = {
+      accountId: context.accountId,
+      botId: context.bot.id,
+      conversationId,
+      turnId,
+      index,
+      trigger,
+      botModel: context.bot.model,
+    };
+    let spec = context.bot.model;
+    for (const hook of deps.beforeModelCall ?? []) {
+      const chosen = await hook(durable, call); // LOOP11
+      if (chosen?.model !== undefined) spec = chosen.model;
     }
 
     const outcome = await infer(
@@ -459,6 +582,7 @@ async function turnCalls(
       conversationId,
       turnId,
       context,
+      spec,
       messages,
       interrupt,
       index,
@@ -482,10 +606,10 @@ async function turnCalls(
         // The streamed text of the stopped call belongs to nothing now.
         events.publish({ type: "delta", conversationId, turnId, text: "", reset: true });
         await stop(index, [{ kind: "model" }]); // LOOP7
-      } else {
-        await fail(index, outcome.error);
+        return "interrupted";
       }
-      return;
+      await fail(index, outcome.error);
+      return "error";
     }
 
     const { result } = outcome;
@@ -493,6 +617,8 @@ async function turnCalls(
       inputTokens: result.usage.inputTokens,
       outputTokens: result.usage.outputTokens,
     };
+    for (const hook of deps.afterModelCall ?? [])
+      await hook(durable, { ...call, spec, model: result.model, usage }); // LOOP11
     if (result.toolCalls.length === 0) {
       await save(
         {
@@ -510,7 +636,7 @@ async function turnCalls(
         },
         "send-to-user",
       );
-      return;
+      return "reply";
     }
 
     // Provider call ids differ between providers and attempts; ours come from the journal (LOOP2).
@@ -534,6 +660,7 @@ async function turnCalls(
     messages.push({ role: "assistant", text: result.text, toolCalls });
 
     const stopped: Api.InterruptedPayload["stopped"] = [];
+    let noReply: string | undefined;
     for (const call of toolCalls) {
       let toolResult: ToolResult;
       try {
@@ -542,6 +669,7 @@ async function turnCalls(
           botId: context.bot.id,
           conversationId,
           turnId,
+          trigger,
           callId: call.id,
           durable,
           signal: interrupt,
@@ -552,6 +680,7 @@ async function turnCalls(
       }
       if (toolResult.details?.interrupted === true)
         stopped.push({ kind: "tool", callId: call.id, name: call.name });
+      if (toolResult.endTurn?.kind === "no_reply") noReply ??= toolResult.endTurn.reason; // LOOP12
       if (toolResult.isError && toolResult.details?.interrupted !== true)
         logger.warn("tool call failed", {
           tool: call.name,
@@ -584,12 +713,25 @@ async function turnCalls(
     }
     if (stopped.length > 0) {
       await stop(index, stopped); // LOOP7
-      return;
+      return "interrupted";
+    }
+    if (noReply !== undefined) {
+      await save(
+        {
+          conversationId,
+          id: `${turnId}:${index}:no_reply`,
+          turnId,
+          kind: "no_reply",
+          payload: { reason: noReply } satisfies Api.NoReplyPayload,
+        },
+        "send-to-user",
+      ); // LOOP12
+      return "no_reply";
     }
 
     // Step boundary: messages sent while the tools ran join this turn. LOOP3
     const steer = await take();
-    for (const message of steer) messages.push({ role: "user", text: message.text });
+    for (const message of steer) messages.push(inboxToModel(message));
   }
 }
 
@@ -600,6 +742,7 @@ async function infer(
   conversationId: string,
   turnId: string,
   context: TurnContext,
+  spec: string | null,
   messages: readonly ModelMessage[],
   interrupt: AbortSignal,
   index: number,
@@ -609,7 +752,7 @@ async function infer(
     return await durable.step("infer", async (attempt): Promise<InferOutcome> => {
       if (interrupt.aborted) return { ok: false, interrupted: true }; // LOOP7
       try {
-        const model = deps.resolveModel(context.bot.model);
+        const model = deps.resolveModel(spec);
         const result = await model.infer({
           system: context.system,
           stableSystemChars: context.stableSystemChars,

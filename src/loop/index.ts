@@ -2,13 +2,26 @@
  * loop/: the conversation loop (ARCHITECTURE.md §4), a Restate virtual object per conversation,
  * with its prompt sections and the owner's interrupts.
  */
-export { runConversation, type EndedTurn, type LoopDependencies } from "./conversation-loop.ts";
+export {
+  runConversation,
+  type EndedTurn,
+  type LoopDependencies,
+  type ModelCallDone,
+  type ModelCallInfo,
+  type SettledTurn,
+  type TurnOutcome,
+} from "./conversation-loop.ts";
 export {
   createConversationObject,
   conversationObjectName,
   type ConversationObject,
 } from "./conversation-object.ts";
-export { historyStepLimit, stepsToMessages, type TurnContext } from "./context.ts";
+export {
+  historyStepLimit,
+  renderMessageText,
+  stepsToMessages,
+  type TurnContext,
+} from "./context.ts";
 export { createTurnInterrupts, type RunningTurn, type TurnInterrupts } from "./interrupts.ts";
 export {
   assembleSystemPrompt,

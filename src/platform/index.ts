@@ -194,6 +194,7 @@ export async function startPlatform(
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
 
     const ingress = lazyIngress(ingressUrl);
+    const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
@@ -321,7 +322,6 @@ export async function startPlatform(
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
-    const kicker = createKicker(ingress, store);
 
     const api = createApi({
       memory,

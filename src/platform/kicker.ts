@@ -9,6 +9,9 @@
  *          kicking): every conversation with a waiting message gets its recorded waiter resolved
  *          (KICK2) and a `run`, idempotent per oldest waiting message, so repeated sweeps queue at
  *          most one run per message.
+ *   deliver a message no person typed (a routine's run, a webhook, another bot's): stored, told
+ *          to live views, kicked; idempotent per `clientMessageId`, so a journaled step that
+ *          delivers may run again.
  *
  * Invariants:
  *   KICK1 a queued run is idempotent: the same message never queues two runs.
@@ -19,12 +22,18 @@
 import * as clients from "@restatedev/restate-sdk-clients";
 import { RoostError } from "../errors/index.ts";
 import { conversationObjectName } from "../loop/index.ts";
-import type { Store } from "../store/index.ts";
+import type { EventHub } from "../events/index.ts";
+import { silentLogger, type Logger } from "../log/index.ts";
+import type { Message, Store } from "../store/index.ts";
 
 export interface Kicker {
   kick(conversationId: string, messageId: string, waiter: string | null): Promise<void>;
   sweep(): Promise<number>;
+  /** Stores a message and hands it to its loop; a failed kick is left to the sweep. */
+  deliver(message: DeliveredMessage): Promise<{ message: Message; created: boolean }>;
 }
+
+export type DeliveredMessage = Parameters<Store["appendMessage"]>[0];
 
 const requestTimeoutMs = 5000;
 
@@ -50,7 +59,12 @@ function unavailable(what: string, error: unknown): RoostError {
   );
 }
 
-export function createKicker(ingress: () => clients.Ingress, store: Store): Kicker {
+export function createKicker(
+  ingress: () => clients.Ingress,
+  store: Store,
+  events: EventHub,
+  logger: Logger = silentLogger,
+): Kicker {
   async function queueRun(conversationId: string, idempotencyKey: string) {
     try {
       await ingress().send({
@@ -79,10 +93,26 @@ export function createKicker(ingress: () => clients.Ingress, store: Store): Kick
     }
   }
 
+  async function kick(conversationId: string, messageId: string, waiter: string | null) {
+    if (waiter !== null) await resolveWaiter(waiter);
+    await queueRun(conversationId, `message:${messageId}`);
+  }
+
   return {
-    async kick(conversationId, messageId, waiter) {
-      if (waiter !== null) await resolveWaiter(waiter);
-      await queueRun(conversationId, `message:${messageId}`);
+    kick,
+    async deliver(input) {
+      const { message, created, waiter } = await store.appendMessage(input);
+      if (created) {
+        events.publish({ type: "changed", conversationId: input.conversationId, seq: message.seq });
+        await kick(input.conversationId, message.id, waiter).catch((error: unknown) =>
+          logger.warn("could not hand the conversation to its loop (the sweep will retry)", {
+            conversationId: input.conversationId,
+            messageId: message.id,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+      }
+      return { message, created };
     },
     async sweep() {
       const waiting = await store.listWaitingConversations();

@@ -45,10 +45,24 @@ export interface ToolCall {
   input: unknown;
 }
 
+/** Where a message came from: a person in a chat, a routine, a webhook, another bot. */
+export type MessageSource =
+  | { kind: "chat" }
+  | { kind: "routine"; routineId: string; runId: string }
+  | { kind: "webhook"; routineId: string; runId: string }
+  | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number };
+export type TriggerKind = MessageSource["kind"];
+
 export interface MessagePayload {
   messageId: string;
   text: string;
   authorAccountId: string;
+  /** Absent for a person's chat message. */
+  source?: MessageSource;
+}
+/** The bot decided that nothing needs saying (the `no_reply` result). */
+export interface NoReplyPayload {
+  reason: string;
 }
 export interface ModelPayload {
   text: string;
@@ -114,7 +128,8 @@ export type Step =
   | (StepBase & { kind: "reply"; payload: ReplyPayload })
   | (StepBase & { kind: "error"; payload: ErrorPayload })
   | (StepBase & { kind: "interrupted"; payload: InterruptedPayload })
-  | (StepBase & { kind: "summary"; payload: SummaryPayload });
+  | (StepBase & { kind: "summary"; payload: SummaryPayload })
+  | (StepBase & { kind: "no_reply"; payload: NoReplyPayload });
 export type StepKind = Step["kind"];
 
 /**

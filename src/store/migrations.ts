@@ -202,4 +202,11 @@ export const migrations: readonly Migration[] = [
         created_at BIGINT NOT NULL)`,
     ],
   },
+  {
+    version: 12,
+    statements: [
+      // Where a message came from (a routine, a webhook, another bot) as JSON; NULL for a chat.
+      `ALTER TABLE messages ADD COLUMN source TEXT`,
+    ],
+  },
 ];

@@ -18,6 +18,7 @@ import type {
   Conversation,
   DeletedCounts,
   Message,
+  MessageSource,
   Step,
   StepKind,
   Store,
@@ -58,6 +59,7 @@ interface MessageRow {
   taken_by: string | null;
   created_at: number;
   taken_at_seq: number | null;
+  source: string | null;
 }
 interface StepRow {
   conversation_id: string;
@@ -131,6 +133,7 @@ const toMessage = (row: MessageRow): Message => ({
   seq: Number(row.seq),
   takenBy: row.taken_by,
   takenAtSeq: row.taken_at_seq === null ? null : Number(row.taken_at_seq),
+  ...(row.source === null ? {} : { source: JSON.parse(row.source) as MessageSource }),
   createdAt: Number(row.created_at),
 });
 const toStep = (row: StepRow): Step => ({
@@ -166,7 +169,7 @@ const toAudit = (row: AuditRow): AuditEntry => ({
 });
 
 const messageColumns =
-  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq";
+  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq, source";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 const apiTokenColumns = "id, account_id, name, created_at, last_used_at";
 
@@ -613,7 +616,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async appendMessage({ conversationId, clientMessageId, authorAccountId, text }) {
+    async appendMessage({ conversationId, clientMessageId, authorAccountId, text, source }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
       return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
@@ -631,11 +634,22 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               seq,
               takenBy: null,
               takenAtSeq: null,
+              ...(source === undefined ? {} : { source }),
               createdAt: at,
             };
+            const sourceJson = source === undefined ? null : JSON.stringify(source);
             await tx.run(
-              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
-              [message.id, conversationId, clientMessageId, authorAccountId, text, seq, at],
+              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
+              [
+                message.id,
+                conversationId,
+                clientMessageId,
+                authorAccountId,
+                text,
+                seq,
+                at,
+                sourceJson,
+              ],
             );
             await tx.run(
               `INSERT INTO steps (${stepColumns}) VALUES (?, ?, ?, NULL, 'message', ?, ?)`,
@@ -643,7 +657,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                 conversationId,
                 seq,
                 `${message.id}`,
-                JSON.stringify({ messageId: message.id, text, authorAccountId }),
+                JSON.stringify({
+                  messageId: message.id,
+                  text,
+                  authorAccountId,
+                  ...(source === undefined ? {} : { source }),
+                }),
                 at,
               ],
             );

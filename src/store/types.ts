@@ -18,7 +18,10 @@
  *          the kind and the token change in one transaction, a new token replaces the old one
  *          (which then matches nothing), and going back to hosted deletes it.
  */
+import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
+
+export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
 
@@ -82,6 +85,8 @@ export interface Message {
   takenBy: string | null;
   /** The conversation's last seq when the message was taken (null while it waits). */
   takenAtSeq: number | null;
+  /** Where it came from; absent for a person's chat message. */
+  source?: MessageSource;
   createdAt: number;
 }
 
@@ -93,6 +98,7 @@ export const stepKinds = [
   "error",
   "interrupted",
   "summary",
+  "no_reply",
 ] as const;
 export type StepKind = (typeof stepKinds)[number];
 
@@ -215,6 +221,8 @@ export interface Store extends MemoryStore {
     clientMessageId: string;
     authorAccountId: string;
     text: string;
+    /** Where it came from; absent for a person's chat message. */
+    source?: MessageSource;
   }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages

@@ -10,6 +10,7 @@ export type {
   ToolResult,
   ToolRouter,
   ToolTurnContext,
+  TurnTrigger,
 } from "./types.ts";
 export {
   createToolRouter,

@@ -4,6 +4,14 @@
  */
 import type { DurableContext } from "../engine/index.ts";
 import type { MediaPart, ToolSpec } from "../models/index.ts";
+import type { Api } from "../protocol/index.ts";
+
+/** What started a turn: its first message's source and author. */
+export interface TurnTrigger {
+  source: Api.MessageSource;
+  /** The person the turn works for: who typed, or who set up the routine. */
+  authorAccountId: string;
+}
 
 /** Who a turn is for; the same for every call of the turn. */
 export interface ToolTurnContext {
@@ -11,6 +19,8 @@ export interface ToolTurnContext {
   botId: string;
   conversationId: string;
   turnId: string;
+  /** @default a chat message from the account's owner */
+  trigger?: TurnTrigger;
 }
 
 /** What the loop hands the router for one call. */
@@ -44,6 +54,11 @@ export interface ToolResult {
   details?: Record<string, unknown>;
   /** How long the tool ran. */
   durationMs?: number;
+  /**
+   * The turn ends after this call's results are saved, with a `no_reply` step instead of a model
+   * call (the bot decided nothing needs saying). Other calls of the same model call still run.
+   */
+  endTurn?: { kind: "no_reply"; reason: string };
 }
 
 export interface ToolRouter {

@@ -1,5 +1,5 @@
 /** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
-import { AlertTriangle, ArrowDown, RotateCcw, Square, Trash2 } from "lucide-react";
+import { AlertTriangle, ArrowDown, MinusCircle, RotateCcw, Square, Trash2 } from "lucide-react";
 import {
   memo,
   useCallback,
@@ -10,7 +10,7 @@ import {
   useRef,
   useState,
 } from "react";
-import type { Bot, InterruptedPayload, Step, ToolPayload } from "../api/types.ts";
+import type { Bot, InterruptedPayload, MessageSource, Step, ToolPayload } from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
@@ -55,16 +55,42 @@ function errorAdvice(code: string): { title: string; action: string } {
   }
 }
 
-const UserMessage = memo(function UserMessage({ text, time }: { text: string; time: string }) {
+const UserMessage = memo(function UserMessage({
+  text,
+  time,
+  from,
+}: {
+  text: string;
+  time: string;
+  from?: string;
+}) {
   return (
-    <div className="row row-user">
+    <div className="row row-user" data-source={from === undefined ? "chat" : "other"}>
       <div className="bubble bubble-user">
         <div className="user-text">{text}</div>
       </div>
-      <div className="row-meta">{formatTime(time)}</div>
+      <div className="row-meta">
+        {from === undefined ? "" : `${from} · `}
+        {formatTime(time)}
+      </div>
     </div>
   );
 });
+
+/** Who sent a message no person typed, in a few words. */
+export function describeSource(source: MessageSource | undefined): string | undefined {
+  switch (source?.kind) {
+    case undefined:
+    case "chat":
+      return undefined;
+    case "routine":
+      return "From a routine";
+    case "webhook":
+      return "From a webhook";
+    case "bot":
+      return "From another bot";
+  }
+}
 
 function PendingRow({
   message,
@@ -150,10 +176,22 @@ export function describeStop(payload: InterruptedPayload): string {
   return `Stopped by you while running ${names}`;
 }
 
-const StoppedRow = memo(function StoppedRow({ text, time }: { text: string; time: string }) {
+const StoppedRow = memo(function StoppedRow({
+  text,
+  time,
+  step,
+}: {
+  text: string;
+  time: string;
+  step: "interrupted" | "no_reply";
+}) {
   return (
-    <div className="row row-interrupted" data-step="interrupted">
-      <Square size={12} aria-hidden="true" />
+    <div className="row row-interrupted" data-step={step}>
+      {step === "interrupted" ? (
+        <Square size={12} aria-hidden="true" />
+      ) : (
+        <MinusCircle size={12} aria-hidden="true" />
+      )}
       <span>{text}</span>
       <span className="row-meta">{formatTime(time)}</span>
     </div>
@@ -161,7 +199,7 @@ const StoppedRow = memo(function StoppedRow({ text, time }: { text: string; time
 });
 
 type Row =
-  | { key: string; kind: "user"; text: string; time: string }
+  | { key: string; kind: "user"; text: string; time: string; from?: string }
   | { key: string; kind: "bot"; text: string; meta?: string }
   | {
       key: string;
@@ -174,7 +212,7 @@ type Row =
       stopped: boolean;
     }
   | { key: string; kind: "error"; code: string; message: string }
-  | { key: string; kind: "interrupted"; text: string; time: string };
+  | { key: string; kind: "interrupted" | "no_reply"; text: string; time: string };
 
 function usageMeta(
   model: string,
@@ -203,7 +241,17 @@ export function buildRows(steps: readonly Step[]): Row[] {
   for (const step of steps) {
     switch (step.kind) {
       case "message":
-        rows.push({ key: step.id, kind: "user", text: step.payload.text, time: step.createdAt });
+        {
+          const from = describeSource(step.payload.source);
+          rows.push({
+            key: step.id,
+            kind: "user",
+            text: step.payload.text,
+            time: step.createdAt,
+            ...(from === undefined ? {} : { from }),
+          });
+          break;
+        }
         break;
       case "model":
         if (step.payload.text.trim() !== "")
@@ -258,6 +306,14 @@ export function buildRows(steps: readonly Step[]): Row[] {
           time: step.createdAt,
         });
         break;
+      case "no_reply":
+        rows.push({
+          key: step.id,
+          kind: "no_reply",
+          text: `No reply needed${step.payload.reason === "" ? "" : `: ${step.payload.reason}`}`,
+          time: step.createdAt,
+        });
+        break;
     }
   }
   return rows;
@@ -272,7 +328,8 @@ export function owesAnswer(snapshot: FeedSnapshot): boolean {
     last !== undefined &&
     last.kind !== "reply" &&
     last.kind !== "error" &&
-    last.kind !== "interrupted"
+    last.kind !== "interrupted" &&
+    last.kind !== "no_reply"
   );
 }
 
@@ -398,7 +455,14 @@ export function Timeline({
           {rows.map((row) => {
             switch (row.kind) {
               case "user":
-                return <UserMessage key={row.key} text={row.text} time={row.time} />;
+                return (
+                  <UserMessage
+                    key={row.key}
+                    text={row.text}
+                    time={row.time}
+                    {...(row.from === undefined ? {} : { from: row.from })}
+                  />
+                );
               case "bot":
                 return <AssistantText key={row.key} bot={bot} text={row.text} meta={row.meta} />;
               case "tool":
@@ -419,7 +483,8 @@ export function Timeline({
               case "error":
                 return <ErrorRow key={row.key} code={row.code} message={row.message} />;
               case "interrupted":
-                return <StoppedRow key={row.key} text={row.text} time={row.time} />;
+              case "no_reply":
+                return <StoppedRow key={row.key} text={row.text} time={row.time} step={row.kind} />;
             }
           })}
           {snapshot.pending.map((message) => (

@@ -435,7 +435,8 @@ export class ConversationFeed {
         (step.kind === "model" ||
           step.kind === "reply" ||
           step.kind === "error" ||
-          step.kind === "interrupted") &&
+          step.kind === "interrupted" ||
+          step.kind === "no_reply") &&
         step.turnId !== null
       ) {
         const turnId = step.turnId;
