@@ -16,8 +16,10 @@
  *          writes into it (appendStep, appendMessage, createConversation) throw NotFoundError.
  */
 import type { MemoryStore } from "./memory-types.ts";
+import type { SkillStore } from "./skill-types.ts";
 
 export type * from "./memory-types.ts";
+export type * from "./skill-types.ts";
 
 export interface Account {
   id: string;
@@ -140,7 +142,7 @@ export interface BotPatch {
   skills?: string[] | null;
 }
 
-export interface Store extends MemoryStore {
+export interface Store extends MemoryStore, SkillStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
