@@ -11,6 +11,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { promises as fs, readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import WebSocket from "ws";
 import {
@@ -20,6 +21,7 @@ import {
   MAX_FRAME_BYTES,
   parseFrame,
   PROTOCOL_VERSION,
+  skillOperationNames,
   toolNames,
   truncateReason,
 } from "../protocol/index.ts";
@@ -32,6 +34,7 @@ import { openDoneLog } from "./done-log.ts";
 import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
+import { createSkillOperations } from "./skill-operations.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 
 export interface WorkerOptions extends WorkerConfig {
@@ -49,6 +52,8 @@ export interface WorkerOptions extends WorkerConfig {
   /** @default true */
   fsync?: boolean;
   shell?: ShellOptions;
+  /** The computer user's home: skills are copied to `<home>/skills`. @default commandEnv.HOME, else the process's home */
+  home?: string;
   /** Called after every `welcome` (tests and supervisors use it to know the worker is connected). */
   onConnected?: (computerId: string) => void;
 }
@@ -103,6 +108,12 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const sweepTimer = setInterval(() => void sweepFiles(), 60 * 60 * 1000);
   sweepTimer.unref();
 
+  const skills = createSkillOperations({
+    home: options.home ?? options.commandEnv.HOME ?? homedir(),
+    fsync: durable,
+    log,
+  });
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -124,6 +135,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     progressIntervalMs: options.progressIntervalMs ?? 5000,
     maxFrameBytes: () => maxFrameBytes,
     files,
+    skills,
     log,
     ...(options.shell === undefined ? {} : { shell: options.shell }),
     send(frame) {
@@ -175,7 +187,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         workerId,
         bootId,
         protocol: PROTOCOL_VERSION,
-        capabilities: [...toolNames, ...fileOperationNames],
+        capabilities: [...toolNames, ...fileOperationNames, ...skillOperationNames],
         inflight: runner.inflight(),
       });
       helloTimer = setTimeout(() => {
