@@ -11,6 +11,8 @@
  *       raw request from inside a step), so a replay neither wakes twice nor loses a release.
  *   CT5 an interrupted turn stops its running call: the gateway tells the worker to cancel it
  *       (the shell kills its process group) and the model is told the call was stopped.
+ *   CT6 `prepare` (the skills copy) runs before every call that reaches an awake computer, after
+ *       the wake and before the tool; it journals its own work and must not throw.
  */
 import { z } from "zod";
 import {
@@ -82,6 +84,11 @@ export interface ComputerToolsOptions {
   /** The provider new computers get (recorded with the computer). */
   providerKind: string;
   wakingTools?: readonly ToolName[];
+  /**
+   * CT6: runs before every call that reaches an awake computer (skills/ copies the skills onto
+   * it here, once per turn). Journals through `context` and never throws. @default nothing
+   */
+  prepare?: (computerId: string, context: ToolCallContext) => Promise<void>;
 }
 
 export function createComputerTools(options: ComputerToolsOptions): ToolSource {
@@ -158,6 +165,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
       used.set(context.turnId, computerId);
       if (status.state !== "awake")
         return { output: asleepMessage, isError: true, details: { computerState: status.state } };
+      await options.prepare?.(computerId, context); // CT6
 
       return context.run(`tool:${name}`, async (signal) => {
         const started = Date.now();
