@@ -10,6 +10,8 @@ import type {
   Listing,
   Me,
   PostedMessage,
+  SkillDetail,
+  SkillList,
   Step,
 } from "./types.ts";
 
@@ -65,9 +67,10 @@ export function createApiClient(options: ApiClientOptions) {
   async function send(
     method: string,
     path: string,
-    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+    init: { json?: unknown; body?: BodyInit; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const headers: Record<string, string> = { authorization };
+    if (init.contentType !== undefined) headers["content-type"] = init.contentType;
     let body: BodyInit | undefined = init.body;
     if (init.json !== undefined) {
       headers["content-type"] = "application/json";
@@ -91,7 +94,7 @@ export function createApiClient(options: ApiClientOptions) {
   async function json<T>(
     method: string,
     path: string,
-    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+    init: { json?: unknown; body?: BodyInit; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<T> {
     const response = await send(method, path, init);
     return (await response.json()) as T;
@@ -106,11 +109,20 @@ export function createApiClient(options: ApiClientOptions) {
     me: (signal?: AbortSignal) => json<Me>("GET", "/v1/me", { signal }),
     listBots: async () => (await json<{ bots: Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id: string) => json<Bot>("GET", `/v1/bots/${enc(id)}`),
-    createBot: (input: { name: string; instructions: string; model: string | null }) =>
-      json<Bot>("POST", "/v1/bots", { json: input }),
+    createBot: (input: {
+      name: string;
+      instructions: string;
+      model: string | null;
+      skills?: string[] | null;
+    }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
-      patch: { name?: string; instructions?: string; model?: string | null },
+      patch: {
+        name?: string;
+        instructions?: string;
+        model?: string | null;
+        skills?: string[] | null;
+      },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
       (
@@ -153,10 +165,41 @@ export function createApiClient(options: ApiClientOptions) {
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },
+    listSkills: (signal?: AbortSignal) => json<SkillList>("GET", "/v1/skills", { signal }),
+    getSkill: (name: string, signal?: AbortSignal) =>
+      json<SkillDetail>("GET", `/v1/skills/${enc(name)}`, { signal }),
+    createSkill: (input: { name: string; description: string; body: string }) =>
+      json<SkillDetail>("POST", "/v1/skills", { json: input }),
+    updateSkill: (name: string, patch: { description?: string; body?: string }) =>
+      json<SkillDetail>("PATCH", `/v1/skills/${enc(name)}`, { json: patch }),
+    deleteSkill: async (name: string) => {
+      await send("DELETE", `/v1/skills/${enc(name)}`);
+    },
+    /** A skill's folder as a .zip, .tar or .tar.gz: a new skill, or (with `name`) its new files. */
+    uploadSkill: (file: File, name?: string) =>
+      json<SkillDetail>(
+        name === undefined ? "POST" : "PUT",
+        name === undefined ? "/v1/skills" : `/v1/skills/${enc(name)}/archive`,
+        { body: file, contentType: archiveType(file.name) },
+      ),
+    skillFile: async (name: string, path: string, signal?: AbortSignal) =>
+      (
+        await send("GET", `/v1/skills/${enc(name)}/files/${path.split("/").map(enc).join("/")}`, {
+          signal,
+        })
+      ).arrayBuffer(),
   };
 }
 
 export type ApiClient = ReturnType<typeof createApiClient>;
+
+/** The media type the skills API expects for an archive, from its file name. */
+export function archiveType(fileName: string): string {
+  const lower = fileName.toLowerCase();
+  if (lower.endsWith(".zip")) return "application/zip";
+  if (lower.endsWith(".tar")) return "application/x-tar";
+  return "application/gzip"; // .tar.gz, .tgz
+}
 
 /** `GET /auth/local`: the embedded install's token for a page opened on this computer, or undefined. */
 export async function fetchLocalToken(): Promise<string | undefined> {

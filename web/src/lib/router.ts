@@ -6,6 +6,8 @@
  *   /bots/:botId          a new chat with the bot
  *   /bots/:botId/edit     edit the bot
  *   /c/:conversationId    a conversation
+ *   /skills               the skill library: list, create, upload
+ *   /skills/:name         one skill: its instructions, files, edit, delete
  */
 import { useSyncExternalStore } from "react";
 
@@ -15,6 +17,8 @@ export type Route =
   | { name: "bot"; botId: string }
   | { name: "edit-bot"; botId: string }
   | { name: "conversation"; conversationId: string }
+  | { name: "skills" }
+  | { name: "skill"; skillName: string }
   | { name: "not-found"; path: string };
 
 export function parseRoute(path: string): Route {
@@ -30,6 +34,9 @@ export function parseRoute(path: string): Route {
     return { name: "edit-bot", botId: parts[1] };
   if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
     return { name: "conversation", conversationId: parts[1] };
+  if (parts[0] === "skills" && parts.length === 1) return { name: "skills" };
+  if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
+    return { name: "skill", skillName: parts[1] };
   return { name: "not-found", path };
 }
 
@@ -62,6 +69,8 @@ export const paths = {
   bot: (botId: string) => `/bots/${encodeURIComponent(botId)}`,
   editBot: (botId: string) => `/bots/${encodeURIComponent(botId)}/edit`,
   conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
+  skills: "/skills",
+  skill: (name: string) => `/skills/${encodeURIComponent(name)}`,
 };
 
 /** Plain left clicks on in-app links navigate without a page load; others behave as links. */
