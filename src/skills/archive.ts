@@ -3,17 +3,17 @@
  * most 5 MiB) with node-tar's parser and yauzl, and turned into the skill's files.
  *
  * Invariants:
- *   ARC1 only regular files and folders are accepted: a symbolic link, a hard link, a device, a
+ *   SKA1 only regular files and folders are accepted: a symbolic link, a hard link, a device, a
  *        FIFO, a sparse or any other kind of entry refuses the whole archive (400), as does an
  *        encrypted zip entry.
- *   ARC2 every path stays inside the skill's folder: an absolute path, a `..` component, a
+ *   SKA2 every path stays inside the skill's folder: an absolute path, a `..` component, a
  *        backslash or a control character refuses the archive (protocol skillPathProblem), and so
  *        does a path given twice or a name that is both a file and a folder.
- *   ARC3 sizes are limited by what is actually decompressed, never by what the archive declares:
+ *   SKA3 sizes are limited by what is actually decompressed, never by what the archive declares:
  *        gzip is inflated with a hard output limit, every entry's bytes are counted as they are
  *        read and reading stops at the limit, and a declared size over what is left refuses the
  *        entry before it is read (a zip or tar bomb is a 413 after at most the limit's work).
- *   ARC4 SKILL.md is at the archive's root or inside its one top folder (which is then removed
+ *   SKA4 SKILL.md is at the archive's root or inside its one top folder (which is then removed
  *        from every path); macOS's `__MACOSX/` and `.DS_Store` entries are dropped.
  */
 import { gunzipSync } from "node:zlib";
@@ -73,7 +73,7 @@ const zipMagic = [0x50, 0x4b];
 const startsWith = (bytes: Uint8Array, magic: readonly number[]) =>
   magic.every((byte, index) => bytes[index] === byte);
 
-/** Collects entries with the limits of ARC3 and the rules of ARC1 and ARC2. */
+/** Collects entries with the limits of SKA3 and the rules of SKA1 and SKA2. */
 function createCollector() {
   const files = new Map<string, ArchiveFile>();
   const folders = new Set<string>();
@@ -95,9 +95,9 @@ function createCollector() {
     if (problem !== undefined)
       throw refuse(
         `the archive is refused: ${JSON.stringify(raw.slice(0, 200))}: ${problem}; every path must stay inside the skill's folder`,
-      ); // ARC2
+      ); // SKA2
     const name = path.split("/").at(-1)!;
-    if (path.split("/")[0] === "__MACOSX" || (!isFolder && name === ".DS_Store")) return undefined; // ARC4
+    if (path.split("/")[0] === "__MACOSX" || (!isFolder && name === ".DS_Store")) return undefined; // SKA4
     return path;
   }
 
@@ -112,11 +112,11 @@ function createCollector() {
       const path = normalize(raw, true);
       if (path !== undefined) folders.add(path);
     },
-    /** ARC3: refuses a declared size over what is left, before reading it. */
+    /** SKA3: refuses a declared size over what is left, before reading it. */
     fileStart(raw: string, declaredSize: number): string | undefined {
       const path = normalize(raw, false);
       if (path === undefined) return undefined;
-      if (files.has(path)) throw refuse(`the archive has ${JSON.stringify(path)} twice`); // ARC2
+      if (files.has(path)) throw refuse(`the archive has ${JSON.stringify(path)} twice`); // SKA2
       if (files.size + 1 > skillLimits.maxFiles)
         throw refuse(
           `a skill has at most ${skillLimits.maxFiles} files (SKILL.md included); this archive has more`,
@@ -124,7 +124,7 @@ function createCollector() {
       if (declaredSize > skillLimits.maxSkillBytes - bytes) throw tooLarge();
       return path;
     },
-    /** ARC3: counts what was actually read. */
+    /** SKA3: counts what was actually read. */
     chunk(length: number) {
       bytes += length;
       if (bytes > skillLimits.maxSkillBytes) throw tooLarge();
@@ -134,7 +134,7 @@ function createCollector() {
     },
     finish(): ArchiveFile[] {
       const all = [...files.values()];
-      // ARC2: `a` as a file and `a/b` below it cannot both be written.
+      // SKA2: `a` as a file and `a/b` below it cannot both be written.
       const prefixes = new Set(folders);
       for (const file of all) {
         const parts = file.path.split("/");
@@ -149,7 +149,7 @@ function createCollector() {
   };
 }
 
-/** ARC4 */
+/** SKA4 */
 function stripTopFolder(files: ArchiveFile[]): ArchiveFile[] {
   if (files.some((file) => file.path === skillDocumentPath)) return files;
   const tops = new Set(files.map((file) => file.path.split("/")[0]!));
@@ -206,21 +206,21 @@ async function readTar(bytes: Uint8Array): Promise<ArchiveFile[]> {
             case "SymbolicLink":
               throw refuse(
                 `the archive has a symbolic link (${JSON.stringify(entry.path)} → ${JSON.stringify(entry.linkpath ?? "")}); skills hold regular files only: archive the file the link points to instead`,
-              ); // ARC1
+              ); // SKA1
             case "Link":
               throw refuse(
                 `the archive has a hard link (${JSON.stringify(entry.path)} → ${JSON.stringify(entry.linkpath ?? "")}); skills hold regular files only: archive a copy of the file instead`,
-              ); // ARC1
+              ); // SKA1
             case "CharacterDevice":
             case "BlockDevice":
             case "FIFO":
               throw refuse(
                 `the archive has a device or FIFO (${JSON.stringify(entry.path)}); skills hold regular files only`,
-              ); // ARC1
+              ); // SKA1
             default:
               throw refuse(
                 `the archive has an entry of kind ${entry.type} (${JSON.stringify(entry.path)}); skills hold regular files and folders only`,
-              ); // ARC1
+              ); // SKA1
           }
           const path = collect.fileStart(entry.path, entry.size);
           const chunks: Buffer[] = [];
@@ -229,7 +229,7 @@ async function readTar(bytes: Uint8Array): Promise<ArchiveFile[]> {
               entry.on("data", (chunk: Buffer) => {
                 if (failed) return;
                 try {
-                  collect.chunk(chunk.byteLength); // ARC3
+                  collect.chunk(chunk.byteLength); // SKA3
                   if (path !== undefined) chunks.push(chunk);
                 } catch (error) {
                   fail(error);
@@ -254,7 +254,7 @@ async function readTar(bytes: Uint8Array): Promise<ArchiveFile[]> {
           `the archive has an entry of kind ${entry.type} (${JSON.stringify(entry.path)}); skills hold regular files and folders only`,
         ),
       ),
-    ); // ARC1
+    ); // SKA1
     parser.on("error", (error: Error) =>
       fail(
         error instanceof RoostError
@@ -277,7 +277,7 @@ function gunzip(bytes: Uint8Array): Uint8Array {
       "the body is not gzip-compressed: send a .tar.gz as Content-Type: application/gzip, a plain tar as application/x-tar, a zip as application/zip",
     );
   try {
-    return gunzipSync(bytes, { maxOutputLength: archiveLimits.maxTarBytes }); // ARC3
+    return gunzipSync(bytes, { maxOutputLength: archiveLimits.maxTarBytes }); // SKA3
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge();
     throw refuse(`the body is not valid gzip (${(error as Error).message})`);
@@ -334,12 +334,12 @@ async function readZip(bytes: Uint8Array): Promise<ArchiveFile[]> {
         if (kind === 0o120000)
           throw refuse(
             `the archive has a symbolic link (${JSON.stringify(entry.fileName)}); skills hold regular files only: archive the file the link points to instead`,
-          ); // ARC1
+          ); // SKA1
         const isFolder = entry.fileName.endsWith("/") || kind === 0o040000;
         if (kind !== 0 && kind !== 0o100000 && kind !== 0o040000)
           throw refuse(
             `the archive has a device, FIFO or socket (${JSON.stringify(entry.fileName)}); skills hold regular files only`,
-          ); // ARC1
+          ); // SKA1
         if (isFolder) {
           collect.folder(entry.fileName);
           zip.readEntry();
@@ -348,8 +348,8 @@ async function readZip(bytes: Uint8Array): Promise<ArchiveFile[]> {
         if (entry.isEncrypted())
           throw refuse(
             `${JSON.stringify(entry.fileName)} is encrypted; upload the archive without a password`,
-          ); // ARC1
-        const path = collect.fileStart(entry.fileName, entry.uncompressedSize); // ARC3
+          ); // SKA1
+        const path = collect.fileStart(entry.fileName, entry.uncompressedSize); // SKA3
         zip.openReadStream(entry, (error, stream) => {
           if (error !== null) {
             fail(refuse(`cannot read ${JSON.stringify(entry.fileName)}: ${error.message}`));
@@ -359,7 +359,7 @@ async function readZip(bytes: Uint8Array): Promise<ArchiveFile[]> {
           stream.on("data", (chunk: Buffer) => {
             if (failed) return;
             try {
-              collect.chunk(chunk.byteLength); // ARC3
+              collect.chunk(chunk.byteLength); // SKA3
               if (path !== undefined) chunks.push(chunk);
             } catch (limit) {
               stream.destroy();
