@@ -8,6 +8,7 @@
  *        with a message that says so and names the skills the bot may use.
  */
 import { z } from "zod";
+import { isRoostError } from "../errors/index.ts";
 import { formatBytes } from "./format.ts";
 import type { Store } from "../store/index.ts";
 import { defineToolSource, serverTool, type ToolSource } from "../tools/index.ts";
@@ -56,7 +57,20 @@ export function createSkillTools(deps: { store: Store; skills: SkillService }): 
             details: { name: request.name, reason: exists ? "not_allowed" : "not_found" },
           };
         }
-        const { skill: full, files } = await deps.skills.get(context.accountId, skill.name);
+        const found = await deps.skills
+          .get(context.accountId, skill.name)
+          .catch((error: unknown) => {
+            // Deleted since it was listed: the model hears so, like any missing skill.
+            if (isRoostError(error) && error.code === "not_found") return undefined;
+            throw error;
+          });
+        if (found === undefined)
+          return {
+            output: `There is no skill named ${JSON.stringify(request.name)} any more (it was just deleted).`,
+            isError: true,
+            details: { name: request.name, reason: "not_found" },
+          };
+        const { skill: full, files } = found;
         const listing = files
           .map(
             (file) =>
