@@ -23,8 +23,10 @@ import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
+import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
+import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -53,6 +55,8 @@ export interface ApiDependencies {
   computers?: ComputerService;
   /** What bots remember (absent: no memory routes). */
   memory?: MemoryService;
+  /** The account's skill library (absent: no skills routes). */
+  skills?: SkillService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -249,11 +253,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     maxUploadBytes,
     `uploads are limited to ${maxUploadBytes} bytes (25 MiB); this one is larger`,
   );
-  // File uploads carry raw bytes up to the attachment limit; everything else is small JSON.
+  const skillArchiveBodyLimit = limitBody(
+    archiveLimits.maxArchiveBytes,
+    `a skill's archive is at most ${archiveLimits.maxArchiveBytes} bytes (6 MiB); this one is larger`,
+  );
+  // File uploads carry raw bytes up to the attachment limit, skill archives up to theirs;
+  // everything else is small JSON.
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : jsonBodyLimit(context, next),
+      : isSkillArchiveUpload(
+            context.req.method,
+            context.req.path,
+            context.req.header("content-type"),
+          )
+        ? skillArchiveBodyLimit(context, next)
+        : jsonBodyLimit(context, next),
   );
 
   // Exempt from the token limits and the query rules: load balancers and monitors poll it
@@ -425,6 +440,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   if (deps.memory !== undefined) {
     const memoryApp = app as unknown as Parameters<typeof registerMemoryRoutes>[0];
     registerMemoryRoutes(memoryApp, { store, memory: deps.memory });
+  }
+  if (deps.skills !== undefined) {
+    const skillsApp = app as unknown as Parameters<typeof registerSkillRoutes>[0];
+    registerSkillRoutes(skillsApp, { skills: deps.skills });
   }
 
   app.post("/v1/bots", async (context) => {

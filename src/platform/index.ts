@@ -40,6 +40,13 @@ import {
   memoryPassObjectName,
   type MemoryPassRequest,
 } from "../memory/index.ts";
+import {
+  createSkillService,
+  createSkillsSection,
+  createSkillSync,
+  createSkillSyncHook,
+  createSkillTools,
+} from "../skills/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
@@ -199,12 +206,28 @@ export async function startPlatform(
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);
+    // The user's skills: the skill tool, the prompt's index, and the copy to ~/skills before a
+    // turn's first computer call.
+    const skills = createSkillService(store);
+    const skillsLogger = logger.child({ component: "skills" });
+    const syncSkills = createSkillSyncHook({
+      sync: createSkillSync({ store, worker: gateway, logger: skillsLogger }),
+      store,
+      logger: skillsLogger,
+    });
     const tools = createToolRouter({
       sources: [
         ...(options.toolSources ?? [
-          createComputerTools({ store, gateway, events, providerKind: provider.kind }),
+          createComputerTools({
+            store,
+            gateway,
+            events,
+            providerKind: provider.kind,
+            prepare: syncSkills,
+          }),
         ]),
         createMemoryTools(memory, store),
+        createSkillTools({ store, skills }),
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -223,7 +246,10 @@ export async function startPlatform(
       followUpWindowMs: config.followUpWindowMs,
       interrupts,
       timezone: config.timezone,
-      promptSections: [createMemorySection({ store, ranker })],
+      promptSections: [
+        createSkillsSection({ store, skills }),
+        createMemorySection({ store, ranker }),
+      ],
       compaction: config.compaction,
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
@@ -325,6 +351,7 @@ export async function startPlatform(
 
     const api = createApi({
       memory,
+      skills,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),

@@ -4,6 +4,8 @@
  * them. Depends on nothing.
  */
 
+export type * from "./skills-api.ts";
+
 export interface Me {
   id: string;
   name: string;

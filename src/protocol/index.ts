@@ -7,4 +7,5 @@
 export * from "./frames.ts";
 export * from "./tools.ts";
 export * from "./files.ts";
+export * from "./skills.ts";
 export type * as Api from "./api.ts";

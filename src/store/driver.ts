@@ -3,7 +3,8 @@
  * the Postgres driver numbers them. Everything above this file is database-neutral.
  */
 
-export type SqlValue = string | number | null;
+/** Uint8Array: binary columns (BLOB on SQLite, BYTEA on Postgres). */
+export type SqlValue = string | number | null | Uint8Array;
 
 export interface SqlExecutor {
   all<Row>(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;

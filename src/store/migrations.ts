@@ -209,4 +209,43 @@ export const migrations: readonly Migration[] = [
       `ALTER TABLE messages ADD COLUMN source TEXT`,
     ],
   },
+  {
+    version: 13,
+    statements: [
+      // An account's skill library (skill-types.ts); the files' bytes are in skill_files.
+      `CREATE TABLE skills (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        body TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        total_bytes BIGINT NOT NULL,
+        file_count INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        UNIQUE (account_id, name))`,
+    ],
+    // A skill's files, bytes included: binary columns differ between the two.
+    sqlite: [
+      `CREATE TABLE skill_files (
+        skill_id TEXT NOT NULL REFERENCES skills(id),
+        path TEXT NOT NULL,
+        mode INTEGER NOT NULL,
+        size BIGINT NOT NULL,
+        sha256 TEXT NOT NULL,
+        content BLOB NOT NULL,
+        PRIMARY KEY (skill_id, path))`,
+    ],
+    postgres: [
+      `CREATE TABLE skill_files (
+        skill_id TEXT NOT NULL REFERENCES skills(id),
+        path TEXT NOT NULL,
+        mode INTEGER NOT NULL,
+        size BIGINT NOT NULL,
+        sha256 TEXT NOT NULL,
+        content BYTEA NOT NULL,
+        PRIMARY KEY (skill_id, path))`,
+    ],
+  },
 ];

@@ -6,6 +6,7 @@ import { NotFoundError, RoostError } from "../errors/index.ts";
 import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { createMemoryQueries } from "./memory-queries.ts";
+import { createSkillQueries } from "./skill-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -295,6 +296,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
   return {
     ...createMemoryQueries(driver, now, ids),
+    ...createSkillQueries(driver, now, ids, insertAudit),
     kind: driver.kind,
 
     async migrate() {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { NotFoundError } from "../errors/index.ts";
-import type { Store } from "./types.ts";
+import type { SkillWrite, Store } from "./types.ts";
 
 export interface StoreFaults {
   /** The next statement matching `pattern` fails as if the database had failed it. */
@@ -1018,6 +1018,210 @@ export function storeContract(
             })
           ).map((hit) => hit.text),
         ).toEqual(["Renewed the staging certificate"]);
+      }));
+  });
+
+  describe(`store contract: ${name}: skills`, () => {
+    const limits = { maxSkills: 200, maxAccountBytes: 1 << 20 };
+    const file = (path: string, text: string | Uint8Array, mode = 0o644) => {
+      const content = typeof text === "string" ? new TextEncoder().encode(text) : text;
+      return { path, mode, size: content.byteLength, sha256: `sha-${path}`, content };
+    };
+    const write = (accountId: string, name: string, overrides: Partial<SkillWrite> = {}) => ({
+      accountId,
+      name,
+      description: `${name} does things`,
+      body: `# ${name}`,
+      digest: `digest-${name}`,
+      files: [file("SKILL.md", `# ${name}`)],
+      mode: "create" as const,
+      limits,
+      actorAccountId: accountId,
+      source: "fields",
+      ...overrides,
+    });
+
+    it("stores a skill with its files' bytes, replaces them as a whole, deletes it, and audits each (SKST1)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const binary = new Uint8Array([0, 1, 2, 0xff, 0xfe, 0x80, 0]);
+        const { skill, created } = await store.putSkill(
+          write(account.id, "report", {
+            files: [file("SKILL.md", "# report"), file("bin/tool", binary, 0o755)],
+          }),
+        );
+        expect(created).toBe(true);
+        expect(skill).toMatchObject({ name: "report", totalBytes: 8 + 7, fileCount: 2 });
+        expect(await store.getSkill(account.id, "report")).toMatchObject({
+          body: "# report",
+          description: "report does things",
+          digest: "digest-report",
+        });
+        expect(await store.listSkillFiles(skill.id)).toEqual([
+          { path: "SKILL.md", mode: 0o644, size: 8, sha256: "sha-SKILL.md" },
+          { path: "bin/tool", mode: 0o755, size: 7, sha256: "sha-bin/tool" },
+        ]);
+        const read = await store.readSkillFile(skill.id, "bin/tool");
+        expect(Array.from(read!.content)).toEqual(Array.from(binary));
+
+        const replaced = await store.putSkill(
+          write(account.id, "report", {
+            mode: "replace",
+            description: "reports",
+            digest: "digest-2",
+            files: [file("SKILL.md", "# v2"), file("run.sh", "echo 2", 0o755)],
+          }),
+        );
+        expect(replaced).toMatchObject({ created: false, skill: { id: skill.id } });
+        expect((await store.readSkillFiles(skill.id)).map((entry) => entry.path)).toEqual([
+          "SKILL.md",
+          "run.sh",
+        ]);
+        expect(await store.readSkillFile(skill.id, "bin/tool")).toBeUndefined();
+
+        const deleted = await store.deleteSkill({
+          accountId: account.id,
+          name: "report",
+          actorAccountId: account.id,
+        });
+        expect(deleted.digest).toBe("digest-2");
+        expect(await store.getSkill(account.id, "report")).toBeUndefined();
+        expect(await store.readSkillFiles(skill.id)).toEqual([]);
+        expect(await store.listSkills(account.id)).toEqual([]);
+        expect(
+          (await store.listAudit({ accountId: account.id }))
+            .map((entry) => entry.action)
+            .filter((action) => action.startsWith("skill.")),
+        ).toEqual(["skill.delete", "skill.update", "skill.create"]);
+      }));
+
+    it("keeps names unique per account, and another account's skill is as absent as a missing one (SKST3)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const other = await store.createAccount({ name: "eve", isAdmin: false });
+        await store.putSkill(write(account.id, "shared-name"));
+        await expect(store.putSkill(write(account.id, "shared-name"))).rejects.toMatchObject({
+          code: "conflict",
+        });
+        // The same name in another account is another skill.
+        await store.putSkill(write(other.id, "shared-name", { description: "eve's" }));
+        expect((await store.getSkill(account.id, "shared-name"))?.description).toBe(
+          "shared-name does things",
+        );
+        expect(await store.getSkill(other.id, "missing")).toBeUndefined();
+        await expect(
+          store.putSkill(write(other.id, "only-ada", { mode: "replace" })),
+        ).rejects.toMatchObject({ code: "not_found" });
+        await store.putSkill(write(account.id, "only-ada"));
+        expect(await store.getSkill(other.id, "only-ada")).toBeUndefined();
+        await expect(
+          store.deleteSkill({ accountId: other.id, name: "only-ada", actorAccountId: other.id }),
+        ).rejects.toMatchObject({ code: "not_found" });
+        expect(await store.getSkill(account.id, "only-ada")).toBeDefined();
+        expect((await store.listSkills(account.id)).map((skill) => skill.name)).toEqual([
+          "only-ada",
+          "shared-name",
+        ]);
+      }));
+
+    it("a replace that fails half-way leaves the old skill whole (SKST1)", () =>
+      withStore(async (store, faults) => {
+        const { account } = await seed(store);
+        const { skill } = await store.putSkill(
+          write(account.id, "steady", {
+            files: [file("SKILL.md", "# one"), file("a.txt", "a"), file("b.txt", "b")],
+          }),
+        );
+        faults.failNext(/INSERT INTO skill_files/);
+        await expect(
+          store.putSkill(
+            write(account.id, "steady", {
+              mode: "replace",
+              digest: "digest-new",
+              files: [file("SKILL.md", "# two"), file("c.txt", "c")],
+            }),
+          ),
+        ).rejects.toThrow(/injected fault/);
+        expect((await store.getSkill(account.id, "steady"))?.digest).toBe("digest-steady");
+        expect((await store.readSkillFiles(skill.id)).map((entry) => entry.path)).toEqual([
+          "SKILL.md",
+          "a.txt",
+          "b.txt",
+        ]);
+        expect(
+          (await store.listAudit({ accountId: account.id })).filter(
+            (entry) => entry.action === "skill.update",
+          ),
+        ).toEqual([]);
+      }));
+
+    it("concurrent creates never exceed the account's skill count or bytes (SKST2)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const tight = { maxSkills: 3, maxAccountBytes: 1 << 20 };
+        const outcomes = await Promise.allSettled(
+          ["a", "b", "c", "d", "e", "f"].map((name) =>
+            store.putSkill(write(account.id, name, { limits: tight })),
+          ),
+        );
+        expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(3);
+        expect(
+          outcomes.find((outcome) => outcome.status === "rejected")?.reason as unknown,
+        ).toMatchObject({ code: "conflict" });
+        expect(await store.listSkills(account.id)).toHaveLength(3);
+
+        const small = { maxSkills: 200, maxAccountBytes: 100 };
+        const big = (name: string) =>
+          store.putSkill(
+            write(account.id, name, {
+              limits: small,
+              files: [file("SKILL.md", "x".repeat(40))],
+            }),
+          );
+        // 3 skills of 4 bytes each are stored; two of 40 fit under 100, a third does not.
+        const sized = await Promise.allSettled([big("x1"), big("x2"), big("x3")]);
+        expect(sized.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(2);
+        expect(
+          sized.find((outcome) => outcome.status === "rejected")?.reason as unknown,
+        ).toMatchObject({ code: "payload_too_large" });
+        // Replacing a skill counts its new size, not old plus new.
+        const stored = (await store.listSkills(account.id)).find((skill) =>
+          skill.name.startsWith("x"),
+        )!;
+        await store.putSkill(
+          write(account.id, stored.name, {
+            mode: "replace",
+            limits: small,
+            files: [file("SKILL.md", "y".repeat(41))],
+          }),
+        );
+      }));
+
+    it("a write with ifDigest happens only while the skill still has that digest (SKST4)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        await store.putSkill(write(account.id, "edited"));
+        await store.putSkill(
+          write(account.id, "edited", { mode: "replace", digest: "uploaded-meanwhile" }),
+        );
+        await expect(
+          store.putSkill(
+            write(account.id, "edited", {
+              mode: "replace",
+              ifDigest: "digest-edited",
+              digest: "stale-edit",
+            }),
+          ),
+        ).rejects.toMatchObject({ code: "conflict" });
+        expect((await store.getSkill(account.id, "edited"))?.digest).toBe("uploaded-meanwhile");
+        await store.putSkill(
+          write(account.id, "edited", {
+            mode: "replace",
+            ifDigest: "uploaded-meanwhile",
+            digest: "fresh-edit",
+          }),
+        );
+        expect((await store.getSkill(account.id, "edited"))?.digest).toBe("fresh-edit");
       }));
   });
 }

@@ -20,10 +20,12 @@
  */
 import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
+import type { SkillStore } from "./skill-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
+export type * from "./skill-types.ts";
 
 export interface Account {
   id: string;
@@ -154,7 +156,7 @@ export interface BotPatch {
   skills?: string[] | null;
 }
 
-export interface Store extends MemoryStore {
+export interface Store extends MemoryStore, SkillStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -14,6 +14,8 @@
  *   CT6 on a self-hosted computer whose worker is not connected, every computer tool answers
  *       exactly `notConnectedMessage`; nothing is woken (the control plane never starts a
  *       self-hosted machine, C7), and a call whose worker went away answers it too.
+ *   CT7 `prepare` (the skills copy) runs before every call that reaches an awake computer, after
+ *       the wake and before the tool; it journals its own work and must not throw.
  */
 import { z } from "zod";
 import { isRoostError } from "../errors/index.ts";
@@ -90,6 +92,11 @@ export interface ComputerToolsOptions {
   /** The provider new computers get (recorded with the computer). */
   providerKind: string;
   wakingTools?: readonly ToolName[];
+  /**
+   * CT7: runs before every call that reaches an awake computer (skills/ copies the skills onto
+   * it here, once per turn). Journals through `context` and never throws. @default nothing
+   */
+  prepare?: (computerId: string, context: ToolCallContext) => Promise<void>;
 }
 
 export function createComputerTools(options: ComputerToolsOptions): ToolSource {
@@ -173,6 +180,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         }; // CT6
       if (!selfHosted && status.state !== "awake")
         return { output: asleepMessage, isError: true, details: { computerState: status.state } };
+      await options.prepare?.(computerId, context); // CT7
 
       return context.run(`tool:${name}`, async (signal) => {
         const started = Date.now();

@@ -14,12 +14,14 @@
  *      chunks and progress are best effort (dropped while disconnected).
  *   W5 File operations (`files.*`, the files API's) bypass the done-log: they are not tool calls
  *      a replay could repeat wrongly, and each is idempotent by design (file-operations.ts, FOP1).
- *      W1 and W4 still hold for them.
+ *      W1 and W4 still hold for them. So do the skill operations (`skills.*`, skill-operations.ts,
+ *      SKW4).
  */
 import {
   encodeFrame,
   frameBytes,
   isFileOperationName,
+  isSkillOperationName,
   isToolName,
   MAX_FRAME_BYTES,
   toolInputSchemas,
@@ -30,6 +32,7 @@ import { editTool } from "./edit-tool.ts";
 import { createFileOperations } from "./file-operations.ts";
 import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
+import type { SkillOperations } from "./skill-operations.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -58,6 +61,8 @@ export interface CallRunnerOptions {
   shell?: ShellOptions;
   /** The files API's operations. @default created from `workspace` and `stateDir` */
   files?: FileOperations;
+  /** The skill operations (`~/skills`); without them `skills.*` answers unknown_tool. */
+  skills?: SkillOperations;
   now?: () => number;
   log?: (line: string) => void;
   /** Each call answered once (not its re-sends): the worker's call metrics. */
@@ -160,6 +165,16 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     const { callId } = frame;
     if (isFileOperationName(frame.tool)) {
       const outcome = await files.run({
+        callId,
+        tool: frame.tool,
+        input: frame.input,
+        signal: entry.controller.signal,
+      }); // W5: no done-log
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
+      return;
+    }
+    if (isSkillOperationName(frame.tool) && options.skills !== undefined) {
+      const outcome = await options.skills.run({
         callId,
         tool: frame.tool,
         input: frame.input,

@@ -14,6 +14,7 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import { promises as fs, readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import WebSocket from "ws";
 import {
@@ -25,6 +26,7 @@ import {
   MAX_FRAME_BYTES,
   parseFrame,
   PROTOCOL_VERSION,
+  skillOperationNames,
   toolNames,
   truncateReason,
 } from "../protocol/index.ts";
@@ -38,6 +40,7 @@ import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
+import { createSkillOperations } from "./skill-operations.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 
@@ -56,6 +59,8 @@ export interface WorkerOptions extends WorkerConfig {
   /** @default true */
   fsync?: boolean;
   shell?: ShellOptions;
+  /** The computer user's home: skills are copied to `<home>/skills`. @default commandEnv.HOME, else the process's home */
+  home?: string;
   /** Called after every `welcome` (tests and supervisors use it to know the worker is connected). */
   onConnected?: (computerId: string) => void;
   /**
@@ -117,6 +122,12 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const sweepTimer = setInterval(() => void sweepFiles(), 60 * 60 * 1000);
   sweepTimer.unref();
 
+  const skills = createSkillOperations({
+    home: options.home ?? options.commandEnv.HOME ?? homedir(),
+    fsync: durable,
+    log,
+  });
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -142,6 +153,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     progressIntervalMs: options.progressIntervalMs ?? 5000,
     maxFrameBytes: () => maxFrameBytes,
     files,
+    skills,
     log,
     onAnswered(tool, ok) {
       // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
@@ -236,7 +248,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         workerId,
         bootId,
         protocol: PROTOCOL_VERSION,
-        capabilities: [...toolNames, ...fileOperationNames],
+        capabilities: [...toolNames, ...fileOperationNames, ...skillOperationNames],
         inflight: runner.inflight(),
       });
       helloTimer = setTimeout(() => {

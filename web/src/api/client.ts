@@ -10,6 +10,8 @@ import type {
   Listing,
   Me,
   PostedMessage,
+  SkillDetail,
+  SkillList,
   Step,
 } from "./types.ts";
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
@@ -66,9 +68,10 @@ export function createApiClient(options: ApiClientOptions) {
   async function send(
     method: string,
     path: string,
-    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+    init: { json?: unknown; body?: BodyInit; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const headers: Record<string, string> = { authorization };
+    if (init.contentType !== undefined) headers["content-type"] = init.contentType;
     let body: BodyInit | undefined = init.body;
     if (init.json !== undefined) {
       headers["content-type"] = "application/json";
@@ -92,7 +95,7 @@ export function createApiClient(options: ApiClientOptions) {
   async function json<T>(
     method: string,
     path: string,
-    init: { json?: unknown; body?: BodyInit; signal?: AbortSignal } = {},
+    init: { json?: unknown; body?: BodyInit; contentType?: string; signal?: AbortSignal } = {},
   ): Promise<T> {
     const response = await send(method, path, init);
     return (await response.json()) as T;
@@ -112,6 +115,7 @@ export function createApiClient(options: ApiClientOptions) {
       instructions: string;
       model: string | null;
       memoryReview?: boolean;
+      skills?: string[] | null;
     }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
@@ -120,6 +124,7 @@ export function createApiClient(options: ApiClientOptions) {
         instructions?: string;
         model?: string | null;
         memoryReview?: boolean;
+        skills?: string[] | null;
       },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
@@ -203,6 +208,29 @@ export function createApiClient(options: ApiClientOptions) {
         "POST",
         `${memoryBase(scope)}/revisions/${enc(revisionId)}/${action}`,
       ),
+    listSkills: (signal?: AbortSignal) => json<SkillList>("GET", "/v1/skills", { signal }),
+    getSkill: (name: string, signal?: AbortSignal) =>
+      json<SkillDetail>("GET", `/v1/skills/${enc(name)}`, { signal }),
+    createSkill: (input: { name: string; description: string; body: string }) =>
+      json<SkillDetail>("POST", "/v1/skills", { json: input }),
+    updateSkill: (name: string, patch: { description?: string; body?: string }) =>
+      json<SkillDetail>("PATCH", `/v1/skills/${enc(name)}`, { json: patch }),
+    deleteSkill: async (name: string) => {
+      await send("DELETE", `/v1/skills/${enc(name)}`);
+    },
+    /** A skill's folder as a .zip, .tar or .tar.gz: a new skill, or (with `name`) its new files. */
+    uploadSkill: (file: File, name?: string) =>
+      json<SkillDetail>(
+        name === undefined ? "POST" : "PUT",
+        name === undefined ? "/v1/skills" : `/v1/skills/${enc(name)}/archive`,
+        { body: file, contentType: archiveType(file.name) },
+      ),
+    skillFile: async (name: string, path: string, signal?: AbortSignal) =>
+      (
+        await send("GET", `/v1/skills/${enc(name)}/files/${path.split("/").map(enc).join("/")}`, {
+          signal,
+        })
+      ).arrayBuffer(),
   };
 }
 
@@ -215,6 +243,14 @@ function memoryBase(scope: MemoryScope): string {
   return scope.kind === "user"
     ? "/v1/me/memory"
     : `/v1/bots/${encodeURIComponent(scope.botId)}/memory`;
+}
+
+/** The media type the skills API expects for an archive, from its file name. */
+export function archiveType(fileName: string): string {
+  const lower = fileName.toLowerCase();
+  if (lower.endsWith(".zip")) return "application/zip";
+  if (lower.endsWith(".tar")) return "application/x-tar";
+  return "application/gzip"; // .tar.gz, .tgz
 }
 
 /** `GET /auth/local`: the embedded install's token for a page opened on this computer, or undefined. */

@@ -2,7 +2,7 @@
 import { ArrowLeft, Save } from "lucide-react";
 import { useEffect, useId, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client.ts";
-import type { Bot } from "../api/types.ts";
+import type { Bot, SkillSummary } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { EmptyState, Header } from "./ui.tsx";
@@ -78,6 +78,7 @@ function BotFields({
     bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "",
   );
   const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
+  const [skills, setSkills] = useState<string[] | null>(bot?.skills ?? null);
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
 
@@ -91,13 +92,20 @@ function BotFields({
     try {
       let saved: Bot;
       if (bot === undefined) {
-        saved = await api.createBot({ name: name.trim(), instructions, model, memoryReview });
+        saved = await api.createBot({
+          name: name.trim(),
+          instructions,
+          model,
+          memoryReview,
+          skills,
+        });
       } else {
         const patch: Parameters<typeof api.updateBot>[1] = {};
         if (name.trim() !== bot.name) patch.name = name.trim();
         if (instructions !== bot.instructions) patch.instructions = instructions;
         if (model !== bot.model) patch.model = model;
         if (memoryReview !== bot.memoryReview) patch.memoryReview = memoryReview;
+        if (!sameSkills(skills, bot.skills)) patch.skills = skills;
         saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
       }
       onSaved(saved);
@@ -219,6 +227,7 @@ function BotFields({
           inbox for you to accept or reject.
         </p>
       </fieldset>
+      <SkillsLimit value={skills} onChange={setSkills} api={api} />
       {error !== undefined && (
         <p className="notice notice-error" role="alert" id={`${id}-error`}>
           {error.message}
@@ -244,5 +253,104 @@ function BotFields({
         )}
       </div>
     </form>
+  );
+}
+
+function sameSkills(a: string[] | null, b: string[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
+}
+
+/** Which of the account's skills the bot may use: all of them (null), or the ones ticked. */
+function SkillsLimit({
+  value,
+  onChange,
+  api,
+}: {
+  value: string[] | null;
+  onChange(value: string[] | null): void;
+  api: ReturnType<typeof useSession>["api"];
+}) {
+  const [available, setAvailable] = useState<SkillSummary[]>();
+  const [loadError, setLoadError] = useState<string>();
+  useEffect(() => {
+    const controller = new AbortController();
+    api
+      .listSkills(controller.signal)
+      .then((list) => setAvailable(list.skills))
+      .catch((caught: unknown) => {
+        if (!controller.signal.aborted)
+          setLoadError(caught instanceof Error ? caught.message : String(caught));
+      });
+    return () => controller.abort();
+  }, [api]);
+  // Names the bot is limited to that no longer exist are kept (they match nothing) and shown.
+  const names = [
+    ...new Set([...(available ?? []).map((skill) => skill.name), ...(value ?? [])]),
+  ].sort();
+  const descriptionOf = (name: string) =>
+    available?.find((skill) => skill.name === name)?.description ?? "(deleted)";
+  return (
+    <fieldset className="field">
+      <legend>Skills</legend>
+      <div className="choices" role="radiogroup">
+        <label className="choice">
+          <input
+            type="radio"
+            name="skills-limit"
+            value="all"
+            checked={value === null}
+            onChange={() => onChange(null)}
+          />
+          <span>All of your skills{available !== undefined && ` (${available.length})`}</span>
+        </label>
+        <label className="choice">
+          <input
+            type="radio"
+            name="skills-limit"
+            value="some"
+            checked={value !== null}
+            onChange={() => onChange(value ?? [])}
+          />
+          <span>Only the ones ticked below</span>
+        </label>
+      </div>
+      {value !== null && (
+        <div className="choices" role="group" aria-label="Skills this bot may use">
+          {names.length === 0 && (
+            <p className="muted">
+              You have no skills yet: add them on the{" "}
+              <a href={paths.skills} onClick={(event) => onLinkClick(event, paths.skills)}>
+                Skills page
+              </a>
+              . Until you tick some, this bot uses none.
+            </p>
+          )}
+          {names.map((name) => (
+            <label className="choice" key={name}>
+              <input
+                type="checkbox"
+                name="skill"
+                value={name}
+                checked={value.includes(name)}
+                onChange={(event) =>
+                  onChange(
+                    event.target.checked
+                      ? [...value, name]
+                      : value.filter((candidate) => candidate !== name),
+                  )
+                }
+              />
+              <span>
+                <code>{name}</code> <span className="muted">{descriptionOf(name)}</span>
+              </span>
+            </label>
+          ))}
+        </div>
+      )}
+      {loadError !== undefined && (
+        <p className="notice notice-error">Could not load your skills: {loadError}</p>
+      )}
+    </fieldset>
   );
 }

@@ -5,6 +5,7 @@ import { useSession } from "../state/session.tsx";
 import { BotForm } from "./bot-form.tsx";
 import { ChatView } from "./chat-view.tsx";
 import { NewChat } from "./new-chat.tsx";
+import { SkillPage, SkillsPage } from "./skills.tsx";
 import { Sidebar } from "./sidebar.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -110,6 +111,12 @@ export function Shell() {
           onMenu={openNav}
         />
       );
+      break;
+    case "skills":
+      view = <SkillsPage onMenu={openNav} />;
+      break;
+    case "skill":
+      view = <SkillPage key={route.skillName} name={route.skillName} onMenu={openNav} />;
       break;
     case "not-found":
       view = (

@@ -1,4 +1,4 @@
-import { LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
+import { BookOpen, LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
 import { useMemo } from "react";
 import { formatRelative } from "../lib/format.ts";
 import { onLinkClick, paths, useRoute } from "../lib/router.ts";
@@ -144,6 +144,18 @@ export function Sidebar({
           </ul>
         </div>
       )}
+
+      <div className="sidebar-section">
+        <a
+          className="nav-item"
+          href={paths.skills}
+          aria-current={route.name === "skills" || route.name === "skill" ? "page" : undefined}
+          onClick={(event) => onLinkClick(event, paths.skills, onNavigate)}
+        >
+          <BookOpen size={16} aria-hidden="true" />
+          <span className="nav-label">Skills</span>
+        </a>
+      </div>
 
       <div className="sidebar-footer">
         <Avatar name={me.name} size="sm" />

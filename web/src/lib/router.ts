@@ -7,6 +7,8 @@
  *   /bots/:botId/edit     edit the bot
  *   /bots/:botId/memory   what the bot remembers (…/history: its revisions; …/inbox: proposals)
  *   /c/:conversationId    a conversation
+ *   /skills               the skill library: list, create, upload
+ *   /skills/:name         one skill: its instructions, files, edit, delete
  */
 import { useSyncExternalStore } from "react";
 
@@ -17,6 +19,8 @@ export type Route =
   | { name: "edit-bot"; botId: string }
   | { name: "bot-memory"; botId: string; tab: MemoryTab }
   | { name: "conversation"; conversationId: string }
+  | { name: "skills" }
+  | { name: "skill"; skillName: string }
   | { name: "not-found"; path: string };
 
 export type MemoryTab = "facts" | "history" | "inbox";
@@ -40,6 +44,9 @@ export function parseRoute(path: string): Route {
   }
   if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
     return { name: "conversation", conversationId: parts[1] };
+  if (parts[0] === "skills" && parts.length === 1) return { name: "skills" };
+  if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
+    return { name: "skill", skillName: parts[1] };
   return { name: "not-found", path };
 }
 
@@ -74,6 +81,8 @@ export const paths = {
   botMemory: (botId: string, tab: MemoryTab = "facts") =>
     `/bots/${encodeURIComponent(botId)}/memory${tab === "facts" ? "" : `/${tab}`}`,
   conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
+  skills: "/skills",
+  skill: (name: string) => `/skills/${encodeURIComponent(name)}`,
 };
 
 /** Plain left clicks on in-app links navigate without a page load; others behave as links. */
