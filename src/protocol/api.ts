@@ -55,6 +55,15 @@ export type MessageSource =
   | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number };
 export type TriggerKind = MessageSource["kind"];
 
+/** A spend cap (a bot's, or a routine's); each given limit is checked before every model call. */
+export interface Budget {
+  tokensPerDay?: number;
+  tokensPerMonth?: number;
+  /** In the price table's currency (USD by default). */
+  costPerDay?: number;
+  costPerMonth?: number;
+}
+
 export interface MessagePayload {
   messageId: string;
   text: string;
