@@ -115,6 +115,8 @@ describe("worker connection", () => {
         // The files API's operations (protocol/files.ts), which are not model tools.
         ...["files.list", "files.read", "files.write", "files.commit", "files.abort"],
         ...["files.delete", "files.rename", "files.mkdir"],
+        // The port previews: the listening ports, and tunnels (protocol/tunnels.ts).
+        ...["ports.list", "tunnel"],
       ],
       inflight: [],
     });

@@ -8,6 +8,8 @@
  *   K3 A connection that hears nothing (frames or pings) for 2.5 × the gateway's heartbeat is
  *      dropped and redialled, so a half-open TCP connection cannot hold calls hostage.
  *   K4 Reconnect delays grow until a connection stays up `minUptimeMs` (backoff.ts).
+ *   K5 Tunnels (port previews, tunnels.ts) live and die with one connection: they are ended
+ *      when it closes and are never carried over to the next.
  */
 import { randomBytes } from "node:crypto";
 import { promises as fs, readFileSync } from "node:fs";
@@ -19,9 +21,11 @@ import {
   fileOperationNames,
   MAX_FRAME_BYTES,
   parseFrame,
+  portOperationNames,
   PROTOCOL_VERSION,
   toolNames,
   truncateReason,
+  tunnelCapability,
 } from "../protocol/index.ts";
 import type { GatewayFrame, WorkerFrame } from "../protocol/index.ts";
 import { createBackoff } from "./backoff.ts";
@@ -33,6 +37,8 @@ import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import type { ShellOptions } from "./shell-tool.ts";
+import { createTunnelEndpoint } from "./tunnels.ts";
+import type { TunnelEndpointOptions } from "./tunnels.ts";
 
 export interface WorkerOptions extends WorkerConfig {
   /** Environment for the commands the worker runs; never the worker's own secrets. */
@@ -49,6 +55,8 @@ export interface WorkerOptions extends WorkerConfig {
   /** @default true */
   fsync?: boolean;
   shell?: ShellOptions;
+  /** Limits of the port previews' tunnels. */
+  tunnels?: Omit<TunnelEndpointOptions, "send" | "log">;
   /** Called after every `welcome` (tests and supervisors use it to know the worker is connected). */
   onConnected?: (computerId: string) => void;
 }
@@ -133,6 +141,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     },
   });
   await runner.recoverUnfinished();
+  const tunnels = createTunnelEndpoint({
+    ...options.tunnels,
+    log,
+    send(frame) {
+      if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
+      sendNow(socket, frame);
+      return true;
+    },
+  });
 
   const readToken = (): string | undefined => {
     if (options.tokenFile === undefined) return options.token;
@@ -175,7 +192,12 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         workerId,
         bootId,
         protocol: PROTOCOL_VERSION,
-        capabilities: [...toolNames, ...fileOperationNames],
+        capabilities: [
+          ...toolNames,
+          ...fileOperationNames,
+          ...portOperationNames,
+          tunnelCapability,
+        ],
         inflight: runner.inflight(),
       });
       helloTimer = setTimeout(() => {
@@ -210,6 +232,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearTimeout(helloTimer);
       clearInterval(livenessTimer);
       if (socket === ws) socket = undefined;
+      tunnels.closeAll(); // K5
       const wasWelcomed = welcomed;
       welcomed = false;
       if (wasWelcomed || code !== 1006)
@@ -269,6 +292,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         return;
       case "pong":
         return;
+      case "tunnel_open":
+        tunnels.handleOpen(frame);
+        return;
+      case "tunnel_data":
+      case "tunnel_credit":
+      case "tunnel_end":
+      case "tunnel_close":
+        tunnels.handleFrame(frame);
+        return;
       default:
         assertNever(frame);
     }
@@ -287,6 +319,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       runner.close();
+      tunnels.closeAll();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
