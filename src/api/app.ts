@@ -22,6 +22,7 @@ import { newId } from "../ids.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
+import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
@@ -49,6 +50,8 @@ export interface ApiDependencies {
   maxBodyBytes: number;
   /** The caller's computer (absent until the platform has computers). */
   computers?: ComputerService;
+  /** Port previews of the caller's computer (computer-ports.ts). */
+  ports?: PortPreviews;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -128,8 +131,10 @@ const listConversationsQuery = z.strictObject({
 
 /** API4: the routes of this file that take query parameters; each parses them with readQuery. */
 const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
-/** The files routes (computer-routes.ts) parse their own `path` query with readQuery. */
-const validatesOwnQuery = (path: string) => path.startsWith("/v1/computers/me/files");
+/** The files routes (computer-routes.ts) parse their own `path` query with readQuery; a port
+ * preview's query is the server's inside the computer (computer-ports.ts). */
+const validatesOwnQuery = (path: string) =>
+  path.startsWith("/v1/computers/me/files") || path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
 function answeringRoute<E extends Env, P extends string, I extends Input>(
@@ -215,6 +220,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     }
   });
 
+  // A preview host's requests are all the computer's server's, whatever their path (PORT1).
+  if (deps.ports !== undefined) app.use("*", deps.ports.hostMiddleware);
+
   const limitBody = (
     maxSize: number,
     message = `the body is larger than ${maxSize} bytes; send less`,
@@ -231,10 +239,13 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     `uploads are limited to ${maxUploadBytes} bytes (25 MiB); this one is larger`,
   );
   // File uploads carry raw bytes up to the attachment limit; everything else is small JSON.
+  // A port preview's body is the server's inside the computer: streamed, never held (computer-ports.ts).
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : jsonBodyLimit(context, next),
+      : context.req.path.startsWith(`${portsPath}/`)
+        ? next()
+        : jsonBodyLimit(context, next),
   );
 
   // Exempt from the token limits and the query rules: load balancers and monitors poll it
@@ -403,6 +414,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const computerApp = app as unknown as Parameters<typeof registerComputerRoutes>[0];
     registerComputerRoutes(computerApp, deps.computers, store);
   }
+  if (deps.ports !== undefined)
+    deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
