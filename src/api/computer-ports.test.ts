@@ -31,49 +31,12 @@ import { openStore, type Store } from "../store/index.ts";
 import { createApi } from "./app.ts";
 import { createPortPreviews, previewCookie, previewLinkParameter } from "./computer-ports.ts";
 import { createPreviewSigner } from "./preview-tokens.ts";
+import { rawRequest } from "../../test/support/raw-http.ts";
 
 interface Person {
   token: string;
   accountId: string;
   computerId: string;
-}
-
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  json: Record<string, unknown> & { error?: { code: string; message: string } };
-}
-
-/** One HTTP request with exactly these headers (Host included), the answer read whole. */
-function rawRequest(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: Buffer | string } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(url, {
-      method: options.method ?? "GET",
-      headers: options.headers ?? {},
-      setHost: options.headers?.host === undefined,
-    });
-    request.on("response", (response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let json: Answer["json"] = {};
-        try {
-          json = JSON.parse(text) as Answer["json"];
-        } catch {
-          // not JSON
-        }
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, text, json });
-      });
-      response.on("error", reject);
-    });
-    request.on("error", reject);
-    request.end(options.body);
-  });
 }
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");

@@ -8,8 +8,10 @@ import type {
   Conversation,
   InterruptResult,
   Listing,
+  ListeningPorts,
   Me,
   PostedMessage,
+  PreviewLink,
   Step,
 } from "./types.ts";
 
@@ -153,6 +155,12 @@ export function createApiClient(options: ApiClientOptions) {
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },
+    /** The TCP ports listening inside the awake computer (`computer_asleep` while it sleeps). */
+    listPorts: (signal?: AbortSignal) =>
+      json<ListeningPorts>("GET", "/v1/computers/me/ports", { signal }),
+    /** A short-lived link that opens the port's preview in a browser, on a host of its own. */
+    previewLink: (port: number) =>
+      json<PreviewLink>("POST", "/v1/computers/me/preview-links", { json: { port } }),
   };
 }
 
