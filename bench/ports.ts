@@ -75,7 +75,8 @@ function download(
   gw.tokens.set("bench-token", "cmp_bench");
   const worker = spawnWorker({ gatewayUrl: gw.url, token: "bench-token", dirs });
   const chunk = Buffer.alloc(64 * 1024, 7);
-  const server = net.createServer((socket) => {
+  // allowHalfOpen: the client's end (after its request) must not end the answer.
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     socket.once("data", (request) => {
       if (request.toString() !== "big") {
         socket.end(Buffer.alloc(100, 1));
@@ -166,16 +167,46 @@ if (!values["skip-roost"]) {
     const cookie = String(opened.headers["set-cookie"]?.[0]).split(";")[0]!;
 
     console.log(`end to end (${values.provider} provider), python3 -m http.server inside:`);
-    await timed("  GET small.txt, API path with the bearer token", async () => {
+    // The two ways in alternate, so a change in the machine's load hits both alike.
+    const viaApi = async () => {
       const answer = await rawRequest(`${roost.url}/v1/computers/me/ports/${port}/small.txt`, {
         headers: bearer,
       });
       if (answer.text !== "hello\n") throw new Error(`unexpected answer ${answer.status}`);
-    });
-    await timed("  GET small.txt, preview host with the link's cookie", async () => {
+    };
+    const viaHost = async () => {
       const answer = await rawRequest(`${roost.url}/small.txt`, { headers: { host, cookie } });
       if (answer.text !== "hello\n") throw new Error(`unexpected answer ${answer.status}`);
-    });
+    };
+    // With `process` the server listens on the host's loopback: its own latency, for comparison.
+    const direct = async () => {
+      const answer = await rawRequest(`http://127.0.0.1:${port}/small.txt`);
+      if (answer.text !== "hello\n") throw new Error(`unexpected answer ${answer.status}`);
+    };
+    const ways =
+      values.provider === "process"
+        ? ([
+            ["api", viaApi],
+            ["host", viaHost],
+            ["direct", direct],
+          ] as const)
+        : ([
+            ["api", viaApi],
+            ["host", viaHost],
+          ] as const);
+    const samples = { api: [] as number[], host: [] as number[], direct: [] as number[] };
+    for (let index = 0; index < 10; index++) await Promise.all([viaApi(), viaHost()]);
+    for (let index = 0; index < rounds; index++) {
+      for (const [key, body] of ways) {
+        const started = performance.now();
+        await body();
+        samples[key].push(performance.now() - started);
+      }
+    }
+    console.log(summarize("  GET small.txt, API path with the bearer token", samples.api));
+    console.log(summarize("  GET small.txt, preview host with the link's cookie", samples.host));
+    if (samples.direct.length > 0)
+      console.log(summarize("  GET small.txt, straight to the server (no Roost)", samples.direct));
     const pid = roost.pid()!;
     const rssBefore = rssMiB(pid);
     let rssPeak = rssBefore;
