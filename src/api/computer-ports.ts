@@ -454,7 +454,9 @@ export function createPortPreviews(
   function refuseUpgrade(socket: Duplex, error: unknown, request: IncomingMessage): void {
     const roost = toRoostError(error);
     const status = httpStatus(roost);
-    logger.info(`upgrade ${request.url ?? ""} refused: ${status}`, {
+    // The path only: a query is the server's, and no log line may hold a token (LOG1).
+    const path = new URL(request.url ?? "/", "http://preview.invalid").pathname;
+    logger.info(`upgrade ${path} refused: ${status}`, {
       code: roost.code,
       message: roost.message,
     });

@@ -89,6 +89,19 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** The first tunnel_closed event, once it came. */
+async function tunnelClosed(
+  gw: TestGateway,
+): Promise<Extract<TunnelEvent, { type: "tunnel_closed" }>> {
+  const find = () =>
+    gw.events.find(
+      (event): event is Extract<TunnelEvent, { type: "tunnel_closed" }> =>
+        event.type === "tunnel_closed",
+    );
+  await waitFor(() => find() !== undefined, { message: "the tunnel to close" });
+  return find()!;
+}
+
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 describe("tunnels to ports inside a computer", () => {
@@ -151,11 +164,7 @@ describe("tunnels to ports inside a computer", () => {
           const received = Buffer.concat(chunks);
           expect(received.length).toBe(body.length);
           expect(sha256(received)).toBe(sha256(body));
-          await waitFor(() => gw.events.some((event) => event.type === "tunnel_closed"));
-          const closedEvent = gw.events.find(
-            (event): event is Extract<TunnelEvent, { type: "tunnel_closed" }> =>
-              event.type === "tunnel_closed",
-          )!;
+          const closedEvent = await tunnelClosed(gw);
           expect(closedEvent.bytesIn).toBe(body.length);
           // The window, plus what the stream's own buffer holds: its high-water mark (64 KiB) and
           // the one chunk (at most 64 KiB) that push() accepts beyond it.
@@ -202,11 +211,7 @@ describe("tunnels to ports inside a computer", () => {
             { timeoutMs: 20_000, message: "the server inside to be held back" },
           );
           stream.destroy();
-          await waitFor(() => gw.events.some((event) => event.type === "tunnel_closed"));
-          const closedEvent = gw.events.find(
-            (event): event is Extract<TunnelEvent, { type: "tunnel_closed" }> =>
-              event.type === "tunnel_closed",
-          )!;
+          const closedEvent = await tunnelClosed(gw);
           expect(closedEvent.bytesIn).toBeLessThanOrEqual(windowBytes);
           expect(closedEvent.peakBufferedBytes).toBeLessThanOrEqual(windowBytes + 128 * 1024);
           // Far less than what a server writes when nothing holds it back.

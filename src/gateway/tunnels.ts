@@ -363,8 +363,8 @@ export function createTunnelHub(
   return {
     open(link, port, signal) {
       const { computerId } = link;
-      if ((perComputer.get(computerId) ?? 0) >= maxPerComputer) {
-        const message = `computer ${computerId} has ${maxPerComputer} preview connections open, its limit; close some (pages, WebSockets, event streams) and try again`;
+      // GT4: refused at once, nothing sent.
+      const limited = (message: string, details: Record<string, unknown>) => {
         emit({
           type: "tunnel_refused",
           computerId,
@@ -374,29 +374,19 @@ export function createTunnelHub(
           message,
         });
         return Promise.reject(
-          new RoostError("rate_limited", message, {
-            details: { computerId, port, limit: maxPerComputer },
-            retryAfterMs: 1000,
-          }),
-        ); // GT4
-      }
-      if (total >= maxTunnels) {
-        const message = `this server has ${maxTunnels} preview connections open, its limit; try again shortly`;
-        emit({
-          type: "tunnel_refused",
-          computerId,
-          tunnelId: undefined,
-          port,
-          code: "limit",
-          message,
-        });
-        return Promise.reject(
-          new RoostError("rate_limited", message, {
-            details: { limit: maxTunnels },
-            retryAfterMs: 1000,
-          }),
-        ); // GT4
-      }
+          new RoostError("rate_limited", message, { details, retryAfterMs: 1000 }),
+        );
+      };
+      if ((perComputer.get(computerId) ?? 0) >= maxPerComputer)
+        return limited(
+          `computer ${computerId} has ${maxPerComputer} preview connections open, its limit; close some (pages, WebSockets, event streams) and try again`,
+          { computerId, port, limit: maxPerComputer },
+        );
+      if (total >= maxTunnels)
+        return limited(
+          `this server has ${maxTunnels} preview connections open, its limit; try again shortly`,
+          { limit: maxTunnels },
+        );
       if (signal?.aborted === true) return Promise.reject(abortError(signal));
       const tunnelId = `t${(++counter).toString(36)}`;
       let idleTimer: NodeJS.Timeout | undefined;
