@@ -30,8 +30,12 @@ describe("preview tokens", () => {
       Buffer.from(body, "base64url").toString().replace('"p":8000', '"p":8001'),
     ).toString("base64url");
     expect(signer.verify(`${version}.${forged}.${signature}`, "link", 0)).toBeUndefined();
-    const flipped = `${signature.slice(0, -1)}${signature.endsWith("A") ? "B" : "A"}`;
-    expect(signer.verify(`${version}.${body}.${flipped}`, "link", 0)).toBeUndefined();
+    // Every other last character, those that decode to the same bytes (base64's spare bits) too.
+    for (const last of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") {
+      if (last === signature.at(-1)) continue;
+      const flipped = `${signature.slice(0, -1)}${last}`;
+      expect(signer.verify(`${version}.${body}.${flipped}`, "link", 0), last).toBeUndefined();
+    }
     expect(createPreviewSigner(randomBytes(32)).verify(token, "link", 0)).toBeUndefined();
     for (const junk of ["", "v1", "v1..", "v2.a.b", `${token}.x`, "x".repeat(5000)])
       expect(signer.verify(junk, "link", 0)).toBeUndefined();

@@ -8,9 +8,9 @@
  * use trades it for a `session` token in an HttpOnly cookie of that host.
  *
  * Invariants:
- *   PVT1 A token is `v1.<claims>.<HMAC-SHA256(secret, "v1." + claims)>`, the claims naming its
- *        kind, computer, account, port and expiry; anything that does not verify, with a
- *        constant-time comparison, is no token at all.
+ *   PVT1 A token is `v1.<claims>.<HMAC-SHA256(secret, "v1." + claims)>` (base64url), the claims
+ *        naming its kind, computer, account, port and expiry; anything whose signature is not
+ *        exactly that text (a constant-time comparison) is no token at all.
  *   PVT2 A token is good only for its own kind, its own computer's own port on that computer's
  *        own host, and only before it expires.
  *   PVT3 A host label is derived from the secret and the computer id, so it names the computer
@@ -80,8 +80,10 @@ export function createPreviewSigner(secret: Buffer): PreviewSigner {
       const parts = token.split(".");
       if (parts.length !== 3 || parts[0] !== "v1" || token.length > 2048) return undefined;
       const [, body = "", signature = ""] = parts;
-      const expected = mac(`v1.${body}`);
-      const given = Buffer.from(signature, "base64url");
+      // The signature's text is compared, not its decoding: base64 has spellings that decode
+      // alike (the last character's spare bits), and a token has exactly one.
+      const expected = Buffer.from(mac(`v1.${body}`).toString("base64url"));
+      const given = Buffer.from(signature);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined; // PVT1
       let raw: unknown;
       try {
