@@ -24,6 +24,7 @@ import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
+import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
@@ -57,6 +58,8 @@ export interface ApiDependencies {
   memory?: MemoryService;
   /** The account's skill library (absent: no skills routes). */
   skills?: SkillService;
+  /** Port previews of the caller's computer (computer-ports.ts). */
+  ports?: PortPreviews;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -150,9 +153,12 @@ const listConversationsQuery = z.strictObject({
 
 /** API4: the routes of this file that take query parameters; each parses them with readQuery. */
 const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
-/** The files routes (computer-routes.ts) parse their own `path` query with readQuery. */
+/** The files routes (computer-routes.ts) parse their own `path` query with readQuery; a port
+ * preview's query is the server's inside the computer (computer-ports.ts). */
 const validatesOwnQuery = (path: string) =>
-  path.startsWith("/v1/computers/me/files") || path.endsWith("/memory/revisions");
+  path.startsWith("/v1/computers/me/files") ||
+  path.endsWith("/memory/revisions") ||
+  path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
 function answeringRoute<E extends Env, P extends string, I extends Input>(
@@ -238,6 +244,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     }
   });
 
+  // A preview host's requests are all the computer's server's, whatever their path (PORT1).
+  if (deps.ports !== undefined) app.use("*", deps.ports.hostMiddleware);
+
   const limitBody = (
     maxSize: number,
     message = `the body is larger than ${maxSize} bytes; send less`,
@@ -257,18 +266,21 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     archiveLimits.maxArchiveBytes,
     `a skill's archive is at most ${archiveLimits.maxArchiveBytes} bytes (6 MiB); this one is larger`,
   );
-  // File uploads carry raw bytes up to the attachment limit, skill archives up to theirs;
-  // everything else is small JSON.
+  // File uploads carry raw bytes up to the attachment limit, skill archives up to theirs; a port
+  // preview's body is the server's inside the computer: streamed, never held (computer-ports.ts).
+  // Everything else is small JSON.
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : isSkillArchiveUpload(
-            context.req.method,
-            context.req.path,
-            context.req.header("content-type"),
-          )
-        ? skillArchiveBodyLimit(context, next)
-        : jsonBodyLimit(context, next),
+      : context.req.path.startsWith(`${portsPath}/`)
+        ? next()
+        : isSkillArchiveUpload(
+              context.req.method,
+              context.req.path,
+              context.req.header("content-type"),
+            )
+          ? skillArchiveBodyLimit(context, next)
+          : jsonBodyLimit(context, next),
   );
 
   // Exempt from the token limits and the query rules: load balancers and monitors poll it
@@ -445,6 +457,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const skillsApp = app as unknown as Parameters<typeof registerSkillRoutes>[0];
     registerSkillRoutes(skillsApp, { skills: deps.skills });
   }
+  if (deps.ports !== undefined)
+    deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);

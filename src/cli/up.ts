@@ -182,6 +182,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_EGRESS_ALLOW_PRIVATE",
     default: "none",
   },
+  "preview-url": {
+    type: "string",
+    value: "URL",
+    description: "scheme and domain of port previews' own hosts (https://preview.example.com)",
+    env: "ROOST_PREVIEW_URL",
+    default: "*.localhost links",
+  },
   "blob-store": {
     type: "string",
     value: "KIND",

@@ -33,3 +33,4 @@ export {
 } from "./local/index.ts";
 export { prepareWorkerBuild, type WorkerBuild } from "./worker-build.ts";
 export { detectHost, chooseComputerProvider, type HostReport } from "./detect.ts";
+export { forwarderPorts } from "./local/index.ts";

@@ -60,6 +60,25 @@ export interface RoostConfig {
   /** Run the memory pass after every turn (the bot's model reads the turn and updates memory). @default true */
   memoryPass: boolean;
   compaction: CompactionConfig;
+  previews: PreviewsConfig;
+}
+
+/** Port previews (docs/computers.md#port-previews). */
+export interface PreviewsConfig {
+  /**
+   * Base URL of the preview hosts, e.g. https://preview.example.com: a browser link opens
+   * https://p<port>-<label>.preview.example.com (a wildcard DNS name and certificate for it).
+   * Unset: links work for a browser on the server's own host, as http://p<port>-<label>.localhost.
+   */
+  url: string | undefined;
+  /** How long a browser link opens its preview. @default 300000 (5 min) */
+  linkTtlMs: number;
+  /** How long the cookie a link sets keeps the preview open. @default 3600000 (1 h) */
+  sessionTtlMs: number;
+  /** Preview connections (tunnels) open at once per computer. @default 32 */
+  maxConnectionsPerComputer: number;
+  /** A preview connection without data either way for this long is closed. @default 300000 (5 min) */
+  idleTimeoutMs: number;
 }
 
 /** When long conversations are summarised (src/loop/compaction.ts). */
@@ -429,6 +448,38 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
         max: 100_000,
       }),
     },
+    previews: resolvePreviews(source),
+  };
+}
+
+function resolvePreviews(source: Source): PreviewsConfig {
+  const previewUrl = url(source, "preview-url", "ROOST_PREVIEW_URL");
+  if (previewUrl !== undefined) {
+    const parsed = new URL(previewUrl);
+    if (parsed.pathname !== "/" || parsed.search !== "" || !parsed.hostname.includes(".")) {
+      throw new ConfigError(
+        `ROOST_PREVIEW_URL (--preview-url) is the scheme and domain under which previews get hosts of their own, such as https://preview.example.com (with *.preview.example.com pointing at this server), got ${JSON.stringify(previewUrl)}`,
+      );
+    }
+  }
+  return {
+    url: previewUrl,
+    linkTtlMs: integer(source, "", "ROOST_PREVIEW_LINK_TTL_MS", 300_000, {
+      min: 10_000,
+      max: 24 * 3600_000,
+    }),
+    sessionTtlMs: integer(source, "", "ROOST_PREVIEW_SESSION_TTL_MS", 3_600_000, {
+      min: 60_000,
+      max: 30 * 24 * 3600_000,
+    }),
+    maxConnectionsPerComputer: integer(source, "", "ROOST_PREVIEW_MAX_CONNECTIONS", 32, {
+      min: 1,
+      max: 10_000,
+    }),
+    idleTimeoutMs: integer(source, "", "ROOST_PREVIEW_IDLE_TIMEOUT_MS", 300_000, {
+      min: 1000,
+      max: 24 * 3600_000,
+    }),
   };
 }
 

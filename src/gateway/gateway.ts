@@ -27,6 +27,8 @@
  *   G9 What a computer can reach of the gateway is bounded: at most `maxConnectionsPerComputer`
  *      connections on its socket (more are closed at once, and logged), and a request that does
  *      not finish its headers within `headersTimeoutMs` is closed (and logged).
+ *   G10 Tunnels (the port previews, tunnels.ts GT1–GT5) are opened only on a computer's current
+ *      connection, to a worker whose hello offers them, and end with the connection they ride.
  */
 import { rm } from "node:fs/promises";
 import { createServer, STATUS_CODES, type IncomingMessage, type Server } from "node:http";
@@ -48,6 +50,7 @@ import {
   PROTOCOL_VERSION,
   toolOutputSchemas,
   truncateReason,
+  tunnelCapability,
 } from "../protocol/index.ts";
 import type {
   ChunkFrame,
@@ -59,6 +62,8 @@ import type {
   ToolName,
   ToolOutput,
 } from "../protocol/index.ts";
+import { createTunnelHub } from "./tunnels.ts";
+import type { TunnelEvent, TunnelLink, TunnelOptions, TunnelStream } from "./tunnels.ts";
 
 /** Who a worker token belongs to. */
 export interface TokenIdentity {
@@ -92,6 +97,8 @@ export interface GatewayOptions {
   maxConnectionsPerComputer?: number;
   /** Time to receive an upgrade request's headers on a computer's socket (G9). @default 5_000 */
   headersTimeoutMs?: number;
+  /** Limits of the tunnels to ports inside computers (G10, tunnels.ts). */
+  tunnels?: TunnelOptions;
   onEvent?: (event: GatewayEvent) => void;
   /** @default silent */
   logger?: Logger;
@@ -119,7 +126,8 @@ export type GatewayEvent =
   | { type: "call_sent"; computerId: string; callId: string; tool: string; resend: boolean }
   | { type: "call_received"; computerId: string; callId: string }
   | { type: "call_finished"; computerId: string; callId: string; ok: boolean; durationMs: number }
-  | { type: "call_failed"; computerId: string; callId: string; code: string; message: string };
+  | { type: "call_failed"; computerId: string; callId: string; code: string; message: string }
+  | TunnelEvent;
 
 export interface WorkerInfo {
   workerId: string;
@@ -178,6 +186,19 @@ export interface Gateway {
    * may open it (file owner and mode).
    */
   listenComputer(computerId: string, socketPath: string): Promise<GatewayListener>;
+  /**
+   * Opens a TCP connection to `port` on the computer's own loopback, made by its worker (G10), as
+   * a Duplex stream. Rejects with a RoostError: `computer_unavailable` (no worker connected, or
+   * one without tunnels; retryable), `rate_limited` (too many tunnels), `not_found` (nothing
+   * listens on the port), `timeout`.
+   */
+  openTunnel(
+    computerId: string,
+    port: number,
+    options?: { signal?: AbortSignal },
+  ): Promise<TunnelStream>;
+  /** Tunnels open or opening for the computer. */
+  tunnelCount(computerId: string): number;
   /** Stops accepting workers, closes every connection and fails every pending call. */
   close(): Promise<void>;
 }
@@ -194,6 +215,8 @@ interface Connection {
   heartbeatTimer: NodeJS.Timeout | undefined;
   /** Called on every frame heard from this connection (a probe listens here, G4). */
   onHeard: (() => void) | undefined;
+  /** What this connection's tunnels ride (G10). */
+  link: TunnelLink;
 }
 
 interface Caller {
@@ -248,6 +271,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     1_000,
   );
   const computerListeners = new Set<GatewayListener>();
+  const tunnels = createTunnelHub({ ...options.tunnels, onEvent: (event) => emit(event) });
   const emit = (event: GatewayEvent) => {
     try {
       options.onEvent?.(event);
@@ -390,6 +414,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       helloTimer: undefined,
       heartbeatTimer: undefined,
       onHeard: undefined,
+      link: { computerId, send: (frame) => send(connection, frame) },
     };
     allConnections.add(connection);
     connection.helloTimer = setTimeout(
@@ -501,6 +526,14 @@ export function createGateway(options: GatewayOptions): Gateway {
         );
       case "pong":
         return;
+      case "tunnel_opened":
+      case "tunnel_refused":
+        return tunnels.handleOpened(connection.link, frame); // G10: this connection's tunnels
+      case "tunnel_data":
+      case "tunnel_credit":
+      case "tunnel_end":
+      case "tunnel_close":
+        return tunnels.handleFrame(connection.link, frame);
       default:
         return assertNever(frame);
     }
@@ -628,6 +661,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     detach(connection);
     connection.state = "closed";
     allConnections.delete(connection);
+    tunnels.linkClosed(connection.link, `the computer's worker disconnected (${code})`); // G10
     if (wasCurrent || connection.worker !== undefined) {
       emit({
         type: "disconnected",
@@ -877,9 +911,36 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   options.server.on("upgrade", onUpgrade);
 
+  function openTunnel(
+    computerId: string,
+    port: number,
+    tunnelOptions: { signal?: AbortSignal } = {},
+  ): Promise<TunnelStream> {
+    if (closed) return Promise.reject(unavailable(computerId, "the gateway is closed"));
+    const connection = connections.get(computerId); // G10: the computer's current connection
+    if (connection === undefined)
+      return Promise.reject(
+        unavailable(
+          computerId,
+          `computer ${computerId}'s worker is not connected to this server (it may be waking up, or connected to another node); try again shortly`,
+        ),
+      );
+    if (connection.worker?.capabilities.includes(tunnelCapability) !== true)
+      return Promise.reject(
+        new RoostError(
+          "computer_unavailable",
+          `computer ${computerId}'s worker does not offer tunnels (it is older than port previews; update it, or let the computer sleep and wake)`,
+          { details: { computerId } },
+        ),
+      );
+    return tunnels.open(connection.link, port, tunnelOptions.signal);
+  }
+
   return {
     call,
     listenComputer,
+    openTunnel,
+    tunnelCount: (computerId) => tunnels.count(computerId),
 
     waitForWorker(computerId, timeoutMs = 60_000, signal) {
       const connected = connections.get(computerId)?.worker;
@@ -956,6 +1017,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (closed) return;
       closed = true;
       options.server.off("upgrade", onUpgrade);
+      tunnels.closeAll("the gateway is shutting down");
       await Promise.all([...computerListeners].map((listener) => listener.close()));
       for (const calls of [...pending.values()]) {
         for (const entry of [...calls.values()])

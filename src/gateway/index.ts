@@ -9,3 +9,5 @@ export type {
   GatewayOptions,
   WorkerInfo,
 } from "./gateway.ts";
+export { TunnelStream } from "./tunnels.ts";
+export type { TunnelEvent, TunnelOptions } from "./tunnels.ts";

@@ -6,12 +6,7 @@
 
 /** Why the owner is told. */
 export type NotificationKind =
-  | "finished"
-  | "needs_input"
-  | "missed_run"
-  | "budget_reached"
-  | "routines_paused"
-  | "draft";
+  "finished" | "needs_input" | "missed_run" | "budget_reached" | "routines_paused" | "draft";
 
 export interface NotificationInput {
   /**

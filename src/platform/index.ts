@@ -7,11 +7,18 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import * as restate from "@restatedev/restate-sdk";
-import { createApi, createFilesClient } from "../api/index.ts";
+import {
+  createApi,
+  createFilesClient,
+  createPortPreviews,
+  createPreviewSigner,
+  loadPreviewSecret,
+} from "../api/index.ts";
 import { hashToken } from "../auth/index.ts";
 import {
   createComputerObject,
   createControlPlaneClient,
+  forwarderPorts,
   type ComputerProvider,
 } from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
@@ -128,6 +135,10 @@ export async function startPlatform(
         return selfHosted === undefined ? undefined : { computerId: selfHosted };
       },
       workerWaitMs: config.computers.wakeTimeoutMs,
+      tunnels: {
+        maxTunnelsPerComputer: config.previews.maxConnectionsPerComputer,
+        idleTimeoutMs: config.previews.idleTimeoutMs,
+      },
       logger,
       // A self-hosted machine's state is its connection (C7): tell its owner's clients when it changes.
       onEvent: (event) => {
@@ -349,6 +360,29 @@ export async function startPlatform(
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
 
+    // Port previews: tunnels through each computer's worker (decision 0016).
+    const ports = createPortPreviews(
+      {
+        computerOf: async (accountId) => (await store.ensureComputer(accountId, provider.kind)).id,
+        ownerOf: async (computerId) => (await store.getComputer(computerId))?.accountId,
+        state: async (computerId) => (await controlPlane.status(computerId)).state,
+        touch: async (computerId, accountId) => {
+          await controlPlane.ensureAwake(computerId, { accountId, allowWake: false });
+        },
+        gateway,
+        signer: createPreviewSigner(await loadPreviewSecret(config.dataDir)),
+        reservedPorts: () => reservedPreviewPorts(provider.kind, platformPorts),
+        previewBaseUrl: config.previews.url,
+        linkTtlMs: config.previews.linkTtlMs,
+        sessionTtlMs: config.previews.sessionTtlMs,
+      },
+      store,
+      { logger },
+    );
+    (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
+      ports.handleUpgrade(request, socket, head),
+    );
+
     const api = createApi({
       memory,
       skills,
@@ -415,6 +449,7 @@ export async function startPlatform(
         },
         egressEnforced: runtime.egress !== undefined,
       },
+      ports,
       health: async () => {
         const checks: Record<string, string> = {};
         try {
@@ -476,6 +511,26 @@ export async function startPlatform(
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * Ports a preview may not reach (PORT3): a local computer's own proxy forwarders; and where the
+ * computer's loopback is the host's (the `process` provider), Roost's own ports.
+ */
+function reservedPreviewPorts(
+  kind: string,
+  platformPorts: ReadonlySet<number>,
+): ReadonlyMap<number, string> {
+  if (kind === "local")
+    return new Map([
+      [forwarderPorts.http, "it is the computer's HTTP proxy to the network (HTTP_PROXY)"],
+      [forwarderPorts.socks, "it is the computer's SOCKS proxy to the network (ALL_PROXY)"],
+    ]);
+  if (kind === "process")
+    return new Map(
+      [...platformPorts].map((port) => [port, "it is one of Roost's own ports on this host"]),
+    );
+  return new Map();
 }
 
 function restatePorts(config: RoostConfig): number[] {

@@ -234,6 +234,25 @@ export interface FolderMade {
 }
 
 /** Events of `GET /v1/conversations/{id}/events`. */
+/** A TCP port listening inside the computer (`GET /v1/computers/me/ports`). */
+export interface ListeningPort {
+  port: number;
+  /** Where it listens: `127.0.0.1`, `0.0.0.0`, `::1`, `::`. */
+  addresses: string[];
+}
+
+export interface ListeningPorts {
+  ports: ListeningPort[];
+}
+
+/** `POST /v1/computers/me/preview-links`: a browser link to a port, without the bearer header. */
+export interface PreviewLink {
+  url: string;
+  port: number;
+  /** ISO time after which the link no longer opens (a session it opened lasts longer). */
+  expiresAt: string;
+}
+
 export type StreamEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }

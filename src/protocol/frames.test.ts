@@ -6,6 +6,7 @@ import {
   toolInputSchemas,
   toolOutputSchemas,
   truncateReason,
+  tunnelLimits,
 } from "./index.ts";
 
 describe("parseFrame", () => {
@@ -143,5 +144,64 @@ describe("tool schemas", () => {
 
   it("reject a job id that could leave the jobs directory", () => {
     expect(toolInputSchemas.shell_status.safeParse({ jobId: "../x" }).success).toBe(false);
+  });
+});
+
+describe("tunnel frames", () => {
+  const data = Buffer.from("GET / HTTP/1.1\r\n\r\n").toString("base64");
+
+  it("parses every tunnel frame in the direction that may send it", () => {
+    const fromWorker = [
+      { type: "tunnel_opened", tunnelId: "t1", window: 262_144 },
+      { type: "tunnel_refused", tunnelId: "t1", code: "connection_refused", message: "nothing" },
+      { type: "tunnel_data", tunnelId: "t1", data },
+      { type: "tunnel_credit", tunnelId: "t1", bytes: 65_536 },
+      { type: "tunnel_end", tunnelId: "t1" },
+      { type: "tunnel_close", tunnelId: "t1", reason: "reset" },
+    ];
+    for (const frame of fromWorker)
+      expect(parseFrame(JSON.stringify(frame), "worker")).toEqual({ ok: true, frame });
+    const fromGateway = [
+      { type: "tunnel_open", tunnelId: "t1", port: 8000, window: 262_144 },
+      { type: "tunnel_data", tunnelId: "t1", data },
+      { type: "tunnel_credit", tunnelId: "t1", bytes: 1 },
+      { type: "tunnel_end", tunnelId: "t1" },
+      { type: "tunnel_close", tunnelId: "t1" },
+    ];
+    for (const frame of fromGateway)
+      expect(parseFrame(JSON.stringify(frame), "gateway")).toEqual({ ok: true, frame });
+    // Only the gateway opens tunnels; only the worker answers.
+    expect(parseFrame(JSON.stringify(fromGateway[0]), "worker").ok).toBe(false);
+    expect(parseFrame(JSON.stringify(fromWorker[0]), "gateway").ok).toBe(false);
+  });
+
+  it("refuse a port outside 1–65535, a window over the limit, and data over one frame's limit", () => {
+    for (const port of [0, 65_536, 1.5, -1])
+      expect(
+        parseFrame(
+          JSON.stringify({ type: "tunnel_open", tunnelId: "t1", port, window: 1024 }),
+          "gateway",
+        ).ok,
+      ).toBe(false);
+    expect(
+      parseFrame(
+        JSON.stringify({
+          type: "tunnel_credit",
+          tunnelId: "t1",
+          bytes: tunnelLimits.maxWindowBytes + 1,
+        }),
+        "worker",
+      ).ok,
+    ).toBe(false);
+    const tooLong = Buffer.alloc(tunnelLimits.maxDataBytes + 3).toString("base64");
+    expect(
+      parseFrame(JSON.stringify({ type: "tunnel_data", tunnelId: "t1", data: tooLong }), "worker")
+        .ok,
+    ).toBe(false);
+  });
+
+  it("refuse a tunnel id that is not 1–64 of [A-Za-z0-9_-]", () => {
+    for (const tunnelId of ["", "a/b", "x".repeat(65), "t 1"])
+      expect(parseFrame(JSON.stringify({ type: "tunnel_end", tunnelId }), "worker").ok).toBe(false);
   });
 });

@@ -8,6 +8,7 @@
  * version; an unknown `type` is a protocol error.
  */
 import { z } from "zod";
+import { gatewayTunnelFrameSchemas, workerTunnelFrameSchemas } from "./tunnels.ts";
 
 /** The protocol version spoken by this code. A worker sends it in `hello`; the gateway refuses others. */
 export const PROTOCOL_VERSION = 1;
@@ -105,6 +106,7 @@ export const workerFrameSchema = z.discriminatedUnion("type", [
   progressFrameSchema,
   pingFrameSchema,
   pongFrameSchema,
+  ...workerTunnelFrameSchemas,
 ]);
 
 // ── gateway → worker ────────────────────────────────────────────────────────────────────────────
@@ -142,6 +144,7 @@ export const gatewayFrameSchema = z.discriminatedUnion("type", [
   cancelFrameSchema,
   pingFrameSchema,
   pongFrameSchema,
+  ...gatewayTunnelFrameSchemas,
 ]);
 
 export type HelloFrame = z.infer<typeof helloFrameSchema>;

@@ -1,11 +1,12 @@
 /**
  * protocol/: wire types and schemas, depending on nothing. The worker protocol (frames, limits,
- * tool schemas shared by gateway, loop and worker, and the file operations of the files API in
- * files.ts) and the HTTP API's views, step payloads and events (api.ts, shared by the server,
+ * tool schemas shared by gateway, loop and worker, the file operations of the files API in
+ * files.ts, and the tunnels of the port previews in tunnels.ts) and the HTTP API's views, step payloads and events (api.ts, shared by the server,
  * the CLI and the web app).
  */
 export * from "./frames.ts";
 export * from "./tools.ts";
 export * from "./files.ts";
 export * from "./skills.ts";
+export * from "./tunnels.ts";
 export type * as Api from "./api.ts";

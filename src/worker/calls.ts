@@ -12,16 +12,17 @@
  *      edit checks the file's hash), never blindly re-run.
  *   W4 Results stay in memory until the gateway acks them and are re-sent after a reconnect;
  *      chunks and progress are best effort (dropped while disconnected).
- *   W5 File operations (`files.*`, the files API's) bypass the done-log: they are not tool calls
- *      a replay could repeat wrongly, and each is idempotent by design (file-operations.ts, FOP1).
- *      W1 and W4 still hold for them. So do the skill operations (`skills.*`, skill-operations.ts,
- *      SKW4).
+ *   W5 File operations (`files.*`, the files API's), the skill operations (`skills.*`,
+ *      skill-operations.ts, SKW4) and `ports.list` (the port previews') bypass the done-log: they
+ *      are not tool calls a replay could repeat wrongly, and each is idempotent by design
+ *      (file-operations.ts, FOP1; ports.list is a read). W1 and W4 still hold for them.
  */
 import {
   encodeFrame,
   frameBytes,
   isFileOperationName,
   isSkillOperationName,
+  isPortOperationName,
   isToolName,
   MAX_FRAME_BYTES,
   toolInputSchemas,
@@ -33,6 +34,7 @@ import { createFileOperations } from "./file-operations.ts";
 import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
 import type { SkillOperations } from "./skill-operations.ts";
+import { listListeningPorts } from "./ports.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -180,6 +182,16 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         input: frame.input,
         signal: entry.controller.signal,
       }); // W5: no done-log
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
+      return;
+    }
+    if (isPortOperationName(frame.tool)) {
+      let outcome: CallOutcome;
+      try {
+        outcome = { ok: true, output: await listListeningPorts() }; // W5: a read, no done-log
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
       entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }

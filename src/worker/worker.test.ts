@@ -117,6 +117,8 @@ describe("worker connection", () => {
         ...["files.delete", "files.rename", "files.mkdir"],
         // The skill operations (protocol/skills.ts), confined to ~/skills.
         ...["skills.sync", "skills.put"],
+        // The port previews: the listening ports, and tunnels (protocol/tunnels.ts).
+        ...["ports.list", "tunnel"],
       ],
       inflight: [],
     });

@@ -10,6 +10,8 @@
  *   K4 Reconnect delays grow until a connection stays up `minUptimeMs` (backoff.ts).
  *   K5 The token is read anew (from `tokenFile`, when set) for every dial, so a token rotated on
  *      the server and written to the file is picked up after the next refusal, without a restart.
+ *   K6 Tunnels (port previews, tunnels.ts) live and die with one connection: they are ended
+ *      when it closes and are never carried over to the next.
  */
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
@@ -25,10 +27,12 @@ import {
   isToolName,
   MAX_FRAME_BYTES,
   parseFrame,
+  portOperationNames,
   PROTOCOL_VERSION,
   skillOperationNames,
   toolNames,
   truncateReason,
+  tunnelCapability,
 } from "../protocol/index.ts";
 import type { GatewayFrame, WorkerFrame } from "../protocol/index.ts";
 import { createBackoff } from "./backoff.ts";
@@ -43,6 +47,8 @@ import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts
 import { createSkillOperations } from "./skill-operations.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
+import { createTunnelEndpoint } from "./tunnels.ts";
+import type { TunnelEndpointOptions } from "./tunnels.ts";
 
 export interface WorkerOptions extends WorkerConfig {
   /** Environment for the commands the worker runs; never the worker's own secrets. */
@@ -61,6 +67,8 @@ export interface WorkerOptions extends WorkerConfig {
   shell?: ShellOptions;
   /** The computer user's home: skills are copied to `<home>/skills`. @default commandEnv.HOME, else the process's home */
   home?: string;
+  /** Limits of the port previews' tunnels. */
+  tunnels?: Omit<TunnelEndpointOptions, "send" | "log">;
   /** Called after every `welcome` (tests and supervisors use it to know the worker is connected). */
   onConnected?: (computerId: string) => void;
   /**
@@ -172,6 +180,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     },
   });
   await runner.recoverUnfinished();
+  const tunnels = createTunnelEndpoint({
+    ...options.tunnels,
+    log,
+    send(frame) {
+      if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
+      sendNow(socket, frame);
+      return true;
+    },
+  });
 
   const readToken = (): string | undefined => {
     if (options.tokenFile === undefined) return options.token;
@@ -248,7 +265,13 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         workerId,
         bootId,
         protocol: PROTOCOL_VERSION,
-        capabilities: [...toolNames, ...fileOperationNames, ...skillOperationNames],
+        capabilities: [
+          ...toolNames,
+          ...fileOperationNames,
+          ...skillOperationNames,
+          ...portOperationNames,
+          tunnelCapability,
+        ],
         inflight: runner.inflight(),
       });
       helloTimer = setTimeout(() => {
@@ -286,6 +309,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearTimeout(helloTimer);
       clearInterval(livenessTimer);
       if (socket === ws) socket = undefined;
+      tunnels.closeAll(); // K6
       const wasWelcomed = welcomed;
       welcomed = false;
       if (wasWelcomed || code !== 1006)
@@ -346,6 +370,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         return;
       case "pong":
         return;
+      case "tunnel_open":
+        tunnels.handleOpen(frame);
+        return;
+      case "tunnel_data":
+      case "tunnel_credit":
+      case "tunnel_end":
+      case "tunnel_close":
+        tunnels.handleFrame(frame);
+        return;
       default:
         assertNever(frame);
     }
@@ -371,6 +404,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       runner.close();
+      tunnels.closeAll();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));

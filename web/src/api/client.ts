@@ -8,10 +8,12 @@ import type {
   Conversation,
   InterruptResult,
   Listing,
+  ListeningPorts,
   Me,
   PostedMessage,
   SkillDetail,
   SkillList,
+  PreviewLink,
   Step,
 } from "./types.ts";
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
@@ -231,6 +233,12 @@ export function createApiClient(options: ApiClientOptions) {
           signal,
         })
       ).arrayBuffer(),
+    /** The TCP ports listening inside the awake computer (`computer_asleep` while it sleeps). */
+    listPorts: (signal?: AbortSignal) =>
+      json<ListeningPorts>("GET", "/v1/computers/me/ports", { signal }),
+    /** A short-lived link that opens the port's preview in a browser, on a host of its own. */
+    previewLink: (port: number) =>
+      json<PreviewLink>("POST", "/v1/computers/me/preview-links", { json: { port } }),
   };
 }
 

@@ -1,12 +1,14 @@
 /**
  * The computer: a status chip (asleep / waking / awake / sleeping / failed) with wake and sleep,
- * and a files panel for /workspace (browse, download, upload). Hidden when the server has no
- * computer endpoints. A self-hosted machine (the user's own, running `roost worker`) shows
- * whether it is connected instead, and has no wake or sleep.
+ * the ports listening inside it with links that open their previews, and a files panel for
+ * /workspace (browse, download, upload). Hidden when the server has no computer endpoints. A
+ * self-hosted machine (the user's own, running `roost worker`) shows whether it is connected
+ * instead, and has no wake or sleep.
  */
 import {
   ArrowUp,
   Download,
+  ExternalLink,
   File,
   Folder,
   FolderOpen,
@@ -19,7 +21,7 @@ import {
 } from "lucide-react";
 import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import { ApiError } from "../api/client.ts";
-import type { ComputerState, FileEntry, Listing } from "../api/types.ts";
+import type { ComputerState, FileEntry, ListeningPort, Listing } from "../api/types.ts";
 import { formatBytes, formatRelative } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 
@@ -146,6 +148,7 @@ export function ComputerControls() {
               </div>
             )}
           </dl>
+          {state === "awake" && <PortsSection />}
           {state === "failed" && typeof computer.computer.failure === "string" && (
             <p className="notice notice-error">{computer.computer.failure}</p>
           )}
@@ -189,6 +192,101 @@ export function ComputerControls() {
         </div>
       )}
       {filesOpen && <FilesPanel onClose={() => setFilesOpen(false)} />}
+    </div>
+  );
+}
+
+/** How often the open popover asks which ports listen. */
+const portsRefreshMs = 5000;
+
+/** The ports listening inside the awake computer, each with a link that opens its preview. */
+function PortsSection() {
+  const { api } = useSession();
+  const [ports, setPorts] = useState<ListeningPort[]>();
+  const [error, setError] = useState<string>();
+  const [opening, setOpening] = useState<number>();
+  const [fallback, setFallback] = useState<{ port: number; url: string }>();
+
+  useEffect(() => {
+    const controller = new AbortController();
+    const load = async () => {
+      try {
+        const result = await api.listPorts(controller.signal);
+        setPorts(result.ports);
+        setError(undefined);
+      } catch (caught) {
+        if (controller.signal.aborted) return;
+        setError(caught instanceof Error ? caught.message : String(caught));
+      }
+    };
+    void load();
+    const timer = setInterval(() => void load(), portsRefreshMs);
+    return () => {
+      controller.abort();
+      clearInterval(timer);
+    };
+  }, [api]);
+
+  const open = async (port: number) => {
+    // Opened now, while the click still counts as the person's: after the await a browser
+    // would block it as a pop-up.
+    const tab = window.open("about:blank", "_blank");
+    setOpening(port);
+    setFallback(undefined);
+    try {
+      const link = await api.previewLink(port);
+      if (tab === null) {
+        setFallback({ port, url: link.url });
+      } else {
+        tab.opener = null; // the preview must not reach back into this page
+        tab.location.href = link.url;
+      }
+      setError(undefined);
+    } catch (caught) {
+      tab?.close();
+      setError(caught instanceof Error ? caught.message : String(caught));
+    } finally {
+      setOpening(undefined);
+    }
+  };
+
+  return (
+    <div className="ports" aria-label="Ports">
+      <h3 className="ports-title">Ports</h3>
+      {ports === undefined && error === undefined && <p className="muted">Looking…</p>}
+      {ports !== undefined && ports.length === 0 && (
+        <p className="muted">
+          Nothing listens yet. A server a bot starts (on 127.0.0.1 or 0.0.0.0) shows up here.
+        </p>
+      )}
+      {ports !== undefined && ports.length > 0 && (
+        <ul className="port-list">
+          {ports.map((entry) => (
+            <li key={entry.port} className="port-row" data-port={entry.port}>
+              <span className="port-number">{entry.port}</span>
+              <span className="port-addresses muted">{entry.addresses.join(", ")}</span>
+              <button
+                type="button"
+                className="button button-small"
+                onClick={() => void open(entry.port)}
+                disabled={opening === entry.port}
+                aria-label={`Open port ${entry.port}`}
+              >
+                <ExternalLink size={14} aria-hidden="true" /> Open
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {fallback !== undefined && (
+        <p className="notice notice-info">
+          Your browser blocked the new tab.{" "}
+          <a href={fallback.url} target="_blank" rel="noopener noreferrer">
+            Open port {fallback.port}
+          </a>
+        </p>
+      )}
+      {error !== undefined && <p className="notice notice-error">{error}</p>}
     </div>
   );
 }
