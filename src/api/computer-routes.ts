@@ -34,7 +34,13 @@ export interface ComputerStatusView {
 
 /** What the computer routes need from the platform. */
 export interface ComputerService {
-  forAccount(accountId: string): Promise<{ id: string; provider: string; isolated: boolean }>;
+  forAccount(accountId: string): Promise<{
+    id: string;
+    provider: string;
+    isolated: boolean;
+    /** How the provider isolates it: `full`, `unprivileged` (local without root) or `none`. */
+    isolation?: Api.ComputerIsolation;
+  }>;
   status(computerId: string): Promise<ComputerStatusView>;
   wake(computerId: string, accountId: string): Promise<ComputerStatusView>;
   /** Sleeps unless a turn holds the computer; answers with the state after. */
@@ -119,6 +125,7 @@ export function registerComputerRoutes(
       id: computer.id,
       provider: computer.provider,
       isolated: computer.isolated,
+      isolation: computer.isolation ?? (computer.isolated ? "full" : "none"),
       state: status.state,
       lastActiveAt:
         status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),

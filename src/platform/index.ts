@@ -12,7 +12,9 @@ import { hashToken } from "../auth/index.ts";
 import {
   createComputerObject,
   createControlPlaneClient,
+  isolationOf,
   type ComputerProvider,
+  type HostReport,
 } from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
 import {
@@ -51,6 +53,8 @@ export interface PlatformOptions {
   provider?: ComputerProvider;
   /** How often waiting messages are re-kicked. @default 5000 */
   sweepIntervalMs?: number;
+  /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
+  host?: HostReport;
 }
 
 export interface Platform {
@@ -128,6 +132,7 @@ export async function startPlatform(
             logger,
             gateway,
             platformPorts: () => platformPorts,
+            ...(options.host === undefined ? {} : { host: options.host }),
           })
         : {
             provider: options.provider,
@@ -284,7 +289,12 @@ export async function startPlatform(
       computers: {
         forAccount: async (accountId) => {
           const computer = await store.ensureComputer(accountId, provider.kind);
-          return { id: computer.id, provider: computer.provider, isolated: provider.isolated };
+          return {
+            id: computer.id,
+            provider: computer.provider,
+            isolated: provider.isolated,
+            isolation: isolationOf(provider),
+          };
         },
         status: (computerId) => controlPlane.status(computerId),
         wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),

@@ -115,6 +115,8 @@ export interface InterruptResult {
 
 export type ComputerState = "asleep" | "waking" | "awake" | "sleeping" | "failed";
 
+export type ComputerIsolation = "full" | "unprivileged" | "none";
+
 export interface Computer {
   id: string;
   state: ComputerState;
@@ -122,6 +124,12 @@ export interface Computer {
   lastActiveAt: string | null;
   /** False for providers that run commands without a sandbox (development only). */
   isolated?: boolean;
+  /**
+   * How the computer is isolated: `full` (its own uid, memory, CPU and disk limits), `unprivileged`
+   * (a sandbox in a user namespace of a server without root: no per-computer uid, no limits) or
+   * `none` (the `process` provider, development only).
+   */
+  isolation?: ComputerIsolation;
   heldByTurns?: number;
   /** Why the last wake or sleep failed. */
   failure?: string | null;
