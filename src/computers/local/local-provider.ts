@@ -321,6 +321,8 @@ async function resolveTools(config: ResolvedLocalProviderOptions): Promise<HostT
       `the local computer provider needs ${missing.join(", ")}; install them, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
     );
   }
+  // Resolved through links: some run inside the sandbox, where a link's folder may not exist.
+  for (const name of hostToolNames) found[name] = await realpath(found[name]!);
   return found as HostTools;
 }
 
@@ -742,6 +744,7 @@ class LocalComputerProvider implements LocalProvider {
           compileCacheUid: this.isolation === "full" ? 0 : owner.uid,
           setprivPath: this.#tools.setpriv,
           socatPath: egress ? this.#tools.socat : undefined,
+          insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
           layout: this.#layout,
           workerArgv: this.#config.workerArgv,
         };

@@ -160,6 +160,12 @@ export interface SandboxSpec {
   /** The uid the cache was filled as (Node names its folders after it). */
   compileCacheUid: number;
   setprivPath: string;
+  /**
+   * Host tools run inside the sandbox by their host path (setpriv, socat, and bwrap and setpriv
+   * again by `exec`), already resolved through links; those outside the system folders bound
+   * below are bound read-only at the same path.
+   */
+  insideTools: readonly string[];
   /** The forwarder for the egress sockets (X4); undefined when the computer has no egress. */
   socatPath: string | undefined;
   layout: HostLayout;
@@ -348,6 +354,13 @@ done
 `;
 }
 
+/** Whether `file` (a resolved path) is inside a system folder the sandbox binds from the host. */
+function isInSystemFolders(layout: HostLayout, file: string): boolean {
+  return layout.systemMounts.some(
+    (mount) => mount.kind === "bind" && file.startsWith(`${mount.path}/`),
+  );
+}
+
 /** `--perms 0755 --dir` for every folder on the way to `target` (bubblewrap makes them 0700 otherwise). */
 function parentDirs(target: string, made: Set<string>): string[] {
   const args: string[] = [];
@@ -530,6 +543,11 @@ export function bwrapArguments(
     args.push(kind, source, dest);
   }
   args.push(...parentDirs("/var/tmp", made), "--symlink", "../tmp", "/var/tmp");
+  // Last, so that no later mount (/tmp, /run) hides them.
+  for (const tool of spec.insideTools) {
+    if (isInSystemFolders(spec.layout, tool)) continue;
+    args.push(...parentDirs(tool, made), "--ro-bind", tool, tool);
+  }
   // "/" because the supervisor, uid 0 without CAP_DAC_OVERRIDE, cannot enter the computer's 0700
   // folders; the worker starts every command in /workspace itself.
   args.push("--chdir", "/");
