@@ -201,7 +201,10 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
     );
   }
   const toolsPath = pick(source, "tools-path", "ROOST_TOOLS_PATH");
-  if (toolsPath !== undefined && toolsPath.split(":").some((folder) => !folder.startsWith("/"))) {
+  if (
+    toolsPath !== undefined &&
+    toolsPath.split(":").some((folder) => folder !== "" && !folder.startsWith("/"))
+  ) {
     throw new ConfigError(
       `ROOST_TOOLS_PATH (--tools-path) is a colon-separated list of absolute folders such as /usr/local/bin:/usr/bin, got ${JSON.stringify(toolsPath)}`,
     );

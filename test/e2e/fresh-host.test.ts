@@ -166,7 +166,7 @@ async function roostUpUntilExit(options: {
     "src/cli/main.ts",
     "up",
   ];
-  const child = spawn(file!, args, {
+  const child = spawn(file, args, {
     env: {
       ...process.env,
       ROOST_DATA_DIR: options.dataDir,

@@ -79,7 +79,7 @@ export async function createRoostProcess(options: {
         "src/cli/main.ts",
         "up",
       ];
-      const started = spawn(file!, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+      const started = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
       child = started;
       started.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
       started.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));

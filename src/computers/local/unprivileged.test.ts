@@ -5,7 +5,17 @@
  * to stop when every computer shares the server's uid: another computer's files, the server's
  * own files and home, signals to everything the uid owns, and a way out of the namespace.
  */
-import { chown, mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  mkdir,
+  mkdtemp,
+  readdir,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -169,6 +179,30 @@ describe.skipIf(skip !== undefined)("the local provider without root", () => {
     await harness.request("wake", { computerId: "a" });
     expect((await sh("a", "cat /workspace/note")).stdout).toBe("from-a\n");
   });
+
+  // Skipped when this test is not root: then there is no other user to play the attacker.
+  test.skipIf(process.getuid?.() !== 0)(
+    "attack: another user made the server's runtime folder first (or linked it elsewhere): the provider refuses to start",
+    async () => {
+      // The harness's TMPDIR is a folder of root's, the "other user" here, who prepared the
+      // folder the provider would keep its sockets and sandbox scripts in.
+      const squatted = path.join(folder, "squatted-tmp");
+      await mkdir(path.join(squatted, `roost-${uid}`), { recursive: true, mode: 0o777 });
+      await chmod(squatted, 0o777); // anyone may make folders here, as in /tmp
+      await expect(
+        startUnprivilegedHarness(path.join(folder, "other-data"), { HOME: home, TMPDIR: squatted }),
+      ).rejects.toThrow(
+        new RegExp(`roost-${uid} holds the computers' sockets .* but it is owned by uid 0`),
+      );
+      const linked = path.join(folder, "linked-tmp");
+      await mkdir(linked, { mode: 0o777 });
+      await chmod(linked, 0o777);
+      await symlink(path.join(squatted, `roost-${uid}`), path.join(linked, `roost-${uid}`));
+      await expect(
+        startUnprivilegedHarness(path.join(folder, "other-data"), { HOME: home, TMPDIR: linked }),
+      ).rejects.toThrow(/but it is a link to/);
+    },
+  );
 
   test("its disk is plain folders of the server's uid, closed to everyone else; sleep leaves no process", async () => {
     const disk = path.join(dataDir, "a");

@@ -152,7 +152,7 @@ export async function startUnprivilegedHarness(
     path.join(checkout, "src/computers/local/testing/unprivileged-harness.ts"),
     dataDir,
   ];
-  const child = spawn(file!, args, {
+  const child = spawn(file, args, {
     cwd: checkout,
     env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", ...env },
     stdio: ["pipe", "pipe", "pipe"],
