@@ -12,9 +12,11 @@ import {
   chmod,
   copyFile,
   chown,
+  lstat,
   mkdir,
   mkdtemp,
   readFile,
+  readlink,
   rm,
   symlink,
   writeFile,
@@ -323,7 +325,15 @@ describe.skipIf(unprivilegedSkip !== undefined)("as a user that is not root", ()
   test("user namespaces refused (none left to this user, as with user.max_user_namespaces=0): `roost up` stops and says why and what to do", async () => {
     // The server runs inside a user namespace that may create no other (bubblewrap's
     // --disable-userns): the kernel refuses a nested one with ENOSPC, as it does on a host whose
-    // limit is 0.
+    // limit is 0. Only what it needs is bound in, not the host's whole mount tree: a copy of
+    // other tests' disk mounts would hold their loop devices (DISK3) while it runs.
+    const checkout = path.resolve(import.meta.dirname, "../..");
+    const system: string[] = [];
+    for (const folder of ["/bin", "/sbin", "/lib", "/lib32", "/lib64"]) {
+      const info = await lstat(folder).catch(() => undefined);
+      if (info?.isSymbolicLink()) system.push("--symlink", await readlink(folder), folder);
+      else if (info?.isDirectory()) system.push("--ro-bind", folder, folder);
+    }
     const { code, output } = await roostUpUntilExit({
       dataDir: host.dataDir,
       env: { HOME: home },
@@ -332,9 +342,32 @@ describe.skipIf(unprivilegedSkip !== undefined)("as a user that is not root", ()
         (await whereIs("bwrap"))!,
         "--unshare-user",
         "--disable-userns",
-        "--dev-bind",
-        "/",
-        "/",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        ...system,
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        path.dirname(node),
+        path.dirname(node),
+        "--ro-bind",
+        checkout,
+        checkout,
+        "--bind",
+        host.folder,
+        host.folder,
+        "--chdir",
+        checkout,
         "--",
       ],
       node,

@@ -197,7 +197,7 @@ interface Awake {
 
 const outputTailBytes = 16 * 1024;
 
-/** Without root there are no cgroups to use (L7's mode): every cgroup step is then a no-op. */
+/** Without root (unprivileged isolation) there are no cgroups to use: every cgroup step is then a no-op. */
 const noCgroups: CgroupDiscovery = {
   hierarchies: [],
   controllers: { memory: undefined, pids: undefined, cpu: undefined, freezer: undefined },
@@ -554,29 +554,7 @@ class LocalComputerProvider implements LocalProvider {
     const seccompArgs = this.#seccomp.kind === "filter" ? ["--seccomp", "3"] : [];
     const command =
       this.isolation === "unprivileged"
-        ? [
-            // X6: the sandbox's own user namespace first (the server's uid owns it), keeping the
-            // uid; then a bubblewrap that keeps the computer's view, loads the seccomp filter
-            // (X5) and leaves no capability, an empty bounding set and no_new_privs.
-            this.#tools.nsenter,
-            `--target=${awake.sandboxPid}`,
-            "--user",
-            "--preserve-credentials",
-            "--mount",
-            "--uts",
-            "--ipc",
-            "--net",
-            "--pid",
-            "--root",
-            "--",
-            this.#tools.bwrap,
-            "--dev-bind",
-            "/",
-            "/",
-            ...seccompArgs,
-            "--",
-            ...user,
-          ]
+        ? this.#unprivilegedExecCommand(awake, seccompArgs, user)
         : this.#fullExecCommand(awake, seccompArgs, user);
     return runLaunched(
       ["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command],
@@ -585,6 +563,35 @@ class LocalComputerProvider implements LocalProvider {
     );
   }
 
+  /**
+   * X6: into the sandbox's own user namespace first (the server's uid owns it), keeping the uid;
+   * then a bubblewrap that keeps the computer's view, loads the seccomp filter (X5) and leaves no
+   * capability, an empty bounding set and no_new_privs (so no setpriv: there is no uid to switch).
+   */
+  #unprivilegedExecCommand(awake: Awake, seccompArgs: string[], user: string[]): string[] {
+    return [
+      this.#tools.nsenter,
+      `--target=${awake.sandboxPid}`,
+      "--user",
+      "--preserve-credentials",
+      "--mount",
+      "--uts",
+      "--ipc",
+      "--net",
+      "--pid",
+      "--root",
+      "--",
+      this.#tools.bwrap,
+      "--dev-bind",
+      "/",
+      "/",
+      ...seccompArgs,
+      "--",
+      ...user,
+    ];
+  }
+
+  /** X1: as root, into the computer's namespaces, then setpriv to its uid without capabilities. */
   #fullExecCommand(awake: Awake, seccompArgs: string[], user: string[]): string[] {
     return [
       this.#tools.nsenter,
