@@ -256,6 +256,7 @@ describe("computer routes", () => {
       provider: "process",
       state: "asleep",
       isolated: false,
+      isolation: "none",
     });
     const woke = await call(alice, "POST", "/v1/computers/me/wake");
     expect(woke.json).toMatchObject({ state: "awake" });

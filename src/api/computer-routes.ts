@@ -44,6 +44,8 @@ export interface ComputerService {
     id: string;
     provider: string;
     isolated: boolean;
+    /** How the provider isolates it: `full`, `unprivileged` (local without root) or `none`. */
+    isolation?: Api.ComputerIsolation;
     /** @default "hosted" */
     kind?: Api.ComputerKind;
   }>;
@@ -147,6 +149,10 @@ export function registerComputerRoutes(
       kind,
       provider: selfHosted ? "self-hosted" : computer.provider,
       isolated: selfHosted ? false : computer.isolated,
+      // A self-hosted machine is the user's own: Roost isolates nothing there.
+      isolation: selfHosted
+        ? "none"
+        : (computer.isolation ?? (computer.isolated ? "full" : "none")),
       state: status.state,
       connected: computers.isConnected(computer.id),
       lastActiveAt:

@@ -1,4 +1,5 @@
 /** `roost up`: the whole platform in one process, on embedded defaults unless configured otherwise. */
+import { join } from "node:path";
 import type { Flags } from "../config/index.ts";
 import type { Command, OptionSpec } from "./args.ts";
 import type { CliIo } from "./io.ts";
@@ -132,6 +133,22 @@ const options: Record<string, OptionSpec> = {
     description: "how computers run: auto, local (isolated) or process (no isolation)",
     env: "ROOST_COMPUTER_PROVIDER",
     default: "auto",
+  },
+  "install-system-packages": {
+    type: "string",
+    value: "0|1",
+    description:
+      "as root with apt-get, install the packages isolated computers need (bubblewrap, socat, …) when missing",
+    env: "ROOST_INSTALL_SYSTEM_PACKAGES",
+    default: "1",
+  },
+  "tools-path": {
+    type: "string",
+    value: "DIRS",
+    description:
+      "folders to find bwrap, socat, the disk tools and apt-get in, instead of the usual ones",
+    env: "ROOST_TOOLS_PATH",
+    default: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
   },
   "computers-dir": {
     type: "string",
@@ -282,7 +299,7 @@ export const upCommand: Command = {
       "Start Roost: the API, the durable engine (embedded Restate) and the store, in one process.",
     synopsis: "[options]",
     description:
-      "The first start creates a local admin account and writes its token to $ROOST_DATA_DIR/admin-token.\nCtrl+C stops everything. `npm start` runs this command.",
+      "The first start creates a local admin account and writes its token to $ROOST_DATA_DIR/admin-token.\nAs root with apt-get, it first installs what isolated computers need and the host lacks (one line says so;\nROOST_INSTALL_SYSTEM_PACKAGES=0 turns it off). Ctrl+C stops everything. `npm start` runs this command.",
     options,
     positionals: { min: 0, max: 0, names: "" },
     environment: [
@@ -305,10 +322,11 @@ export const upCommand: Command = {
 
 export async function up(flags: Flags, io: CliIo): Promise<number> {
   // Loaded here, not at the top: the other commands are HTTP clients and start faster without it.
-  const [{ resolveConfig }, { startPlatform }, { createLogger }] = await Promise.all([
+  const [{ resolveConfig }, { startPlatform }, { createLogger }, computers] = await Promise.all([
     import("../config/index.ts"),
     import("../platform/index.ts"),
     import("../log/index.ts"),
+    import("../computers/index.ts"),
   ]);
   const config = resolveConfig(flags, io.env);
   const started = Date.now();
@@ -322,8 +340,18 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
         : config.log.format,
     destination: io.stderr,
   });
-  const platform = await startPlatform(config, { logger });
+  // A fresh machine: install what isolated computers need before anything starts (host-setup.ts).
+  const { report } = await computers.prepareHost({
+    provider: config.computers.provider,
+    installSystemPackages: config.computers.installSystemPackages,
+    searchPath: config.computers.toolsPath,
+    logFile: join(config.dataDir, "system-packages.log"),
+    notice: (line) => io.stderr.write(`${line}\n`),
+    logger,
+  });
+  const platform = await startPlatform(config, { logger, host: report });
   const out = (line: string) => io.stdout.write(`${line}\n`);
+  const isolation = computers.isolationOf(platform.provider);
   out(`Roost is up at ${platform.url} (${Date.now() - started} ms)`);
   out(`  data:        ${config.dataDir}`);
   out(`  store:       ${config.store.kind}`);
@@ -331,7 +359,13 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
     `  engine:      ${config.restate.mode === "embedded" ? `embedded Restate (ingress ${platform.engine.ingressUrl})` : `external Restate at ${platform.engine.ingressUrl}`}`,
   );
   out(
-    `  computers:   ${platform.provider.kind}${platform.provider.isolated ? " (isolated sandboxes)" : " (NOT isolated: development only)"}`,
+    `  computers:   ${platform.provider.kind}${
+      isolation === "full"
+        ? " (isolated sandboxes)"
+        : isolation === "unprivileged"
+          ? ` (isolated sandboxes, unprivileged: ${computers.unprivilegedLimits})`
+          : " (NOT isolated: development only)"
+    }`,
   );
   out(`  admin token: ${platform.adminTokenFile}`);
   out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);

@@ -1,9 +1,12 @@
 export type {
+  ComputerIsolation,
   ComputerPaths,
   ComputerProvider,
   ComputerRuntimeStatus,
+  LocalIsolation,
   WakeRequest,
 } from "./provider.ts";
+export { isolationOf } from "./provider.ts";
 export {
   computerKinds,
   computerStates,
@@ -32,5 +35,17 @@ export {
   type LocalProviderOptions,
 } from "./local/index.ts";
 export { prepareWorkerBuild, type WorkerBuild } from "./worker-build.ts";
-export { detectHost, chooseComputerProvider, type HostReport } from "./detect.ts";
+export {
+  detectHost,
+  chooseComputerProvider,
+  unprivilegedLimits,
+  type HostReport,
+} from "./detect.ts";
+export {
+  prepareHost,
+  runPackageCommand,
+  type HostSetup,
+  type HostSetupOptions,
+  type PackageCommandRunner,
+} from "./host-setup.ts";
 export { forwarderPorts } from "./local/index.ts";

@@ -29,10 +29,21 @@ export interface WakeRequest {
 
 export type ComputerRuntimeStatus = "running" | "stopped" | "missing";
 
+/**
+ * How the local provider isolates computers (docs/computers.md): `full` as root (a uid, cgroup
+ * limits and a disk image per computer), `unprivileged` without root (a user namespace; no
+ * per-computer uid, no memory, CPU or disk limits).
+ */
+export type LocalIsolation = "full" | "unprivileged";
+/** How a provider isolates computers: the local provider's modes, or `none` (the process provider). */
+export type ComputerIsolation = LocalIsolation | "none";
+
 export interface ComputerProvider {
   readonly kind: "process" | "local";
   /** Whether the provider isolates computers from each other and from the host. */
   readonly isolated: boolean;
+  /** How it isolates them. @default `full` when {@link isolated}, `none` otherwise */
+  readonly isolation?: ComputerIsolation;
   paths(computerId: string): ComputerPaths;
   /** Allocate the durable disk. Idempotent. */
   create(computerId: string): Promise<ComputerPaths>;
@@ -52,4 +63,11 @@ export interface ComputerProvider {
   status(computerId: string): Promise<ComputerRuntimeStatus>;
   /** Stop everything this provider started (server shutdown). */
   close(): Promise<void>;
+}
+
+/** A provider's isolation, for providers that do not say (older or test providers). */
+export function isolationOf(
+  provider: Pick<ComputerProvider, "isolated" | "isolation">,
+): ComputerIsolation {
+  return provider.isolation ?? (provider.isolated ? "full" : "none");
 }

@@ -124,6 +124,16 @@ export interface ComputersConfig {
   /** Computers' durable disks live here. @default $ROOST_DATA_DIR/computers */
   root: string;
   /**
+   * Whether `roost up` installs the system packages the local provider needs and lacks (as root,
+   * with apt-get: bubblewrap, socat, …) before it starts (ROOST_INSTALL_SYSTEM_PACKAGES=0 turns it off). @default true
+   */
+  installSystemPackages: boolean;
+  /**
+   * PATH-style folders where Roost looks for the host tools it runs (bwrap, socat, nsenter, the
+   * disk tools, apt-get), instead of the usual sbin and bin folders. @default undefined (those folders)
+   */
+  toolsPath: string | undefined;
+  /**
    * Each local computer's disk limit (home, workspace, worker state), in bytes: the size of its
    * disk image, which takes on the host only what it holds. A change applies at each computer's
    * next wake. @default 10737418240 (10 GiB)
@@ -191,6 +201,17 @@ function integer(
   return value;
 }
 
+function boolean(source: Source, flag: string, envName: string, fallback: boolean): boolean {
+  const raw = pick(source, flag, envName);
+  if (raw === undefined) return fallback;
+  const value = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(value)) return true;
+  if (["0", "false", "no", "off"].includes(value)) return false;
+  throw new ConfigError(
+    `${envName} (--${flag}) must be 1 or 0 (also true/false, yes/no, on/off), got ${JSON.stringify(raw)}`,
+  );
+}
+
 function url(source: Source, flag: string, envName: string): string | undefined {
   const raw = pick(source, flag, envName);
   if (raw === undefined) return undefined;
@@ -240,11 +261,27 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       `ROOST_GATEWAY_URL must be a ws:// or wss:// URL, got ${JSON.stringify(gatewayUrl)}`,
     );
   }
+  const toolsPath = pick(source, "tools-path", "ROOST_TOOLS_PATH");
+  if (
+    toolsPath !== undefined &&
+    toolsPath.split(":").some((folder) => folder !== "" && !folder.startsWith("/"))
+  ) {
+    throw new ConfigError(
+      `ROOST_TOOLS_PATH (--tools-path) is a colon-separated list of absolute folders such as /usr/local/bin:/usr/bin, got ${JSON.stringify(toolsPath)}`,
+    );
+  }
   return {
     provider,
     root: resolvePath(
       pick(source, "computers-dir", "ROOST_COMPUTERS_DIR") ?? `${dataDir}/computers`,
     ),
+    installSystemPackages: boolean(
+      source,
+      "install-system-packages",
+      "ROOST_INSTALL_SYSTEM_PACKAGES",
+      true,
+    ),
+    toolsPath,
     diskBytes: integer(source, "computer-disk-bytes", "ROOST_COMPUTER_DISK_BYTES", 10 * 1024 ** 3, {
       min: 32 * 1024 ** 2,
       max: 16 * 1024 ** 4,
@@ -481,14 +518,6 @@ function resolvePreviews(source: Source): PreviewsConfig {
       max: 24 * 3600_000,
     }),
   };
-}
-
-function boolean(source: Source, flag: string, envName: string, fallback: boolean): boolean {
-  const raw = pick(source, flag, envName);
-  if (raw === undefined) return fallback;
-  if (["1", "true", "on", "yes"].includes(raw)) return true;
-  if (["0", "false", "off", "no"].includes(raw)) return false;
-  throw new ConfigError(`${envName} (--${flag}) must be on or off, got ${JSON.stringify(raw)}`);
 }
 
 function share(source: Source, envName: string, fallback: number): number {

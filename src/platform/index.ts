@@ -19,7 +19,9 @@ import {
   createComputerObject,
   createControlPlaneClient,
   forwarderPorts,
+  isolationOf,
   type ComputerProvider,
+  type HostReport,
 } from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
 import {
@@ -74,6 +76,8 @@ export interface PlatformOptions {
   provider?: ComputerProvider;
   /** How often waiting messages are re-kicked. @default 5000 */
   sweepIntervalMs?: number;
+  /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
+  host?: HostReport;
 }
 
 export interface Platform {
@@ -180,6 +184,7 @@ export async function startPlatform(
             logger,
             gateway,
             platformPorts: () => platformPorts,
+            ...(options.host === undefined ? {} : { host: options.host }),
           })
         : {
             provider: options.provider,
@@ -418,6 +423,7 @@ export async function startPlatform(
             provider: computer.provider,
             isolated: provider.isolated,
             kind: computer.kind,
+            isolation: isolationOf(provider),
           };
         },
         isConnected: (computerId) => gateway.isConnected(computerId),

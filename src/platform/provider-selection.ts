@@ -6,7 +6,8 @@
  *
  * With `local`, each awake computer gets three unix sockets on the host, the only things its
  * sandbox can reach: the gateway's (`gateway.listenComputer`) and the egress proxy's HTTP and
- * SOCKS5 sockets (`egress.listenComputer`).
+ * SOCKS5 sockets (`egress.listenComputer`). Its isolation is `full` as root and `unprivileged`
+ * otherwise (docs/computers.md, "Without root"); `roost up` prints which.
  */
 import {
   chooseComputerProvider,
@@ -15,7 +16,9 @@ import {
   detectHost,
   insidePaths,
   prepareWorkerBuild,
+  unprivilegedLimits,
   type ComputerProvider,
+  type HostReport,
 } from "../computers/index.ts";
 import type { RoostConfig } from "../config/index.ts";
 import {
@@ -51,6 +54,8 @@ export interface ComputerRuntimeOptions {
   gateway: Gateway;
   /** Roost's own ports (API, Restate, service endpoint, store), which no computer may reach. */
   platformPorts: () => Iterable<number>;
+  /** The host as `roost up` found it after preparing it (host-setup.ts); probed here when absent. */
+  host?: HostReport;
 }
 
 export async function startComputerRuntime(
@@ -59,6 +64,7 @@ export async function startComputerRuntime(
   options: ComputerRuntimeOptions,
 ): Promise<ComputerRuntime> {
   const { logger, gateway, platformPorts } = options;
+  const searchPath = config.computers.toolsPath;
   const log = (message: string) => logger.info(message.replace(/^roost: /, ""));
   // Validated at start for either provider: a bad ROOST_EGRESS_ALLOW_PRIVATE stops the server.
   const context = createDestinationContext({
@@ -66,7 +72,10 @@ export async function startComputerRuntime(
     platformPorts,
   });
   const parseUserPolicy = (input: unknown) => parseUserEgressPolicy(input, context);
-  const choice = chooseComputerProvider(config.computers.provider, await detectHost());
+  const choice = chooseComputerProvider(
+    config.computers.provider,
+    options.host ?? (await detectHost({ searchPath })),
+  );
   const workerBuild = await prepareWorkerBuild({ log });
   if (choice.kind === "process") {
     logger.warn(
@@ -101,9 +110,15 @@ export async function startComputerRuntime(
       stored === null ? { mode: "defaults-and-allowlist", allow: [] } : parseEgressPolicy(stored),
     );
   };
+  if (choice.isolation === "unprivileged") {
+    logger.warn(
+      `computers are isolated without root (unprivileged: ${unprivilegedLimits}); every computer runs as this server's uid in a user namespace. Run Roost as root for full isolation.`,
+    );
+  }
   const provider = await createLocalProvider({
     dataDir: config.computers.root,
     limits: { diskBytes: config.computers.diskBytes },
+    ...(searchPath === undefined ? {} : { searchPath }),
     log,
     ...(workerBuild === undefined
       ? {}

@@ -160,6 +160,8 @@ export type ComputerState = HostedComputerState | SelfHostedComputerState;
 /** `hosted`: a computer Roost runs (its provider); `self-hosted`: the user's own machine running `roost worker`. */
 export type ComputerKind = "hosted" | "self-hosted";
 
+export type ComputerIsolation = "full" | "unprivileged" | "none";
+
 export interface Computer {
   id: string;
   kind: ComputerKind;
@@ -172,6 +174,12 @@ export interface Computer {
   lastActiveAt: string | null;
   /** False where commands run without Roost's sandbox: the `process` provider, or a self-hosted machine. */
   isolated?: boolean;
+  /**
+   * How the computer is isolated: `full` (its own uid, memory, CPU and disk limits), `unprivileged`
+   * (a sandbox in a user namespace of a server without root: no per-computer uid, no limits) or
+   * `none` (the `process` provider, development only).
+   */
+  isolation?: ComputerIsolation;
   heldByTurns?: number;
   /** Why the last wake or sleep failed. */
   failure?: string | null;

@@ -28,6 +28,10 @@ export interface RoostProcess {
 export async function createRoostProcess(options: {
   dataDir: string;
   env?: Record<string, string>;
+  /** A command that runs the rest, e.g. setpriv to start Roost as another user. */
+  prefix?: readonly string[];
+  /** @default this test's Node */
+  node?: string;
 }): Promise<RoostProcess> {
   const ports: number[] = [];
   for (let index = 0; index < 5; index++) ports.push(await findFreePort(ports));
@@ -69,10 +73,13 @@ export async function createRoostProcess(options: {
       }
     },
     async start() {
-      const started = spawn(process.execPath, ["src/cli/main.ts", "up"], {
-        env,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const [file, ...args] = [
+        ...(options.prefix ?? []),
+        options.node ?? process.execPath,
+        "src/cli/main.ts",
+        "up",
+      ];
+      const started = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
       child = started;
       started.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
       started.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));

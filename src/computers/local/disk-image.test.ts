@@ -12,6 +12,7 @@ import {
   readdir,
   readFile,
   readlink,
+  rename,
   realpath,
   stat,
   statfs,
@@ -31,6 +32,7 @@ import {
   type DiskImages,
   type DiskTools,
 } from "./disk-image.ts";
+import { createFolderDisks } from "./folder-disks.ts";
 import { runChecked } from "./system.ts";
 import { makeTempDir, skipReason } from "./testing/index.ts";
 
@@ -169,6 +171,23 @@ describe.skipIf(skip !== undefined)("disk images", () => {
     expect(logs.join("\n")).toMatch(/moved its disk .* into a 256 MiB image/);
     await disks.detach("old-one");
     expect(await manifest((await disks.attach("old-one")).root)).toEqual(before);
+  });
+
+  test("DISK4 a disk made without root (folder-disks.ts) moves into an image as it is when the server runs as root", async () => {
+    const id = "was-unprivileged";
+    const folders = createFolderDisks({ dataDir: realDataDir });
+    const made = await folders.attach(id);
+    await writeOldDisk(made.root);
+    await rename(path.join(made.root, "local.json"), path.join(folders.hostDir(id), "local.json"));
+    const before = await manifest(made.root);
+    const paths = await images(256 * mib).attach(id);
+    expect(paths.root).not.toBe(made.root);
+    expect(await manifest(paths.root)).toEqual(before);
+    expect((await readdir(folders.hostDir(id))).sort()).toEqual([
+      "disk.img",
+      "local.json",
+      "mount",
+    ]);
   });
 
   test("DISK4 killed midway through the move: the half-filled image is thrown away and the move starts again", async () => {

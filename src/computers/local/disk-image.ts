@@ -23,7 +23,8 @@
  *   DISK3 the image is never changed by a program that reads it directly (resize2fs, e2fsck)
  *         while the kernel holds it: a loop device still backed by it (for example a mount
  *         copied into another process's mount namespace) makes the resize wait for the next attach.
- *   DISK4 moving an old plain-folder disk into an image loses nothing, even when it is killed
+ *   DISK4 moving an old plain-folder disk into an image (the layout before images, or the
+ *         unprivileged mode's `disk/` folder, folder-disks.ts) loses nothing, even when it is killed
  *         midway: the image is filled under a temporary name and renamed to disk.img only when
  *         complete and flushed; the old folders are removed only after that rename. A temporary
  *         image found at attach is thrown away and the move starts again.
@@ -367,12 +368,29 @@ export function createDiskImages(options: DiskImageOptions): DiskImages {
     );
   }
 
+  /**
+   * What moves into the image: each old entry, except that a folder disk's `disk/` (the
+   * unprivileged mode's, folder-disks.ts) moves as its contents, since it already is what
+   * `disk/` in the image holds.
+   */
+  async function migrationSources(folder: string, entries: string[]): Promise<string[]> {
+    const sources: string[] = [];
+    for (const name of entries) {
+      const source = path.join(folder, name);
+      if (name === diskDirName && (await lstat(source)).isDirectory()) {
+        for (const child of await readdir(source)) sources.push(path.join(source, child));
+      } else sources.push(source);
+    }
+    return sources;
+  }
+
   /** Sizes and runs the move of an old plain-folder disk into a new image (DISK4). */
   async function migrate(computerId: string, entries: string[]): Promise<void> {
     const folder = hostDir(computerId);
     const started = Date.now();
-    const sources = entries.map((name) => path.join(folder, name));
-    const usage = await runChecked("du", ["-s", "-B1", "--total", "--", ...sources], {
+    const sources = await migrationSources(folder, entries);
+    const entryPaths = entries.map((name) => path.join(folder, name));
+    const usage = await runChecked("du", ["-s", "-B1", "--total", "--", ...entryPaths], {
       timeoutMs: 600_000,
     });
     const usedBytes = Number(/^(\d+)\s+total$/m.exec(usage)?.[1] ?? 0);
@@ -392,9 +410,11 @@ export function createDiskImages(options: DiskImageOptions): DiskImages {
       const disk = path.join(mountPoint, diskDirName);
       await mkdir(disk, { mode: 0o700 });
       // -a keeps owners, modes, times, links (hard links too: one cp for every entry), xattrs.
-      await runChecked("cp", ["-a", "--sparse=always", "--", ...sources, `${disk}/`], {
-        timeoutMs: 24 * 3_600_000,
-      });
+      if (sources.length > 0) {
+        await runChecked("cp", ["-a", "--sparse=always", "--", ...sources, `${disk}/`], {
+          timeoutMs: 24 * 3_600_000,
+        });
+      }
       await runChecked("sync", ["--file-system", disk]);
     } catch (error) {
       await unmount(mountPoint).catch(() => undefined);
@@ -407,7 +427,7 @@ export function createDiskImages(options: DiskImageOptions): DiskImages {
     }
     await rename(temporary, imagePath(computerId)); // DISK4: the commit point
     await syncDir(folder);
-    await Promise.all(sources.map((source) => rm(source, { recursive: true, force: true })));
+    await Promise.all(entryPaths.map((entry) => rm(entry, { recursive: true, force: true })));
     log(
       `computer ${computerId}: moved its disk (${mib(usedBytes)}) into a ${mib(bytes)} image in ${Date.now() - started} ms`,
     );

@@ -5,6 +5,11 @@
  * `<dataDir>/<computerId>/`. docs/computers.md describes the design; sandbox.ts, cgroups.ts and
  * slots.ts hold the parts and their invariants.
  *
+ * That is `full` isolation, as root. A server that is not root gets `unprivileged` isolation
+ * (docs/computers.md, "Without root"): the same sandbox inside a user namespace (sandbox.ts, X6),
+ * every computer running as the server's own uid, with no cgroups and its disk as plain folders
+ * (folder-disks.ts) instead of an image: no per-computer uid and no memory, CPU, pids or disk limits.
+ *
  * Invariants:
  *   L1 operations on one computer run one at a time, in call order (a per-computer queue).
  *   L2 wake() resolves only once the sandbox is set up and its supervisor runs as the computer's
@@ -14,22 +19,30 @@
  *      way (and reported through onExit).
  *   L4 at start, resources of slots whose owning server is gone are removed (R1, R2).
  *   L5 a computer's files always belong to its slot's uid: they are handed over (recursively)
- *      whenever the uid changed or the folders are found owned by another uid.
+ *      whenever the uid changed or the folders are found owned by another uid. (Without root
+ *      they belong to the server's uid, like everything the server writes.)
  *   L6 the disk image is attached from create() or wake() until sleep(), and for withDisk();
  *      a sleeping computer holds no mount (disk-image.ts, DISK1), and the sandbox's processes
  *      run under the seccomp filter (seccomp.ts).
  *   LNET1 a computer's host sockets exist only while it is awake, are served before its sandbox
  *      starts, and belong to its uid with mode 0600: only that computer (and root) can open
- *      them, and what arrives on them is that computer's (G8, E1).
+ *      them, and what arrives on them is that computer's (G8, E1). Without root they belong to
+ *      the server's uid, in a runtime folder only it can enter, and only the computer's own
+ *      sandbox mounts them.
+ *   L7 without root, the runtime and registry folders are in a folder that belongs to the
+ *      server's uid alone (mode 0700, not a link), checked at start: another user of the host
+ *      cannot put sockets or scripts where computers' sandboxes are made from.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmod,
   chown,
+  lstat,
   mkdir,
   readFile,
   readdir,
+  readlink,
   realpath,
   rm,
   stat,
@@ -43,6 +56,7 @@ import type {
   ComputerPaths,
   ComputerProvider,
   ComputerRuntimeStatus,
+  LocalIsolation,
   WakeRequest,
 } from "../provider.ts";
 import {
@@ -61,6 +75,7 @@ import {
 } from "./cgroups.ts";
 import { chownDisk, computerIdPattern, diskOwnedBy } from "./disk.ts";
 import { createDiskImages, resolveDiskTools, type DiskImages } from "./disk-image.ts";
+import { createFolderDisks } from "./folder-disks.ts";
 import { seccompFilterFor, type SeccompChoice } from "./seccomp.ts";
 import {
   resolveLocalProviderOptions,
@@ -93,6 +108,7 @@ import {
   findExecutable,
   hostToolNames,
   hostToolPackages,
+  isErrno,
   processStartTicks,
   runCommand,
   signalProcess,
@@ -140,6 +156,8 @@ export interface ExecResult {
 export interface LocalProvider extends ComputerProvider {
   readonly kind: "local";
   readonly isolated: true;
+  /** `full` as root; `unprivileged` otherwise (no per-computer uid, no cgroup or disk limits). */
+  readonly isolation: LocalIsolation;
   /** Slot, uid, sockets and cgroups of an awake computer; undefined when it is not awake here. */
   info(computerId: string): LocalComputerInfo | undefined;
   /**
@@ -179,40 +197,41 @@ interface Awake {
 
 const outputTailBytes = 16 * 1024;
 
+/** Without root (unprivileged isolation) there are no cgroups to use: every cgroup step is then a no-op. */
+const noCgroups: CgroupDiscovery = {
+  hierarchies: [],
+  controllers: { memory: undefined, pids: undefined, cpu: undefined, freezer: undefined },
+};
+
 /**
- * Creates the provider after checking the host (root, tools, cgroup controllers) and sweeping up
- * what an earlier run left behind (L4).
+ * Creates the provider after checking the host (tools, and as root the cgroup controllers) and
+ * sweeping up what an earlier run left behind (L4).
  */
 export async function createLocalProvider(options: LocalProviderOptions): Promise<LocalProvider> {
   const config = resolveLocalProviderOptions(options);
-  if (process.getuid?.() !== 0) {
-    throw new ConfigError(
-      "the local computer provider needs root (namespaces, cgroups and per-computer uids); run Roost as root, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup",
-    );
-  }
+  const full = config.isolation === "full";
+  if (config.privateDir !== undefined) await ensurePrivateDir(config.privateDir); // L7
   const tools = await resolveTools(config);
-  const cgroups = await discoverCgroups();
+  const cgroups = full ? await discoverCgroups() : noCgroups;
   const missingControllers = (["memory", "pids"] as const).filter(
-    (name) => cgroups.controllers[name] === undefined,
+    (name) => full && cgroups.controllers[name] === undefined,
   );
   if (missingControllers.length > 0) {
     throw new ConfigError(
       `the local computer provider needs the cgroup controllers ${missingControllers.join(" and ")} (v1 or v2), which this kernel does not offer; set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
     );
   }
-  const [layout, owner, diskTools] = await Promise.all([
-    readHostLayout(),
-    currentOwner(),
-    resolveDiskTools({}, config.searchPath),
-  ]);
+  const [layout, owner] = await Promise.all([readHostLayout(), currentOwner()]);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   await chmod(config.dataDir, 0o700);
-  const disks = createDiskImages({
-    dataDir: await realpath(config.dataDir), // mountinfo names mount points by their real path
-    diskBytes: config.limits.diskBytes,
-    tools: diskTools,
-    log: config.log,
-  });
+  const disks = full
+    ? createDiskImages({
+        dataDir: await realpath(config.dataDir), // mountinfo names mount points by their real path
+        diskBytes: config.limits.diskBytes,
+        tools: await resolveDiskTools({}, config.searchPath),
+        log: config.log,
+      })
+    : createFolderDisks({ dataDir: config.dataDir });
   const seccomp = seccompFilterFor();
   if (seccomp.kind === "none") config.log(seccomp.warning);
   const state = await createRuntimeState(config.runDir, owner);
@@ -269,6 +288,7 @@ async function warmCompileCache(
     .digest("hex");
   if ((await readFile(stampFile, "utf8").catch(() => "")) === stamp) return;
   const args = compileCacheWarmUp({
+    isolation: config.isolation,
     layout,
     nodePath: config.nodePath,
     roostRoot: config.roostRoot,
@@ -301,12 +321,38 @@ async function resolveTools(config: ResolvedLocalProviderOptions): Promise<HostT
       `the local computer provider needs ${missing.join(", ")}; install them, or set ROOST_COMPUTER_PROVIDER=process for an unisolated development setup`,
     );
   }
+  // Resolved through links: some run inside the sandbox, where a link's folder may not exist.
+  for (const name of hostToolNames) found[name] = await realpath(found[name]!);
   return found as HostTools;
+}
+
+/** L7: `dir` exists, is a folder (not a link), belongs to this uid and is closed to everyone else. */
+async function ensurePrivateDir(dir: string): Promise<void> {
+  const uid = process.getuid?.();
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+    if (!isErrno(error, "EEXIST")) throw error;
+  });
+  const info = await lstat(dir);
+  const problem = info.isSymbolicLink()
+    ? `a link to ${await readlink(dir)}`
+    : !info.isDirectory()
+      ? "not a folder"
+      : info.uid !== uid
+        ? `owned by uid ${info.uid}`
+        : (info.mode & 0o077) !== 0
+          ? `open to others (mode ${(info.mode & 0o777).toString(8)})`
+          : undefined;
+  if (problem !== undefined) {
+    throw new ConfigError(
+      `local provider: ${dir} holds the computers' sockets and must be a folder of uid ${uid} that no one else can open, but it is ${problem}; remove it (another user may have made it) and start again`,
+    );
+  }
 }
 
 class LocalComputerProvider implements LocalProvider {
   readonly kind = "local" as const;
   readonly isolated = true as const;
+  readonly isolation: LocalIsolation;
   readonly #config: ResolvedLocalProviderOptions;
   readonly #tools: HostTools;
   readonly #cgroups: CgroupDiscovery;
@@ -343,6 +389,13 @@ class LocalComputerProvider implements LocalProvider {
     this.#warmUp = warmUp.catch(() => undefined);
     this.#disks = disks;
     this.#seccomp = seccomp;
+    this.isolation = config.isolation;
+  }
+
+  /** Whose uid a computer runs as: its slot's as root (X1), the server's own without (X6). */
+  #owner(slot: { uid: number; gid: number }): { uid: number; gid: number } {
+    if (this.isolation === "full") return slot;
+    return { uid: process.getuid?.() ?? slot.uid, gid: process.getgid?.() ?? slot.gid };
   }
 
   /** Where the disk's folders are while it is attached (L6): after create() and while awake. */
@@ -356,7 +409,7 @@ class LocalComputerProvider implements LocalProvider {
       this.#assertOpen();
       const paths = await this.#disks.attach(computerId);
       const slot = await this.#slots.ensure(this.#disks.hostDir(computerId), computerId);
-      await this.#handOver(paths, slot, slot.changed);
+      await this.#handOver(paths, this.#owner(slot), slot.changed);
       return paths;
     });
   }
@@ -457,6 +510,16 @@ class LocalComputerProvider implements LocalProvider {
   async usage(computerId: string) {
     const awake = this.#awake.get(computerId);
     if (awake === undefined) return undefined;
+    if (this.isolation === "unprivileged") {
+      // No cgroups: the computer's processes are those of its pid namespace; no memory figure.
+      const pids = await pidNamespaceMembers(awake.sandboxPid);
+      const workerPids: number[] = [];
+      for (const pid of pids) {
+        const command = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+        if (command.startsWith(`${insidePaths.node}\0`)) workerPids.push(pid);
+      }
+      return { pids, workerPids, memoryBytes: undefined };
+    }
     const [pids, workerPids, memoryBytes] = await Promise.all([
       computerPids(awake.cgroups),
       leafPids(awake.cgroups, "worker"),
@@ -481,7 +544,56 @@ class LocalComputerProvider implements LocalProvider {
       return Promise.reject(new InvalidRequestError("exec: argv must not be empty"));
     const env = { ...awake.env, ...options.env };
     for (const name of Object.keys(env)) if (name.startsWith("ROOST_")) delete env[name];
-    const command = [
+    const user = [
+      "/usr/bin/env",
+      "-i",
+      `--chdir=${options.cwd ?? insidePaths.workspace}`,
+      ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
+      ...argv,
+    ];
+    const seccompArgs = this.#seccomp.kind === "filter" ? ["--seccomp", "3"] : [];
+    const command =
+      this.isolation === "unprivileged"
+        ? this.#unprivilegedExecCommand(awake, seccompArgs, user)
+        : this.#fullExecCommand(awake, seccompArgs, user);
+    return runLaunched(
+      ["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command],
+      options,
+      this.#seccomp.kind === "filter" ? this.#seccomp.program : undefined,
+    );
+  }
+
+  /**
+   * X6: into the sandbox's own user namespace first (the server's uid owns it), keeping the uid;
+   * then a bubblewrap that keeps the computer's view, loads the seccomp filter (X5) and leaves no
+   * capability, an empty bounding set and no_new_privs (so no setpriv: there is no uid to switch).
+   */
+  #unprivilegedExecCommand(awake: Awake, seccompArgs: string[], user: string[]): string[] {
+    return [
+      this.#tools.nsenter,
+      `--target=${awake.sandboxPid}`,
+      "--user",
+      "--preserve-credentials",
+      "--mount",
+      "--uts",
+      "--ipc",
+      "--net",
+      "--pid",
+      "--root",
+      "--",
+      this.#tools.bwrap,
+      "--dev-bind",
+      "/",
+      "/",
+      ...seccompArgs,
+      "--",
+      ...user,
+    ];
+  }
+
+  /** X1: as root, into the computer's namespaces, then setpriv to its uid without capabilities. */
+  #fullExecCommand(awake: Awake, seccompArgs: string[], user: string[]): string[] {
+    return [
       this.#tools.nsenter,
       `--target=${awake.sandboxPid}`,
       "--mount",
@@ -493,8 +605,8 @@ class LocalComputerProvider implements LocalProvider {
       "--",
       // X5: the same seccomp filter as the sandbox's own processes, loaded by a bubblewrap that
       // keeps the computer's view of the file system (it only adds a mount namespace of its own).
-      ...(this.#seccomp.kind === "filter"
-        ? [this.#tools.bwrap, "--dev-bind", "/", "/", "--seccomp", "3", "--"]
+      ...(seccompArgs.length > 0
+        ? [this.#tools.bwrap, "--dev-bind", "/", "/", ...seccompArgs, "--"]
         : []),
       this.#tools.setpriv,
       `--reuid=${awake.uid}`,
@@ -504,17 +616,8 @@ class LocalComputerProvider implements LocalProvider {
       "--bounding-set=-all",
       "--no-new-privs",
       "--",
-      "/usr/bin/env",
-      "-i",
-      `--chdir=${options.cwd ?? insidePaths.workspace}`,
-      ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
-      ...argv,
+      ...user,
     ];
-    return runLaunched(
-      ["roost-exec", String(awake.userProcs.length), ...awake.userProcs, ...command],
-      options,
-      this.#seccomp.kind === "filter" ? this.#seccomp.program : undefined,
-    );
   }
 
   /**
@@ -566,12 +669,13 @@ class LocalComputerProvider implements LocalProvider {
     return next;
   }
 
-  /** L5 */
+  /** L5 (without root the server writes everything as the uid computers run as: nothing to hand over) */
   async #handOver(
     paths: ComputerPaths,
     owner: { uid: number; gid: number },
     uidChanged: boolean,
   ): Promise<void> {
+    if (this.isolation !== "full") return;
     if (uidChanged || !(await diskOwnedBy(paths, owner.uid))) await chownDisk(paths, owner, true);
   }
 
@@ -586,7 +690,8 @@ class LocalComputerProvider implements LocalProvider {
     if (!(await this.#disks.exists(computerId))) throw new NotFoundError("computer", computerId);
     await this.#disks.attach(computerId); // L6
     const slot = await this.#slots.ensure(this.#disks.hostDir(computerId), computerId);
-    await this.#handOver(paths, slot, slot.changed);
+    const owner = this.#owner(slot);
+    await this.#handOver(paths, owner, slot.changed);
 
     const egress = this.#config.sockets.egress !== undefined;
     const runtimeDir = this.#state.runtimeDir(slot.slot);
@@ -625,12 +730,13 @@ class LocalComputerProvider implements LocalProvider {
       const listeners: SocketListener[] = [];
       try {
         const [procs] = await Promise.all([
-          createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, slot),
+          createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, owner),
           rm(runtimeDir, { recursive: true, force: true }),
         ]);
         const spec = {
-          uid: slot.uid,
-          gid: slot.gid,
+          isolation: this.isolation,
+          uid: owner.uid,
+          gid: owner.gid,
           home: paths.home,
           workspace: paths.workspace,
           workerState: paths.workerState,
@@ -642,8 +748,10 @@ class LocalComputerProvider implements LocalProvider {
           nodePath: this.#config.nodePath,
           compileCacheDir: this.#compileCacheDir,
           compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
+          compileCacheUid: this.isolation === "full" ? 0 : owner.uid,
           setprivPath: this.#tools.setpriv,
           socatPath: egress ? this.#tools.socat : undefined,
+          insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
           layout: this.#layout,
           workerArgv: this.#config.workerArgv,
         };
@@ -657,7 +765,7 @@ class LocalComputerProvider implements LocalProvider {
         }
         for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
           if (file === undefined) continue;
-          await chown(file, slot.uid, slot.gid);
+          await chown(file, owner.uid, owner.gid);
           await chmod(file, 0o600);
         }
         const started = await this.#startSandbox(
@@ -668,8 +776,8 @@ class LocalComputerProvider implements LocalProvider {
           computerId,
           paths,
           slot: slot.slot,
-          uid: slot.uid,
-          gid: slot.gid,
+          uid: owner.uid,
+          gid: owner.gid,
           sockets,
           listeners,
           cgroups,
@@ -890,6 +998,20 @@ function checkId(computerId: string): string {
 /** Closes listeners (a computer's sockets); one failing does not keep the others open. */
 async function closeAll(listeners: readonly SocketListener[]): Promise<void> {
   await Promise.allSettled(listeners.map((listener) => listener.close()));
+}
+
+/** Host pids of the processes in the pid namespace whose first process is `pid` (itself included). */
+async function pidNamespaceMembers(pid: number): Promise<number[]> {
+  const namespace = await readlink(`/proc/${pid}/ns/pid`).catch(() => undefined);
+  if (namespace === undefined) return [];
+  const members: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    // pid_for_children differs only in a process that has just unshared; ns/pid is where it lives.
+    if ((await readlink(`/proc/${name}/ns/pid`).catch(() => undefined)) === namespace)
+      members.push(Number(name));
+  }
+  return members;
 }
 
 function lastLines(text: string, count: number): string {

@@ -2,9 +2,11 @@
  * The local provider's one resolve step: option > default, validated once. The provider reads no
  * environment variables; the server's configuration passes values in.
  */
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
+import type { LocalIsolation } from "../provider.ts";
 import type { CgroupLimits } from "./cgroups.ts";
 import { minimumDiskBytes } from "./disk-image.ts";
 import { insidePaths } from "./sandbox.ts";
@@ -64,13 +66,19 @@ export interface LocalProviderOptions {
   onExit?: (computerId: string, detail: string) => void;
   /** Per-computer limits; each field defaults to {@link defaultLimits}. */
   limits?: Partial<ComputerLimits>;
-  /** Computer slot N runs as host uid and gid `uidBase + N`. @default 200000 */
+  /** Computer slot N runs as host uid and gid `uidBase + N` (as root; without root every computer runs as the server's uid). @default 200000 */
   uidBase?: number;
   /** How many uids from `uidBase` Roost may use. @default 65536 */
   uidCount?: number;
-  /** Host-wide slot registry, shared by every Roost server on the host. @default /var/lib/roost/local */
+  /**
+   * Host-wide slot registry, shared by every Roost server on the host (without root: by every
+   * server of this uid). @default /var/lib/roost/local as root, otherwise `$TMPDIR/roost-<uid>/registry`
+   */
   registryDir?: string;
-  /** Host-wide runtime folder, best on a tmpfs. @default /run/roost/local */
+  /**
+   * Host-wide runtime folder, best on a tmpfs (it holds the computers' sockets).
+   * @default /run/roost/local as root, otherwise `$TMPDIR/roost-<uid>/local`
+   */
   runDir?: string;
   /** Name of Roost's folder in each cgroup hierarchy. @default "roost" */
   cgroupName?: string;
@@ -82,11 +90,18 @@ export interface LocalProviderOptions {
   workerArgv?: readonly string[];
   /** Paths of the host tools. @default found in PATH folders and the usual sbin and bin folders */
   tools?: Partial<HostTools>;
-  /** PATH-style folder list to search for host tools before the usual folders. */
+  /** PATH-style folder list to search for host tools instead of the usual sbin and bin folders (ROOST_TOOLS_PATH). */
   searchPath?: string;
 }
 
 export interface ResolvedLocalProviderOptions {
+  /** `full` as root; `unprivileged` otherwise (docs/computers.md, "Without root"). */
+  isolation: LocalIsolation;
+  /**
+   * The per-uid folder the unprivileged defaults live in (`$TMPDIR/roost-<uid>`), which must be
+   * this uid's alone; undefined as root or when both folders are given.
+   */
+  privateDir: string | undefined;
   dataDir: string;
   sockets: SandboxSockets;
   onExit: (computerId: string, detail: string) => void;
@@ -139,6 +154,14 @@ export function resolveLocalProviderOptions(
       `local provider: limits.diskBytes must be at least ${minimumDiskBytes} (32 MiB; ROOST_COMPUTER_DISK_BYTES), got ${limits.diskBytes}`,
     );
   }
+  const uid = process.getuid?.() ?? 0;
+  const isolation: LocalIsolation = uid === 0 ? "full" : "unprivileged";
+  // Without root, /run and /var/lib are not ours: a folder of this uid's own (checked at start).
+  const privateDir =
+    isolation === "unprivileged" &&
+    (options.registryDir === undefined || options.runDir === undefined)
+      ? path.join(tmpdir(), `roost-${uid}`)
+      : undefined;
   const uidBase = positive("uidBase", options.uidBase ?? 200_000, true);
   const uidCount = positive("uidCount", options.uidCount ?? 65_536, true);
   if (uidBase < 1000)
@@ -146,6 +169,8 @@ export function resolveLocalProviderOptions(
       `local provider: uidBase ${uidBase} would overlap system users (use 100000 or more)`,
     );
   return {
+    isolation,
+    privateDir,
     dataDir: path.resolve(options.dataDir),
     sockets: options.sockets,
     onExit: options.onExit ?? (() => undefined),
@@ -153,8 +178,14 @@ export function resolveLocalProviderOptions(
     limits,
     uidBase,
     slots: uidCount,
-    registryDir: path.resolve(options.registryDir ?? "/var/lib/roost/local"),
-    runDir: path.resolve(options.runDir ?? "/run/roost/local"),
+    registryDir: path.resolve(
+      options.registryDir ??
+        (privateDir === undefined ? "/var/lib/roost/local" : path.join(privateDir, "registry")),
+    ),
+    runDir: path.resolve(
+      options.runDir ??
+        (privateDir === undefined ? "/run/roost/local" : path.join(privateDir, "local")),
+    ),
     cgroupName: options.cgroupName ?? "roost",
     roostRoot: path.resolve(options.roostRoot ?? thisCheckout),
     nodePath: path.resolve(options.nodePath ?? process.execPath),

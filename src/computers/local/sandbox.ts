@@ -33,9 +33,18 @@
  *      computer's uid, restart when they exit, and listen before the ready line.
  *   X5 every process in the computer runs under the seccomp filter (seccomp.ts): no user or
  *      other namespaces, no packet or netfilter sockets, no mounts (where the architecture has one).
+ *   X6 without root (`unprivileged` isolation) the sandbox is a user namespace of its own that maps
+ *      only the server's uid and gid (one namespace: bubblewrap makes no second one, so `exec`
+ *      can enter it), and every process in it, the supervisor included, runs as that uid with no
+ *      capabilities, an empty bounding set and no_new_privs. X1's per-computer uid does not apply;
+ *      X2 to X5 do. /dev holds only null, zero, full, random, urandom and tty (no devpts: mounting
+ *      it needs a second user namespace).
+ *
+ * X1 holds for `full` isolation (root).
  */
 import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { LocalIsolation } from "../provider.ts";
 import { isErrno } from "./system.ts";
 
 /** Paths as seen from inside a computer. */
@@ -128,6 +137,8 @@ export async function readHostLayout(): Promise<HostLayout> {
 }
 
 export interface SandboxSpec {
+  /** `full`: root, the computer's own uid (X1); `unprivileged`: a user namespace (X6). */
+  isolation: LocalIsolation;
   uid: number;
   gid: number;
   /** Durable folders on the host. */
@@ -146,7 +157,15 @@ export interface SandboxSpec {
   /** Host folder of the shared, read-only Node compile cache, and the folders in it. */
   compileCacheDir: string;
   compileCacheFolders: readonly string[];
+  /** The uid the cache was filled as (Node names its folders after it). */
+  compileCacheUid: number;
   setprivPath: string;
+  /**
+   * Host tools run inside the sandbox by their host path (setpriv, socat, and bwrap and setpriv
+   * again by `exec`), already resolved through links; those outside the system folders bound
+   * below are bound read-only at the same path.
+   */
+  insideTools: readonly string[];
   /** The forwarder for the egress sockets (X4); undefined when the computer has no egress. */
   socatPath: string | undefined;
   layout: HostLayout;
@@ -163,13 +182,19 @@ export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promi
     mkdir(roost, { recursive: true, mode: 0o755 }),
   ]);
   const files: Record<(typeof generatedEtcFiles)[number], string> = {
+    // Without root the computer's uid is the server's, which may be one of these (X6).
     passwd: [
-      "root:x:0:0:root:/root:/usr/sbin/nologin",
+      ...(spec.uid === 0 ? [] : ["root:x:0:0:root:/root:/usr/sbin/nologin"]),
       `${insideUserName}:x:${spec.uid}:${spec.gid}:Roost computer:${insidePaths.home}:/bin/bash`,
-      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+      ...(spec.uid === 65534 ? [] : ["nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"]),
       "",
     ].join("\n"),
-    group: ["root:x:0:", `${insideUserName}:x:${spec.gid}:`, "nogroup:x:65534:", ""].join("\n"),
+    group: [
+      ...(spec.gid === 0 ? [] : ["root:x:0:"]),
+      `${insideUserName}:x:${spec.gid}:`,
+      ...(spec.gid === 65534 ? [] : ["nogroup:x:65534:"]),
+      "",
+    ].join("\n"),
     hosts: [
       "127.0.0.1\tlocalhost",
       `127.0.1.1\t${insideHostname}`,
@@ -230,8 +255,15 @@ if [ -d /etc/profile.d ]; then
 fi
 `;
 
-/** setpriv's arguments that make the rest of a command line run as the computer's user (X1). */
-function asComputerUser(spec: Pick<SandboxSpec, "setprivPath" | "uid" | "gid">): string[] {
+/**
+ * setpriv's arguments that make the rest of a command line run as the computer's user (X1).
+ * Without root there is nothing to switch or drop: everything in the sandbox already is that
+ * user, without capabilities (X6).
+ */
+function asComputerUser(
+  spec: Pick<SandboxSpec, "isolation" | "setprivPath" | "uid" | "gid">,
+): string[] {
+  if (spec.isolation === "unprivileged") return [];
   return [
     spec.setprivPath,
     `--reuid=${spec.uid}`,
@@ -322,6 +354,13 @@ done
 `;
 }
 
+/** Whether `file` (a resolved path) is inside a system folder the sandbox binds from the host. */
+function isInSystemFolders(layout: HostLayout, file: string): boolean {
+  return layout.systemMounts.some(
+    (mount) => mount.kind === "bind" && file.startsWith(`${mount.path}/`),
+  );
+}
+
 /** `--perms 0755 --dir` for every folder on the way to `target` (bubblewrap makes them 0700 otherwise). */
 function parentDirs(target: string, made: Set<string>): string[] {
   const args: string[] = [];
@@ -340,9 +379,33 @@ function parentDirs(target: string, made: Set<string>): string[] {
 }
 
 interface RuntimeMounts {
+  isolation: LocalIsolation;
   layout: HostLayout;
   nodePath: string;
   roostRoot: string;
+}
+
+/** The devices of an unprivileged sandbox's /dev (X6), bound from the host's. */
+const unprivilegedDevices = ["null", "zero", "full", "random", "urandom", "tty"] as const;
+
+/** A minimal /dev: bubblewrap's own (`--dev`, with devpts) as root; X6's without. */
+function devMounts(isolation: LocalIsolation): string[] {
+  if (isolation === "full") return ["--dev", "/dev"];
+  return [
+    "--perms",
+    "0755",
+    "--tmpfs",
+    "/dev",
+    ...unprivilegedDevices.flatMap((name) => ["--dev-bind", `/dev/${name}`, `/dev/${name}`]),
+    "--symlink",
+    "/proc/self/fd",
+    "/dev/fd",
+    ...(["stdin", "stdout", "stderr"] as const).flatMap((name, fd) => [
+      "--symlink",
+      `/proc/self/fd/${fd}`,
+      `/dev/${name}`,
+    ]),
+  ];
 }
 
 /** The read-only system: /usr and friends, /etc, a fresh /proc and /dev, Node and Roost under /opt. */
@@ -354,7 +417,8 @@ function runtimeMounts(spec: RuntimeMounts, made: Set<string>): string[] {
     made.add(mount.path);
   }
   args.push("--ro-bind", "/etc", "/etc");
-  args.push("--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm");
+  args.push("--proc", "/proc", ...devMounts(spec.isolation));
+  args.push("--perms", "1777", "--tmpfs", "/dev/shm");
   const binds: Array<[string, string]> = [
     [spec.nodePath, insidePaths.node],
     [path.join(spec.roostRoot, "src"), `${insidePaths.roost}/src`],
@@ -368,8 +432,9 @@ function runtimeMounts(spec: RuntimeMounts, made: Set<string>): string[] {
 
 /**
  * A one-off sandbox that fills Node's compile cache for the worker: it runs the worker's own
- * command line with no configuration (the worker loads every module, then exits 2), as root
- * without capabilities and without network, writing the cache under the same /opt paths the
+ * command line with no configuration (the worker loads every module, then exits 2), as the
+ * server's uid (root, or without root in a user namespace: X6) without capabilities and without
+ * network, writing the cache under the same /opt paths the
  * computers use. Computers then mount the cache read-only, which takes several hundred
  * milliseconds and ~30 MB of memory off every wake; none of them can write to it.
  */
@@ -378,6 +443,7 @@ export function compileCacheWarmUp(
 ): string[] {
   const made = new Set<string>(["/tmp", "/dev", "/proc", "/etc"]);
   return [
+    ...(spec.isolation === "unprivileged" ? ["--unshare-user"] : []),
     "--unshare-pid",
     "--unshare-net",
     "--unshare-ipc",
@@ -419,7 +485,10 @@ export function bwrapArguments(
   seccompFd?: number,
 ): { options: string[]; command: string[] } {
   const made = new Set<string>(["/tmp", "/run", "/dev", "/proc", "/etc"]);
+  const unprivileged = spec.isolation === "unprivileged";
   const args: string[] = [
+    // X6: a user namespace mapping only the server's uid and gid (bubblewrap's default).
+    ...(unprivileged ? ["--unshare-user"] : []),
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -428,16 +497,14 @@ export function bwrapArguments(
     insideHostname,
     "--die-with-parent", // X2
     "--new-session",
-    // X1: bubblewrap run by root keeps every capability unless told otherwise. The supervisor
-    // keeps the three setpriv needs to become the computer's uid and empty the bounding set.
     "--cap-drop",
     "ALL",
-    "--cap-add",
-    "CAP_SETUID",
-    "--cap-add",
-    "CAP_SETGID",
-    "--cap-add",
-    "CAP_SETPCAP",
+    // X1: bubblewrap run by root keeps every capability unless told otherwise. The supervisor
+    // keeps the three setpriv needs to become the computer's uid and empty the bounding set.
+    // X6: without root, nothing in the sandbox keeps any.
+    ...(unprivileged
+      ? []
+      : ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]),
     "--clearenv", // X3
   ];
   for (const [name, value] of Object.entries(spec.env)) args.push("--setenv", name, value);
@@ -460,9 +527,10 @@ export function bwrapArguments(
     [spec.workerState, insidePaths.workerState, "--bind"],
   ];
   // Node keeps its compile cache per uid (`<dir>/<version>-<arch>-<hash>-<uid>`); the warm-up ran
-  // as uid 0, so its folders are mounted under the computer's uid (read-only: see compileCacheWarmUp).
+  // as another uid (0 as root), so its folders are mounted under the computer's uid (read-only:
+  // see compileCacheWarmUp).
   for (const folder of spec.compileCacheFolders) {
-    const match = /^(.+)-0$/.exec(folder);
+    const match = new RegExp(`^(.+)-${spec.compileCacheUid}$`).exec(folder);
     if (match === null) continue;
     binds.push([
       path.join(spec.compileCacheDir, folder),
@@ -475,6 +543,11 @@ export function bwrapArguments(
     args.push(kind, source, dest);
   }
   args.push(...parentDirs("/var/tmp", made), "--symlink", "../tmp", "/var/tmp");
+  // Last, so that no later mount (/tmp, /run) hides them.
+  for (const tool of spec.insideTools) {
+    if (isInSystemFolders(spec.layout, tool)) continue;
+    args.push(...parentDirs(tool, made), "--ro-bind", tool, tool);
+  }
   // "/" because the supervisor, uid 0 without CAP_DAC_OVERRIDE, cannot enter the computer's 0700
   // folders; the worker starts every command in /workspace itself.
   args.push("--chdir", "/");
@@ -483,6 +556,7 @@ export function bwrapArguments(
   if (seccompFd !== undefined) args.push("--seccomp", String(seccompFd));
   // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
   // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
+  // X6: without root both are the server's uid, without capabilities (asComputerUser is empty).
   const command = ["/bin/sh", insidePaths.supervisor, ...asComputerUser(spec), ...spec.workerArgv];
   return { options: args, command };
 }

@@ -30,15 +30,20 @@ const fallbackSearchPath = [
   "/bin",
 ];
 
-/** The absolute path of an executable on `searchPath` (then the sbin and bin folders), or undefined. */
+/**
+ * The absolute path of an executable in the folders of `searchPath` (PATH-style; relative folders
+ * are skipped), or undefined. Without a `searchPath`, the usual sbin and bin folders are searched.
+ * A given `searchPath` replaces them (ROOST_TOOLS_PATH): an operator who names where the tools are
+ * gets exactly those, and a test can make a tool appear missing.
+ */
 export async function findExecutable(
   name: string,
   searchPath: string | undefined,
 ): Promise<string | undefined> {
-  const folders = [
-    ...(searchPath ?? "").split(":").filter((folder) => folder !== ""),
-    ...fallbackSearchPath,
-  ];
+  const folders =
+    searchPath === undefined
+      ? fallbackSearchPath
+      : searchPath.split(":").filter((folder) => folder !== "");
   for (const folder of folders) {
     if (!path.isAbsolute(folder)) continue;
     const candidate = path.join(folder, name);

@@ -165,6 +165,7 @@ export function createProcessProvider(options: ProcessProviderOptions): Computer
   return {
     kind: "process",
     isolated: false,
+    isolation: "none",
     paths,
     create,
     async wake(computerId: string, request: WakeRequest) {

@@ -336,3 +336,13 @@ for (const target of targets) for (let i = 0; i < count; i++) {
 }
 setTimeout(() => { console.log("opened " + opened); process.exit(0); }, Number(process.argv[2]) * 1000);
 `;
+
+export {
+  asUnprivileged,
+  nodeForUnprivileged,
+  otherUid,
+  startUnprivilegedHarness,
+  unprivilegedSkipReason,
+  unprivilegedUid,
+  type UnprivilegedHarness,
+} from "./unprivileged.ts";
