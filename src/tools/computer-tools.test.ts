@@ -174,6 +174,25 @@ describe("computer tools", () => {
     expect(again.calls).toEqual([]);
   });
 
+  it("an attempt retried in the same process replays the turn's calls from the journal, in the same order (the engine retried after a failure)", async () => {
+    const first = setup("asleep");
+    await first.router.execute("shell", { command: "echo one" }, first.request("call_1"));
+    await first.router.execute("shell", { command: "echo two" }, first.request("call_2"));
+    // The same router (the same process) runs the next attempt: it replays the whole journal.
+    const replayed = createMemoryDurable({ journal: first.durable.journal });
+    const callsBefore = first.calls.length;
+    for (const callId of ["call_1", "call_2"]) {
+      const result = await first.router.execute(
+        "shell",
+        { command: "echo" },
+        { ...first.request(callId), durable: replayed },
+      );
+      expect(result.output).toContain("hi");
+    }
+    expect(first.calls.length).toBe(callsBefore);
+    expect(replayed.steps).toEqual([]);
+  });
+
   it("reports a computer that cannot be woken as a tool error, at once", async () => {
     const { router, request } = setup("asleep", {
       ensureAwake: async () => {

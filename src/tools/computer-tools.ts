@@ -35,7 +35,7 @@ import {
   type ToolName,
   type ToolOutput,
 } from "../protocol/index.ts";
-import { CallFailedError } from "../engine/index.ts";
+import { CallFailedError, type DurableContext } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
 import { interruptedResult } from "./define.ts";
 import type { ToolSource } from "./router.ts";
@@ -106,8 +106,18 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
     description: descriptions[name],
     inputSchema: z.toJSONSchema(inputSchemaFor(name), { io: "input" }),
   }));
-  // Turns that used the computer, and its id (CT3). Rebuilt by replay, which re-runs execute.
-  const used = new Map<string, string>();
+  // Turns that used the computer, and its id (CT3), per attempt: an attempt the engine retries in
+  // this process replays the journal from the start with a new context, and must take the same
+  // path (the `computer` step again, from the journal) rather than the last attempt's memory.
+  const usedByAttempt = new WeakMap<DurableContext, Map<string, string>>();
+  const usedIn = (durable: DurableContext) => {
+    let used = usedByAttempt.get(durable);
+    if (used === undefined) {
+      used = new Map();
+      usedByAttempt.set(durable, used);
+    }
+    return used;
+  };
   const computerTarget = (computerId: string, handler: string) => ({
     object: computerObjectName,
     key: computerId,
@@ -139,6 +149,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         );
       }
 
+      const used = usedIn(context.durable);
       const computerId =
         used.get(context.turnId) ??
         (await context.run("computer", async () => {
@@ -227,6 +238,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
     },
 
     async endTurn(context) {
+      const used = usedIn(context.durable);
       const computerId = used.get(context.turnId);
       if (computerId === undefined) return;
       used.delete(context.turnId);
