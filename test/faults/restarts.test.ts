@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -217,6 +218,19 @@ describe("faults: restarts mid-turn", () => {
     });
     await api.send(conversationId, "first");
     await api.waitForSteps(conversationId, "reply");
+    // The reply is stored a moment before the loop records that it waits for follow-ups.
+    const db = new DatabaseSync(join(dataDir, "roost.db"), { readOnly: true });
+    try {
+      await waitFor(
+        () =>
+          (db.prepare("SELECT waiter FROM conversations WHERE id = ?").get(conversationId) as
+            | { waiter: string | null }
+            | undefined)?.waiter != null,
+        { what: "the loop waiting for follow-ups" },
+      );
+    } finally {
+      db.close();
+    }
     await roost!.kill("SIGKILL");
     // The message was stored, but the process died before its wake-up reached the waiting loop.
     const store = await openStore({ kind: "sqlite", path: join(dataDir, "roost.db") });
