@@ -101,6 +101,9 @@ export function searchWords(text: string): string[] {
   return [...new Set(words)].slice(0, 32);
 }
 
+/** MEM5: how many of the newest log entries matching one word a search ranks. */
+export const searchCandidatesPerWord = 50;
+
 const ownerClause = (botId: string | null) => (botId === null ? "bot_id IS NULL" : "bot_id = ?");
 const ownerParams = (botId: string | null) => (botId === null ? [] : [botId]);
 
@@ -169,10 +172,11 @@ export function createMemoryQueries(
 
   async function indexLog(tx: SqlExecutor, fact: MemoryFact) {
     if (!sqlite || fact.tier !== "log") return; // Postgres indexes a generated column
-    await tx.run("DELETE FROM memory_log_search WHERE fact_id = ?", [fact.id]);
+    await tx.run("DELETE FROM memory_log_words WHERE fact_id = ?", [fact.id]);
     if (fact.removedAt === null)
-      await tx.run("INSERT INTO memory_log_search (fact_id, text) VALUES (?, ?)", [
+      await tx.run("INSERT INTO memory_log_words (fact_id, owner, text) VALUES (?, ?, ?)", [
         fact.id,
+        fact.botId,
         fact.text,
       ]);
   }
@@ -414,27 +418,56 @@ export function createMemoryQueries(
     async searchMemoryLog({ accountId, botId, text, limit }) {
       const words = searchWords(text);
       if (words.length === 0) return [];
+      // MEM5: each word brings its newest `searchCandidatesPerWord` entries of this bot; those
+      // candidates are ranked against the whole query.
+      const columns = factColumns
+        .split(", ")
+        .map((column) => `f.${column}`)
+        .join(", ");
       if (sqlite) {
-        const query = words.map((word) => `"${word}"`).join(" OR ");
+        // FTS5 cannot rank a given set of rows against another query cheaply, so each word's
+        // newest entries bring their bm25 share for that word, and a candidate's score is the sum
+        // (what bm25 of the whole query sums, minus the shares of lists it is too old for).
+        const owner = `owner:"${botId.replaceAll('"', '""')}"`;
+        const perWord = words
+          .map(
+            () => `SELECT * FROM (SELECT fact_id, bm25(memory_log_words) AS rank FROM memory_log_words
+                    WHERE memory_log_words MATCH ? ORDER BY rowid DESC LIMIT ?)`,
+          )
+          .join(" UNION ALL ");
         const rows = await driver.all<FactRow & { rank: number }>(
-          `SELECT ${factColumns
-            .split(", ")
-            .map((column) => `f.${column}`)
-            .join(", ")}, bm25(memory_log_search) AS rank
-           FROM memory_log_search JOIN memory_facts f ON f.id = memory_log_search.fact_id
-           WHERE memory_log_search MATCH ? AND f.account_id = ? AND f.bot_id = ? AND f.removed_at IS NULL
-           ORDER BY rank LIMIT ?`,
-          [query, accountId, botId, limit],
+          `SELECT ${columns}, candidates.rank
+           FROM (SELECT fact_id, SUM(rank) AS rank FROM (${perWord}) GROUP BY fact_id) candidates
+           JOIN memory_facts f ON f.id = candidates.fact_id
+           WHERE f.account_id = ? AND f.bot_id = ? AND f.removed_at IS NULL
+           ORDER BY candidates.rank LIMIT ?`,
+          [
+            ...words.flatMap((word) => [`${owner} AND text:"${word}"`, searchCandidatesPerWord]),
+            accountId,
+            botId,
+            limit,
+          ],
         );
         // bm25 is negative, more negative = better.
         return rows.map((row): MemoryLogHit => ({ ...toFact(row), score: -Number(row.rank) }));
       }
+      const perWord = words
+        .map(
+          () => `(SELECT id FROM memory_facts
+                  WHERE account_id = ? AND bot_id = ? AND tier = 'log' AND removed_at IS NULL
+                    AND search @@ to_tsquery('simple', ?)
+                  ORDER BY created_at DESC LIMIT ?)`,
+        )
+        .join(" UNION ");
       const rows = await driver.all<FactRow & { rank: number }>(
-        `SELECT ${factColumns}, ts_rank(search, to_tsquery('simple', ?)) AS rank FROM memory_facts
-         WHERE account_id = ? AND bot_id = ? AND tier = 'log' AND removed_at IS NULL
-           AND search @@ to_tsquery('simple', ?)
+        `SELECT ${columns}, ts_rank(f.search, to_tsquery('simple', ?)) AS rank
+         FROM memory_facts f WHERE f.id IN (${perWord})
          ORDER BY rank DESC LIMIT ?`,
-        [words.join(" | "), accountId, botId, words.join(" | "), limit],
+        [
+          words.join(" | "),
+          ...words.flatMap((word) => [accountId, botId, word, searchCandidatesPerWord]),
+          limit,
+        ],
       );
       return rows.map((row): MemoryLogHit => ({ ...toFact(row), score: Number(row.rank) }));
     },

@@ -11,6 +11,10 @@
  *        concurrent adds can never exceed them.
  *   MEM3 a change with a key is applied once: repeating it returns the revision it made.
  *   MEM4 a removed fact keeps its id and text (removedAt is set), so a revert restores it.
+ *   MEM5 a log search costs the same however long the log is: each word of the query ranks at
+ *        most `searchCandidatesPerWord` of the bot's entries that contain it, the newest ones. An
+ *        entry with a rare word is always found; among hundreds of entries sharing only common
+ *        words, the newer ones are (recency ranks them anyway).
  */
 
 /** user: shared by all of an account's bots; profile: one bot's facts; log: dated entries; note: short-lived. */

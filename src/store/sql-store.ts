@@ -525,7 +525,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         // What the bot remembered goes with it (its user facts stay: they belong to the account).
         if (driver.kind === "sqlite")
           await tx.run(
-            "DELETE FROM memory_log_search WHERE fact_id IN (SELECT id FROM memory_facts WHERE bot_id = ?)",
+            "DELETE FROM memory_log_words WHERE fact_id IN (SELECT id FROM memory_facts WHERE bot_id = ?)",
             [id],
           );
         await tx.run("DELETE FROM memory_revisions WHERE bot_id = ?", [id]);

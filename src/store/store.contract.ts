@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { NotFoundError } from "../errors/index.ts";
+import { searchCandidatesPerWord } from "./memory-queries.ts";
 import type { SkillWrite, Store } from "./types.ts";
 
 export interface StoreFaults {
@@ -651,6 +652,18 @@ export function storeContract(
 
   describe(`store contract: ${name}: memory`, () => {
     const limits = { maxFacts: 2, maxChars: 40 };
+    /** A second bot of the account, and a way to add log entries. */
+    async function withLog(store: Store, accountId: string) {
+      const other = await store.createBot({
+        accountId,
+        name: "other",
+        instructions: "",
+        model: null,
+      });
+      const log = (botId: string, text: string) =>
+        store.changeMemory({ accountId, botId, tier: "log", action: "add", text, author: "tool" });
+      return { other, log };
+    }
 
     it("adds, replaces and removes facts, each with its revision (MEM1), and keeps a removed fact's text (MEM4)", () =>
       withStore(async (store) => {
@@ -948,21 +961,7 @@ export function storeContract(
     it("finds log entries by words, best first, and never another bot's", () =>
       withStore(async (store) => {
         const { account, bot } = await seed(store);
-        const other = await store.createBot({
-          accountId: account.id,
-          name: "other",
-          instructions: "",
-          model: null,
-        });
-        const log = (botId: string, text: string) =>
-          store.changeMemory({
-            accountId: account.id,
-            botId,
-            tier: "log",
-            action: "add",
-            text,
-            author: "tool",
-          });
+        const { other, log } = await withLog(store, account.id);
         await log(bot.id, "Deployed the billing service to staging");
         await log(bot.id, "Lunch with Bob about the billing rewrite and billing bugs");
         await log(bot.id, "Renewed the TLS certificate");
@@ -1018,6 +1017,26 @@ export function storeContract(
             })
           ).map((hit) => hit.text),
         ).toEqual(["Renewed the staging certificate"]);
+      }));
+
+    it("MEM5 finds an old entry by a rare word behind hundreds of newer common-word entries, and never another bot's", () =>
+      withStore(async (store) => {
+        const { account, bot } = await seed(store);
+        const { other, log } = await withLog(store, account.id);
+        await log(bot.id, "Standup: the zebrafish assay moved to Tuesday");
+        for (let index = 0; index < searchCandidatesPerWord + 50; index++) {
+          await log(bot.id, `Standup ${index}: reviewed the assay plan`);
+          await log(other.id, `Standup ${index}: the other assay`);
+        }
+        const hits = await store.searchMemoryLog({
+          accountId: account.id,
+          botId: bot.id,
+          text: "standup assay zebrafish",
+          limit: 5,
+        });
+        expect(hits[0]!.text).toBe("Standup: the zebrafish assay moved to Tuesday");
+        expect(hits).toHaveLength(5);
+        expect(hits.every((hit) => hit.botId === bot.id)).toBe(true);
       }));
   });
 

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "vitest";
+import { DatabaseSync } from "node:sqlite";
+import { describe, expect, it } from "vitest";
 import { createTestDatabase, postgresAvailable } from "../../test/support/postgres.ts";
 import type { SqlDriver } from "./driver.ts";
 import { createPostgresDriver } from "./postgres-driver.ts";
@@ -51,3 +52,48 @@ if (postgres.ok) {
     it.skip(`needs Postgres: ${postgres.reason}`, () => undefined);
   });
 }
+
+describe("store migrations: sqlite", () => {
+  it("migration 17 moves a log indexed before MEM5 into the per-bot index, and search finds it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
+    const path = join(dir, "roost.db");
+    try {
+      const store = createSqlStore(createSqliteDriver(path));
+      await store.migrate();
+      const account = await store.createAccount({ name: "a", isAdmin: false });
+      const bot = await store.createBot({
+        accountId: account.id,
+        name: "b",
+        instructions: "",
+        model: null,
+      });
+      await store.changeMemory({
+        accountId: account.id,
+        botId: bot.id,
+        tier: "log",
+        action: "add",
+        text: "Renewed the staging certificate",
+        author: "tool",
+      });
+      await store.close();
+      // Back to the index as migration 9 built it: the entry in memory_log_search only.
+      const db = new DatabaseSync(path);
+      db.exec(`CREATE VIRTUAL TABLE memory_log_search USING fts5(fact_id UNINDEXED, text);
+        INSERT INTO memory_log_search (fact_id, text) SELECT fact_id, text FROM memory_log_words;
+        DROP TABLE memory_log_words; DELETE FROM schema_migrations WHERE version = 17;`);
+      db.close();
+      const migrated = createSqlStore(createSqliteDriver(path));
+      await migrated.migrate();
+      const hits = await migrated.searchMemoryLog({
+        accountId: account.id,
+        botId: bot.id,
+        text: "certificate",
+        limit: 5,
+      });
+      expect(hits.map((hit) => hit.text)).toEqual(["Renewed the staging certificate"]);
+      await migrated.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

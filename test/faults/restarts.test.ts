@@ -223,9 +223,10 @@ describe("faults: restarts mid-turn", () => {
     try {
       await waitFor(
         () =>
-          (db.prepare("SELECT waiter FROM conversations WHERE id = ?").get(conversationId) as
-            | { waiter: string | null }
-            | undefined)?.waiter != null,
+          (
+            db.prepare("SELECT waiter FROM conversations WHERE id = ?").get(conversationId) as
+              { waiter: string | null } | undefined
+          )?.waiter != null,
         { what: "the loop waiting for follow-ups" },
       );
     } finally {
