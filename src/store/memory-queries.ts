@@ -6,6 +6,7 @@
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import { logIndexWords, logOwnerToken, textWords } from "./log-words.ts";
 import type {
   MemoryChange,
   MemoryFact,
@@ -95,9 +96,7 @@ const stopWords = new Set(
 
 /** Words of a query, safe for either full-text syntax (letters and digits only), minus stop words. */
 export function searchWords(text: string): string[] {
-  const words = (text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? []).filter(
-    (word) => !stopWords.has(word),
-  );
+  const words = textWords(text).filter((word) => !stopWords.has(word));
   return [...new Set(words)].slice(0, 32);
 }
 
@@ -174,10 +173,9 @@ export function createMemoryQueries(
     if (!sqlite || fact.tier !== "log") return; // Postgres indexes a generated column
     await tx.run("DELETE FROM memory_log_words WHERE fact_id = ?", [fact.id]);
     if (fact.removedAt === null)
-      await tx.run("INSERT INTO memory_log_words (fact_id, owner, text) VALUES (?, ?, ?)", [
+      await tx.run("INSERT INTO memory_log_words (fact_id, words) VALUES (?, ?)", [
         fact.id,
-        fact.botId,
-        fact.text,
+        logIndexWords(fact.botId!, fact.text),
       ]);
   }
 
@@ -425,10 +423,10 @@ export function createMemoryQueries(
         .map((column) => `f.${column}`)
         .join(", ");
       if (sqlite) {
-        // FTS5 cannot rank a given set of rows against another query cheaply, so each word's
-        // newest entries bring their bm25 share for that word, and a candidate's score is the sum
-        // (what bm25 of the whole query sums, minus the shares of lists it is too old for).
-        const owner = `owner:"${botId.replaceAll('"', '""')}"`;
+        // Each word's newest entries bring their bm25 share for that word; a candidate's score is
+        // the sum (bm25 of the whole query sums the same shares). CROSS JOIN keeps SQLite from
+        // reading every fact of the bot to find the candidates' rows.
+        const owner = logOwnerToken(botId);
         const perWord = words
           .map(
             () => `SELECT * FROM (SELECT fact_id, bm25(memory_log_words) AS rank FROM memory_log_words
@@ -438,11 +436,11 @@ export function createMemoryQueries(
         const rows = await driver.all<FactRow & { rank: number }>(
           `SELECT ${columns}, candidates.rank
            FROM (SELECT fact_id, SUM(rank) AS rank FROM (${perWord}) GROUP BY fact_id) candidates
-           JOIN memory_facts f ON f.id = candidates.fact_id
+           CROSS JOIN memory_facts f ON f.id = candidates.fact_id
            WHERE f.account_id = ? AND f.bot_id = ? AND f.removed_at IS NULL
            ORDER BY candidates.rank LIMIT ?`,
           [
-            ...words.flatMap((word) => [`${owner} AND text:"${word}"`, searchCandidatesPerWord]),
+            ...words.flatMap((word) => [`words:"${owner}${word}"`, searchCandidatesPerWord]),
             accountId,
             botId,
             limit,

@@ -251,12 +251,12 @@ export const migrations: readonly Migration[] = [
   {
     version: 17,
     statements: [],
-    // MEM5: log search scoped to its bot inside the index (an `owner` column), so a search reads
-    // one bot's entries only; rebuilt in the facts' order, since candidates are taken newest first.
+    // MEM5: each word indexed with its bot in front (log-words.ts), so a search reads one bot's
+    // entries; rebuilt in the facts' order, since a search takes each word's newest entries.
     sqlite: [
-      `CREATE VIRTUAL TABLE memory_log_words USING fts5(fact_id UNINDEXED, owner, text)`,
-      `INSERT INTO memory_log_words (fact_id, owner, text)
-        SELECT s.fact_id, f.bot_id, s.text FROM memory_log_search s
+      `CREATE VIRTUAL TABLE memory_log_words USING fts5(fact_id UNINDEXED, words)`,
+      `INSERT INTO memory_log_words (fact_id, words)
+        SELECT s.fact_id, roost_log_words(f.bot_id, s.text) FROM memory_log_search s
         JOIN memory_facts f ON f.id = s.fact_id ORDER BY f.created_at, f.id`,
       `DROP TABLE memory_log_search`,
     ],

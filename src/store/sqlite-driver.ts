@@ -9,6 +9,7 @@ import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { SqlDriver, SqlExecutor, SqlValue } from "./driver.ts";
+import { logIndexWords } from "./log-words.ts";
 
 /**
  * The database holds every conversation: only its owner may read it. SQLite gives the -wal and
@@ -36,6 +37,9 @@ export function createSqliteDriver(path: string): SqlDriver {
   // surfaces as a retryable error instead (outages.ts) and the durable step waits it out.
   database.exec("PRAGMA busy_timeout = 250");
   database.exec("PRAGMA foreign_keys = ON");
+  database.function("roost_log_words", { deterministic: true }, (botId, text) =>
+    logIndexWords(String(botId), String(text)),
+  );
 
   const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();
   const prepare = (sql: string) => {

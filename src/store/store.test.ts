@@ -79,7 +79,7 @@ describe("store migrations: sqlite", () => {
       // Back to the index as migration 9 built it: the entry in memory_log_search only.
       const db = new DatabaseSync(path);
       db.exec(`CREATE VIRTUAL TABLE memory_log_search USING fts5(fact_id UNINDEXED, text);
-        INSERT INTO memory_log_search (fact_id, text) SELECT fact_id, text FROM memory_log_words;
+        INSERT INTO memory_log_search (fact_id, text) SELECT id, text FROM memory_facts WHERE tier = 'log';
         DROP TABLE memory_log_words; DELETE FROM schema_migrations WHERE version = 17;`);
       db.close();
       const migrated = createSqlStore(createSqliteDriver(path));
