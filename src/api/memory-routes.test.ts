@@ -90,6 +90,11 @@ describe("memory routes", () => {
     });
     const memory = await call<Api.BotMemory>("GET", `/v1/bots/${botId}/memory`);
     expect(memory.body.profile.map((fact) => fact.text)).toEqual(["Answers in German."]);
+    expect(memory.body.limits).toEqual({
+      user: { facts: 100, chars: 4000 },
+      profile: { facts: 100, chars: 4000 },
+      note: { facts: 30, chars: 6000 },
+    });
     expect((await call("DELETE", `/v1/bots/${botId}/memory/${factId}`)).status).toBe(200);
     expect((await call<Api.BotMemory>("GET", `/v1/bots/${botId}/memory`)).body.profile).toEqual([]);
     const audit = (await call<Api.MemoryRevisionPage>("GET", `/v1/bots/${botId}/memory/revisions`))

@@ -12,7 +12,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { NotFoundError } from "../errors/index.ts";
-import type { MemoryService } from "../memory/index.ts";
+import { memoryLimits, type MemoryService } from "../memory/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type {
   Account,
@@ -163,6 +163,13 @@ export function registerMemoryRoutes(
     );
   };
 
+  const tierLimits = Object.fromEntries(
+    (["user", "profile", "note"] as const).map((tier) => [
+      tier,
+      { facts: memoryLimits[tier].maxFacts, chars: memoryLimits[tier].maxChars },
+    ]),
+  ) as Api.BotMemory["limits"];
+
   // One bot's memory.
   app.get("/v1/bots/:id/memory", async (context) => {
     const bot = await ownBot(context);
@@ -173,6 +180,7 @@ export function registerMemoryRoutes(
       note: view.note.map(memoryFactView),
       log: view.log.map(memoryFactView),
       memoryReview: bot.memoryReview,
+      limits: tierLimits,
     } satisfies Api.BotMemory);
   });
   app.get("/v1/bots/:id/memory/revisions", async (context) =>

@@ -174,6 +174,28 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(tool.payload.callId).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
   });
 
+  it("a self-hosted computer's prompt says what it is, and never /workspace", async () => {
+    await send("where am I?");
+    const model = scriptedModel(() => ({ text: "here" }));
+    const tools = shellTool(async () => ({ output: "", isError: false }));
+    await runConversation(
+      createMemoryDurable(),
+      deps(model, { tools, computerKind: async () => "self-hosted" }),
+      conversationId,
+    );
+    expect(model.requests[0]!.system).toContain("the user's own machine");
+    expect(model.requests[0]!.system).toContain("there is no /workspace");
+    expect(model.requests[0]!.system).not.toContain("/workspace is the working directory");
+    await send("and now?");
+    const hosted = scriptedModel(() => ({ text: "there" }));
+    await runConversation(
+      createMemoryDurable(),
+      deps(hosted, { tools, computerKind: async () => "hosted" }),
+      conversationId,
+    );
+    expect(hosted.requests[0]!.system).toContain("/workspace is the working directory");
+  });
+
   it("two model calls of one turn send the same system prompt and record the same section hashes (PRM2, PRM3)", async () => {
     await send("list files");
     const model = scriptedModel((_request, index) =>

@@ -68,6 +68,7 @@ import {
   assembleSystemPrompt,
   hashMessages,
   loopSections,
+  offersComputer,
   type PromptSection,
   type PromptSectionSource,
 } from "./prompt.ts";
@@ -88,6 +89,8 @@ export interface LoopDependencies {
   promptSections?: readonly PromptSectionSource[];
   /** The users' timezone until accounts have their own. @default "UTC" */
   timezone?: string;
+  /** Which computer an account's computer tools work on (the prompt says). @default "hosted" */
+  computerKind?: (accountId: string) => Promise<"hosted" | "self-hosted">;
   /**
    * Told once when the conversation goes idle (the follow-up window passed), with the span of the
    * turns it answered since its loop started; from durable code, so only journaled sends may go
@@ -397,8 +400,12 @@ function loadTurnContext(
         return text === undefined ? undefined : { name: source.section, text };
       }),
     );
+    const computer =
+      deps.computerKind !== undefined && offersComputer(tools)
+        ? await deps.computerKind(conversation.accountId)
+        : "hosted";
     const sections = [
-      ...loopSections({ bot, tools, now: startedAt, timezone: deps.timezone ?? "UTC" }),
+      ...loopSections({ bot, tools, now: startedAt, timezone: deps.timezone ?? "UTC", computer }),
       ...contributed.filter((section): section is PromptSection => section !== undefined),
     ];
     if (summary !== undefined)

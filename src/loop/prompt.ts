@@ -111,7 +111,19 @@ export const computerRules = [
   "The computer sleeps when idle; shell and read wake it. It reaches the internet only through a proxy that enforces the owner's network policy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set); a refused connection means the policy does not allow that host.",
 ].join("\n");
 
+/** Said instead when the account's computer is its own machine running `roost worker`. */
+export const selfHostedComputerRules = [
+  "You have a computer: the user's own machine, which runs Roost's worker and is shared by all of the user's bots. Run programs with the shell tool and work with files with read, write, edit, list and glob.",
+  "Commands start in the folder the worker serves, and relative paths resolve there; paths and output are the machine's real ones (there is no /workspace). It is the user's real machine, not a sandbox: change only what the task needs.",
+  "Roost never puts it to sleep; when the worker is not connected, the tools say so until the user starts it again. It uses the machine's own network, not Roost's network policy.",
+].join("\n");
+
 const computerToolNames = new Set(["shell", "read"]);
+
+/** Whether a turn with these tools works on a computer (and its prompt says what the computer is). */
+export function offersComputer(tools: readonly ToolSpec[]): boolean {
+  return tools.some((tool) => computerToolNames.has(tool.name));
+}
 
 /** The loop's own sections: rules, the bot, the tool names (details are in the tool specs). */
 export function loopSections(input: {
@@ -119,12 +131,15 @@ export function loopSections(input: {
   tools: readonly ToolSpec[];
   now: number;
   timezone: string;
+  /** Which computer the tools work on. @default "hosted" */
+  computer?: "hosted" | "self-hosted";
 }): PromptSection[] {
-  const hasComputer = input.tools.some((tool) => computerToolNames.has(tool.name));
+  const hasComputer = offersComputer(input.tools);
+  const rules = input.computer === "self-hosted" ? selfHostedComputerRules : computerRules;
   const sections: PromptSection[] = [
     {
       name: "platform-rules",
-      text: `# Platform rules\n${platformRules}${hasComputer ? `\n\n# Your computer\n${computerRules}` : ""}`,
+      text: `# Platform rules\n${platformRules}${hasComputer ? `\n\n# Your computer\n${rules}` : ""}`,
     },
     {
       name: "bot-instructions",

@@ -47,7 +47,7 @@ export function createMemorySection(deps: {
           `From your log (tier "log"; the entries most related to this conversation):\n${log.map((fact) => `- [${fact.id}] ${day(fact.createdAt)}: ${fact.text}`).join("\n")}`,
         );
       const files =
-        "Keep anything longer than a fact in files under /workspace/memory/ on your computer, and read them when they matter.";
+        "Keep anything longer than a fact in files under memory/ in your computer's working directory, and read them when they matter.";
       if (parts.length === 0)
         return `# Memory\nYou remember nothing yet. Use the memory tool to keep facts worth keeping. ${files}`;
       return `# Memory\n${parts.join("\n\n")}\n\n${files}`;

@@ -262,6 +262,8 @@ export async function startPlatform(
       followUpWindowMs: config.followUpWindowMs,
       interrupts,
       timezone: config.timezone,
+      computerKind: async (accountId) =>
+        (await store.ensureComputer(accountId, provider.kind)).kind,
       promptSections: [
         createSkillsSection({ store, skills }),
         createMemorySection({ store, ranker }),

@@ -381,6 +381,8 @@ export interface BotMemory {
   /** Newest first, at most 100. */
   log: MemoryFact[];
   memoryReview: boolean;
+  /** Each limited tier's limits (the log has none). */
+  limits: Record<"user" | "profile" | "note", { facts: number; chars: number }>;
 }
 export interface UserMemory {
   user: MemoryFact[];

@@ -10,12 +10,6 @@ import { formatRelative } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 import { messageOf, scopeOfTier, type PanelContext } from "./memory-shared.ts";
 
-/** The server's limits (src/memory/service.ts memoryLimits), shown so a full tier is no surprise. */
-const limits: Partial<Record<MemoryTier, { facts: number; chars: number }>> = {
-  user: { facts: 100, chars: 4000 },
-  profile: { facts: 100, chars: 4000 },
-  note: { facts: 30, chars: 6000 },
-};
 /** A note lives a week unless told otherwise (defaultNoteTtlMs), at most 90 days. */
 const defaultNoteHours = 7 * 24;
 const maxNoteHours = 90 * 24;
@@ -38,7 +32,7 @@ export function MemoryFacts({ context, memory }: { context: PanelContext; memory
   const { bot } = context;
   const chars = (facts: MemoryFact[]) => facts.reduce((sum, fact) => sum + fact.text.length, 0);
   const countOf = (tier: MemoryTier, facts: MemoryFact[]) => {
-    const limit = limits[tier];
+    const limit = tier === "log" ? undefined : memory.limits[tier];
     if (limit === undefined)
       return facts.length >= listedLogEntries
         ? `the newest ${listedLogEntries}`
