@@ -101,7 +101,7 @@ describe("memory end to end (fake OpenAI-compatible model)", () => {
     expect(systemOf(later)).not.toContain("The user's name is Ada.");
   });
 
-  it("the demo model's `remember` writes through the memory tool, as a revision of its turn", async () => {
+  it("the demo model's `remember` and `forget` write through the memory tool, as revisions of their turns", async () => {
     const bot = await api.createBot("demo-memory", "demo");
     const conversation = await api.createConversation(bot.id);
     await api.send(conversation.id, "remember profile: Use metric units");
@@ -117,6 +117,20 @@ describe("memory end to end (fake OpenAI-compatible model)", () => {
     expect(revisions.revisions.find((entry) => entry.author === "tool")).toMatchObject({
       conversationId: conversation.id,
       after: "Use metric units",
+    });
+    // `forget <id>` removes it the same way, and the revision records what it was.
+    const factId = view.profile[0]!.id;
+    await api.send(conversation.id, `forget ${factId}`);
+    await api.waitForSteps(conversation.id, "reply", 2);
+    expect((await api.call<Api.BotMemory>("GET", `/v1/bots/${bot.id}/memory`)).profile).toEqual([]);
+    const after = await api.call<Api.MemoryRevisionPage>(
+      "GET",
+      `/v1/bots/${bot.id}/memory/revisions`,
+    );
+    expect(after.revisions[0]).toMatchObject({
+      author: "tool",
+      before: "Use metric units",
+      after: null,
     });
   });
 });
