@@ -108,7 +108,7 @@ describe(`the computer end to end (${provider} provider, demo model)`, () => {
     const conversation = await api.createConversation(bot.id);
     await turn(conversation.id, "$ echo persistent > keep.txt; (sleep 6017 &) ; echo started");
     expect((await api.call<{ state: string }>("GET", "/v1/computers/me")).state).toBe("awake");
-    const slept = await api.call<{ state: string }>("POST", "/v1/computers/me/sleep");
+    const slept = await api.sleepComputer();
     expect(slept.state).toBe("asleep");
 
     // Asleep + a non-waking tool → the exact error text.
@@ -145,10 +145,7 @@ describe(`the computer end to end (${provider} provider, demo model)`, () => {
       conversation.id,
       "$ mkdir -p project && echo moved-with-me > project/notes.txt && echo saved > ~/home-file",
     );
-    const computer = await api.call<{ id: string; state: string }>(
-      "POST",
-      "/v1/computers/me/sleep",
-    );
+    const computer = await api.sleepComputer();
     expect(computer.state).toBe("asleep");
     // The sleep archived the disk to the blob store; now lose the local copy entirely.
     rmSync(join(dataDir, "computers", computer.id), { recursive: true, force: true });

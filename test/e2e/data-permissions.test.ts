@@ -60,7 +60,7 @@ describe(`data dir permissions (${testComputerProvider} provider)`, () => {
     // A computer that woke and slept: its disk, and a snapshot of it in the blob store.
     const api = apiClient(roost.url, roost.token);
     await api.call("POST", "/v1/computers/me/wake");
-    await api.call("POST", "/v1/computers/me/sleep");
+    await api.sleepComputer();
     await waitFor(
       async () => (await api.call<{ state: string }>("GET", "/v1/computers/me")).state === "asleep",
       { timeoutMs: 60_000, what: "the computer to sleep" },

@@ -98,7 +98,7 @@ for (const provider of providers) {
       });
 
       it("a listing wakes a sleeping computer, and folders an upload makes belong to the computer's user", async () => {
-        await api.call("POST", "/v1/computers/me/sleep");
+        await api.sleepComputer();
         expect((await api.call<{ state: string }>("GET", "/v1/computers/me")).state).toBe("asleep");
         expect((await request("GET", "/v1/computers/me/files")).status).toBe(200);
         expect((await api.call<{ state: string }>("GET", "/v1/computers/me")).state).toBe("awake");

@@ -33,6 +33,22 @@ export function apiClient(url: string, token: () => string) {
         instructions: "Be brief.",
         ...(model ? { model } : {}),
       }),
+    /**
+     * Puts the computer to sleep. A turn releases its hold on the computer a moment after its
+     * reply is stored, so a sleep right after a turn may meet `409 conflict`: asked again then.
+     */
+    sleepComputer: () =>
+      waitFor(
+        async () => {
+          try {
+            return await call<{ id: string; state: string }>("POST", "/v1/computers/me/sleep");
+          } catch (error) {
+            if (String(error).includes(" 409 ")) return undefined;
+            throw error;
+          }
+        },
+        { timeoutMs: 30_000, what: "the computer to sleep once the turn let it go" },
+      ),
     createConversation: (botId: string) =>
       call<{ id: string }>("POST", "/v1/conversations", { botId }),
     send: (conversationId: string, text: string, clientMessageId: string = randomUUID()) =>
