@@ -55,7 +55,7 @@ export function routineStoreContract(
         const refused = results.filter((result) => result.status === "rejected");
         expect(refused).toHaveLength(10);
         for (const result of refused)
-          expect((result as PromiseRejectedResult).reason).toMatchObject({ code: "conflict" });
+          expect((result).reason).toMatchObject({ code: "conflict" });
         expect(await store.listRoutines(bot.id)).toHaveLength(50);
       }));
 
