@@ -46,24 +46,27 @@ export function createSchedulerClient(ingress: () => clients.Ingress): Scheduler
       `the durable engine did not take the routine (${error instanceof Error ? error.message : String(error)}); retry`,
       { retryAfterMs: 1000, cause: error },
     );
+  /** One-way sends, idempotent by key: the engine took them once this resolves. */
+  async function send(routineId: string, handler: "arm" | "run", parameter: unknown, key: string) {
+    try {
+      await ingress().send({
+        service: routineObjectName,
+        handler,
+        key: routineId,
+        parameter,
+        opts: clients.SendOpts.from({
+          idempotencyKey: key,
+          input: clients.serde.json,
+          timeout: 5000,
+        }),
+      });
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
   return {
-    async arm(routineId, generation) {
-      try {
-        await ingress().send({
-          service: routineObjectName,
-          handler: "arm",
-          key: routineId,
-          parameter: { generation } satisfies ArmRequest,
-          opts: clients.SendOpts.from({
-            idempotencyKey: `arm:${routineId}:${generation}`,
-            input: clients.serde.json,
-            timeout: 5000,
-          }),
-        });
-      } catch (error) {
-        throw unavailable(error);
-      }
-    },
+    arm: (routineId, generation) =>
+      send(routineId, "arm", { generation } satisfies ArmRequest, `arm:${routineId}:${generation}`),
     async run(routineId, request) {
       try {
         return await ingress().call<RunRequest, Api.StartedRun | null>({
@@ -82,23 +85,7 @@ export function createSchedulerClient(ingress: () => clients.Ingress): Scheduler
         throw unavailable(error);
       }
     },
-    async send(routineId, request) {
-      try {
-        await ingress().send({
-          service: routineObjectName,
-          handler: "run",
-          key: routineId,
-          parameter: request,
-          opts: clients.SendOpts.from({
-            idempotencyKey: `run:${request.runId}`,
-            input: clients.serde.json,
-            timeout: 5000,
-          }),
-        });
-      } catch (error) {
-        throw unavailable(error);
-      }
-    },
+    send: (routineId, request) => send(routineId, "run", request, `run:${request.runId}`),
   };
 }
 
@@ -117,17 +104,8 @@ export function webhookKeyMatches(presented: string, storedHash: string | null):
   return given.length === stored.length && timingSafeEqual(given, stored);
 }
 
-/** What a create or patch asks for, validated by the route's schema. */
-export interface RoutineInput {
-  name: string;
-  instruction: string;
-  trigger: Api.RoutineTrigger;
-  target: Api.RoutineTarget;
-  enabled: boolean;
-  misfire: Api.MisfirePolicy;
-  budget: Api.Budget | null;
-  triageModel: string | null;
-}
+/** What a create or patch asks for, validated by the route's schema (the key is the service's). */
+export type RoutineInput = Omit<RoutineWrite, "webhookKeyHash">;
 
 export interface RoutineServiceDependencies {
   store: Store;
