@@ -54,8 +54,7 @@ export function routineStoreContract(
         );
         const refused = results.filter((result) => result.status === "rejected");
         expect(refused).toHaveLength(10);
-        for (const result of refused)
-          expect((result).reason).toMatchObject({ code: "conflict" });
+        for (const result of refused) expect(result.reason).toMatchObject({ code: "conflict" });
         expect(await store.listRoutines(bot.id)).toHaveLength(50);
       }));
 
