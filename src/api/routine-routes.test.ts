@@ -324,6 +324,35 @@ describe("routines API", () => {
     expect(created.body.nextRunAt).toMatch(/T1[34]:00:00.000Z$/); // 09:00 in New York
   });
 
+  it("after an absence pause the views say paused; only the owner's resume lifts it", async () => {
+    const botId = await aliceBot();
+    const created = await call<Api.Routine>("POST", `/v1/bots/${botId}/routines`, {
+      name: "p",
+      instruction: "y",
+      trigger: daily,
+    });
+    await store.setRoutinesPaused(alice.id, Date.now());
+    const paused = await call<Api.Routine>("GET", `/v1/routines/${created.body.id}`);
+    expect(paused.body).toMatchObject({ paused: true, nextRunAt: null });
+    // Another account's resume is its own: Alice's routines stay paused.
+    expect(
+      (
+        await call<Api.RoutinesResumed>("POST", "/v1/routines/resume", undefined, {
+          token: bob.token,
+        })
+      ).body,
+    ).toEqual({ resumed: false });
+    expect((await store.getRoutineAccountSettings(alice.id)).routinesPausedAt).not.toBeNull();
+    expect((await call("POST", "/v1/routines/resume", { now: 1 })).status).toBe(400);
+    expect((await call<Api.RoutinesResumed>("POST", "/v1/routines/resume")).body).toEqual({
+      resumed: true,
+    });
+    const resumed = await call<Api.Routine>("GET", `/v1/routines/${created.body.id}`);
+    expect(resumed.body.paused).toBe(false);
+    expect(resumed.body.nextRunAt).not.toBeNull();
+    expect((await store.listAudit({ accountId: alice.id }))[0]?.action).toBe("routines.resume");
+  });
+
   it("a routine stored while the engine is down is armed by the sweep later (RTN2)", async () => {
     const botId = await aliceBot();
     engineDown = true;
