@@ -15,6 +15,7 @@ import { RoostError } from "../errors/index.ts";
 import { createEventHub } from "../events/index.ts";
 import type { Api } from "../protocol/index.ts";
 import {
+  createRoutineLookup,
   createRoutineService,
   defaultRoutineSettings,
   startRun,
@@ -322,6 +323,34 @@ describe("routines API", () => {
     });
     expect(created.body.timezone).toBe("America/New_York");
     expect(created.body.nextRunAt).toMatch(/T1[34]:00:00.000Z$/); // 09:00 in New York
+  });
+
+  it("routes refuse what they do not take: a query, a body on delete, an unknown patch field; RoutineLookup reads what is stored", async () => {
+    const botId = await aliceBot();
+    const created = await call<Api.Routine>("POST", `/v1/bots/${botId}/routines`, {
+      name: "q",
+      instruction: "y",
+      trigger: daily,
+      budget: { costPerMonth: 2.5 },
+    });
+    const id = created.body.id;
+    expect((await call("GET", `/v1/routines/${id}/runs?limit=5`)).status).toBe(400);
+    expect((await call("DELETE", `/v1/routines/${id}`, { really: true })).status).toBe(400);
+    const patch = await call("PATCH", `/v1/routines/${id}`, { schedule: "daily" });
+    expect(patch.status).toBe(400);
+    expect((await call("PATCH", `/v1/routines/${id}`, {})).body.error?.message).toMatch(
+      /send at least one of/,
+    );
+    expect(
+      (await call("PATCH", `/v1/routines/${id}`, { budget: { tokensPerDay: -1 } })).status,
+    ).toBe(400);
+    expect(await createRoutineLookup(store).routineSettings(id)).toEqual({
+      ownerAccountId: alice.id,
+      budget: { costPerMonth: 2.5 },
+      triageModel: null,
+    });
+    expect(await createRoutineLookup(store).routineSettings("rtn_missing")).toBeNull();
+    expect(await store.getRoutine(id)).toMatchObject({ name: "q", budget: { costPerMonth: 2.5 } });
   });
 
   it("after an absence pause the views say paused; only the owner's resume lifts it", async () => {
