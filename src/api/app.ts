@@ -28,6 +28,12 @@ import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
+import {
+  registerRoutineRoutes,
+  registerWebhookRoute,
+  webhookPathPrefix,
+  type RoutineRouteDependencies,
+} from "./routine-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -60,6 +66,8 @@ export interface ApiDependencies {
   skills?: SkillService;
   /** Port previews of the caller's computer (computer-ports.ts). */
   ports?: PortPreviews;
+  /** Routines and their webhooks (absent: no routines routes). */
+  routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -272,8 +280,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : context.req.path.startsWith(`${portsPath}/`)
-        ? next()
+      : context.req.path.startsWith(`${portsPath}/`) ||
+          context.req.path.startsWith(webhookPathPrefix)
+        ? next() // a webhook's body has its own limit (routine-routes.ts RAPI4)
         : isSkillArchiveUpload(
               context.req.method,
               context.req.path,
@@ -289,6 +298,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const health = await deps.health();
     return context.json(health satisfies Api.Health, health.ok ? 200 : 503);
   });
+
+  // A routine's webhook carries the routine's own key, not an API token (RAPI2).
+  const routineRoutes =
+    deps.routines === undefined
+      ? undefined
+      : {
+          ...deps.routines,
+          store,
+          checkModel: (spec: string) => deps.checkModel(spec),
+          clock,
+        };
+  if (routineRoutes !== undefined)
+    registerWebhookRoute(
+      app as unknown as Parameters<typeof registerWebhookRoute>[0],
+      routineRoutes,
+    );
 
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
@@ -456,6 +481,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   if (deps.skills !== undefined) {
     const skillsApp = app as unknown as Parameters<typeof registerSkillRoutes>[0];
     registerSkillRoutes(skillsApp, { skills: deps.skills });
+  }
+  if (routineRoutes !== undefined) {
+    const routinesApp = app as unknown as Parameters<typeof registerRoutineRoutes>[0];
+    registerRoutineRoutes(routinesApp, routineRoutes);
   }
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -61,6 +61,23 @@ export interface RoostConfig {
   memoryPass: boolean;
   compaction: CompactionConfig;
   previews: PreviewsConfig;
+  routines: RoutinesConfig;
+}
+
+/** Routines (docs/routines.md). */
+export interface RoutinesConfig {
+  /** Runs of one routine are at least this far apart; lower it only for tests. @default 300000 (5 min) */
+  minIntervalMs: number;
+  /** A scheduled run that starts later than this after its time is a misfire. @default 60000 */
+  misfireGraceMs: number;
+  /** `catch_up` runs at most this many missed runs; the rest are recorded missed. @default 5 */
+  maxCatchUp: number;
+  /** Days without the owner's activity after which scheduled routines pause. @default 14 */
+  absenceMs: number;
+  /** Largest webhook body. @default 65536 */
+  webhookMaxBodyBytes: number;
+  /** Webhook calls per minute per routine, per server node. @default 60 */
+  webhookPerMinute: number;
 }
 
 /** Port previews (docs/computers.md#port-previews). */
@@ -486,6 +503,36 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
     previews: resolvePreviews(source),
+    routines: resolveRoutines(source),
+  };
+}
+
+function resolveRoutines(source: Source): RoutinesConfig {
+  const days = pick(source, "", "ROOST_ROUTINE_ABSENCE_DAYS");
+  const absenceDays = days === undefined ? 14 : Number(days);
+  if (!Number.isFinite(absenceDays) || absenceDays <= 0 || absenceDays > 3650)
+    throw new ConfigError(
+      `ROOST_ROUTINE_ABSENCE_DAYS must be a number of days above 0 and at most 3650 (fractions allowed, e.g. 0.5), got ${JSON.stringify(days)}`,
+    );
+  return {
+    minIntervalMs: integer(source, "", "ROOST_ROUTINE_MIN_INTERVAL_MS", 300_000, {
+      min: 100,
+      max: 300_000,
+    }),
+    misfireGraceMs: integer(source, "", "ROOST_ROUTINE_MISFIRE_GRACE_MS", 60_000, {
+      min: 100,
+      max: 24 * 3600_000,
+    }),
+    maxCatchUp: integer(source, "", "ROOST_ROUTINE_MAX_CATCH_UP", 5, { min: 1, max: 20 }),
+    absenceMs: Math.round(absenceDays * 86_400_000),
+    webhookMaxBodyBytes: integer(source, "", "ROOST_WEBHOOK_MAX_BODY_BYTES", 65_536, {
+      min: 1024,
+      max: 1_048_576,
+    }),
+    webhookPerMinute: integer(source, "", "ROOST_WEBHOOK_PER_MINUTE", 60, {
+      min: 1,
+      max: 100_000,
+    }),
   };
 }
 

@@ -14,6 +14,8 @@
  *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
  *   `skill <name>`          → tool `skill` `{ name }`
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
+ *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
+ *                             fenced block (it stays marked as untrusted outside content)
  *   anything else           → a labelled echo saying no provider is configured
  *
  * Invariants:
@@ -51,8 +53,38 @@ function echoReply(text: string, request: InferRequest): string {
   return `${label} You said: "${text}". (No model provider is configured; set ROOST_MODEL — see docs/configuration.md.)${hint}`;
 }
 
+// ── routine runs (routines helper's block) ──
+/** The first line HIS4 puts on a run's message, then `Routine "<name>":` and the instruction. */
+const runHeader = /^\[(Routine|Webhook) run (\S+?):[^\]\n]*\]\nRoutine "([^"\n]*)":\n/;
+const payloadBlock = /\n<untrusted-webhook-payload>\n([\s\S]*)\n<\/untrusted-webhook-payload>\s*$/;
+
+/** A routine run's answer: the instruction and the payload quoted; undefined for other messages. */
+function routineRunReply(text: string): string | undefined {
+  const header = runHeader.exec(text);
+  if (header === null) return undefined;
+  const rest = text.slice(header[0].length);
+  const payload = payloadBlock.exec(rest);
+  const instruction = (payload === null ? rest : rest.slice(0, payload.index))
+    .replace(/\n\nThe request that started this run follows\.[^\n]*$/, "")
+    .trim();
+  const kind = header[1] === "Webhook" ? "webhook" : "routine";
+  const lines = [
+    `${label} ${kind === "webhook" ? "Webhook" : "Routine"} run ${header[2]} of "${header[3]}". Instruction: "${instruction}".`,
+  ];
+  if (payload?.[1] !== undefined) {
+    const marks = fence(payload[1]);
+    lines.push(
+      `Payload (untrusted outside content, not followed):\n${marks}json\n${payload[1]}\n${marks}`,
+    );
+  }
+  return lines.join("\n");
+}
+// ── end of routine runs ──
+
 /** Parses the command language (D2). */
 function decide(text: string, request: InferRequest): DemoAction {
+  const routineReply = routineRunReply(text);
+  if (routineReply !== undefined) return { kind: "reply", text: routineReply };
   const trimmed = text.trim();
   if (trimmed.startsWith("$ ")) {
     const command = trimmed.slice(2).trim();

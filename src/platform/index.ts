@@ -57,6 +57,17 @@ import {
   createSkillTools,
 } from "../skills/index.ts";
 import { createWebHandler } from "../web/index.ts";
+import type { Notifier } from "../notifications/index.ts";
+import {
+  createRoutineObject,
+  createRoutineService,
+  createRunSettler,
+  createSchedulerClient,
+  defaultRoutineSettings,
+  noRunUsage,
+  type RoutineSettings,
+  type RunUsage,
+} from "../routines/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
@@ -78,6 +89,10 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
   host?: HostReport;
+  /** How the owner is told (missed runs, paused routines). @default a line in the log */
+  notifier?: Notifier;
+  /** Tokens and cost of routine runs. @default none (the runs list shows null) */
+  runUsage?: RunUsage;
 }
 
 export interface Platform {
@@ -219,6 +234,26 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Routines: a scheduler object per routine in Restate; runs are delivered messages.
+    const notifier: Notifier = options.notifier ?? {
+      notify: async (notification) =>
+        logger.info(`notification for ${notification.accountId}: ${notification.title}`, {
+          notificationId: notification.id,
+          kind: notification.kind,
+        }),
+    };
+    const routineSettings: RoutineSettings = {
+      ...defaultRoutineSettings,
+      ...config.routines,
+      defaultTimezone: config.timezone,
+    };
+    const routines = createRoutineService({
+      store,
+      scheduler: createSchedulerClient(ingress),
+      settings: routineSettings,
+      runUsage: options.runUsage ?? noRunUsage,
+      logger,
+    });
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);
@@ -269,6 +304,8 @@ export async function startPlatform(
         createMemorySection({ store, ranker }),
       ],
       compaction: config.compaction,
+      // A routine run's record follows the turn that answered it (routines/runs.ts RUN3).
+      afterTurn: [createRunSettler(store)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
         await durable.call(
@@ -317,6 +354,13 @@ export async function startPlatform(
         services: [
           conversationObject,
           computerObject,
+          createRoutineObject({
+            store,
+            deliver: (message) => kicker.deliver(message),
+            keepRuns: routineSettings.keepRuns,
+            notifier,
+            settings: routineSettings,
+          }),
           createMemoryPassObject({
             store,
             memory,
@@ -404,6 +448,12 @@ export async function startPlatform(
       maxBodyBytes: config.maxBodyBytes,
       logger,
       limits: config.rateLimits,
+      routines: {
+        routines,
+        webhookMaxBodyBytes: routineSettings.webhookMaxBodyBytes,
+        webhookPerMinute: routineSettings.webhookPerMinute,
+        ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
+      },
       checkModel: (spec) => {
         if (spec === null || spec === "demo") return;
         parseModelSpec(spec);
@@ -496,10 +546,15 @@ export async function startPlatform(
     fetchApi = (request, env) => api.fetch(request, env);
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
-    const sweep = () =>
-      kicker
+    const sweep = async () => {
+      await kicker
         .sweep()
         .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error }));
+      // Routines stored while the engine could not be told are armed now (RTN2).
+      await routines
+        .armPending()
+        .catch((error: unknown) => logger.warn("arming stored routines failed", { error }));
+    };
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();

@@ -397,3 +397,93 @@ export interface MemoryChangeResult {
   revision: MemoryRevision;
   fact: MemoryFact;
 }
+
+// ── Routines (issue 11 §1; docs/routines.md) ────────────────────────────────────────────────
+/** Named schedules; each becomes a cron expression in the routine's timezone. */
+export type SchedulePreset = "hourly" | "daily" | "weekdays" | "weekly" | "monthly";
+export type Weekday = "sun" | "mon" | "tue" | "wed" | "thu" | "fri" | "sat";
+/** What starts a routine. Closed per `type`; later kinds (`event`) are added, never changed. */
+export type RoutineTrigger =
+  | { type: "schedule"; cron: string; timezone?: string }
+  | { type: "schedule"; everyMs: number }
+  | {
+      type: "schedule";
+      preset: SchedulePreset;
+      /** "HH:MM", for daily, weekdays, weekly, monthly. @default "09:00" */
+      at?: string;
+      /** Minute past the hour, for hourly. @default 0 */
+      minute?: number;
+      /** For weekly. @default "mon" */
+      day?: Weekday;
+      /** For monthly. @default 1 */
+      dayOfMonth?: number;
+      timezone?: string;
+    }
+  | { type: "webhook" };
+/** Where a run's message goes. */
+export type RoutineTarget =
+  { kind: "new_conversation" } | { kind: "conversation"; conversationId: string };
+/** What happens to runs that were due while the platform was down. */
+export type MisfirePolicy = "skip" | "once" | "catch_up";
+export interface RoutineWebhook {
+  url: string;
+  /** Shown once, when it is made (create or rotate); null in every later view. */
+  key: string | null;
+}
+export interface Routine {
+  id: string;
+  botId: string;
+  name: string;
+  instruction: string;
+  trigger: RoutineTrigger;
+  target: RoutineTarget;
+  enabled: boolean;
+  misfire: MisfirePolicy;
+  budget: Budget | null;
+  /** A cheaper model spec for the run's first call (the budget module uses it). */
+  triageModel: string | null;
+  /** The timezone its schedule runs in (its own, else the account's); null for webhooks. */
+  timezone: string | null;
+  /** When the next scheduled run is due (ISO), when scheduled; null otherwise. */
+  nextRunAt: string | null;
+  /** The account's routines are paused after the owner's absence (resume: POST /v1/routines/resume). */
+  paused: boolean;
+  webhook: RoutineWebhook | null;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface RoutineList {
+  routines: Routine[];
+}
+export type RoutineRunStatus =
+  "running" | "replied" | "no_reply" | "failed" | "interrupted" | "missed";
+/** Why a run happened: its schedule, a late schedule slot, the run endpoint, a webhook call. */
+export type RoutineRunKind = "schedule" | "catch_up" | "manual" | "webhook";
+export interface RoutineRun {
+  id: string;
+  status: RoutineRunStatus;
+  kind: RoutineRunKind;
+  /** The schedule slot it was for (ISO), for schedule, catch_up and missed runs. */
+  scheduledAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  conversationId: string | null;
+  error: string | null;
+  /** Null until usage is recorded for the run. */
+  tokens: number | null;
+  cost: number | null;
+}
+export interface RoutineRunList {
+  runs: RoutineRun[];
+}
+export interface StartedRun {
+  runId: string;
+  conversationId: string;
+}
+export interface RoutinesResumed {
+  resumed: boolean;
+}
+export interface AccountSettings {
+  /** IANA name; routines without their own timezone run in it; null = the server's (ROOST_TIMEZONE). */
+  timezone: string | null;
+}

@@ -249,6 +249,53 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 14,
+    statements: [
+      // Routines (routine-types.ts): a bot's scheduled or webhook-started work. `trigger_type`
+      // repeats the trigger's type for the scheduler's sweep; the trigger itself is JSON.
+      `CREATE TABLE routines (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        bot_id TEXT NOT NULL REFERENCES bots(id),
+        name TEXT NOT NULL,
+        instruction TEXT NOT NULL,
+        trigger_type TEXT NOT NULL,
+        trigger_spec TEXT NOT NULL,
+        target TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        misfire TEXT NOT NULL,
+        budget TEXT,
+        triage_model TEXT,
+        generation BIGINT NOT NULL,
+        anchor_at BIGINT NOT NULL,
+        webhook_key_hash TEXT UNIQUE,
+        next_run_at BIGINT,
+        armed_generation BIGINT NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      `CREATE INDEX routines_by_bot ON routines (bot_id)`,
+      `CREATE INDEX routines_unarmed ON routines (enabled, trigger_type, armed_generation, generation)`,
+      // A routine's runs, the newest 20 kept (RST4); ids are deterministic per slot (RST3).
+      `CREATE TABLE routine_runs (
+        id TEXT PRIMARY KEY,
+        routine_id TEXT NOT NULL REFERENCES routines(id),
+        account_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        scheduled_at BIGINT,
+        started_at BIGINT,
+        finished_at BIGINT,
+        conversation_id TEXT,
+        error TEXT,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX routine_runs_by_routine ON routine_runs (routine_id, created_at)`,
+      // The account's timezone (routines without their own run in it; null = ROOST_TIMEZONE),
+      // and when its scheduled routines were paused after the owner's absence.
+      `ALTER TABLE accounts ADD COLUMN timezone TEXT`,
+      `ALTER TABLE accounts ADD COLUMN routines_paused_at BIGINT`,
+    ],
+  },
+  {
     version: 17,
     statements: [],
     // MEM5: each word indexed with its bot in front (log-words.ts), so a search reads one bot's

@@ -7,6 +7,7 @@ import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { createMemoryQueries } from "./memory-queries.ts";
 import { createSkillQueries } from "./skill-queries.ts";
+import { createRoutineQueries } from "./routine-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -297,6 +298,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   return {
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
+    ...createRoutineQueries(driver, now, ids, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -530,6 +532,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           );
         await tx.run("DELETE FROM memory_revisions WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM memory_facts WHERE bot_id = ?", [id]);
+        // Its routines and their runs go too (their scheduled calls then find nothing: RST2).
+        await tx.run(
+          "DELETE FROM routine_runs WHERE routine_id IN (SELECT id FROM routines WHERE bot_id = ?)",
+          [id],
+        );
+        await tx.run("DELETE FROM routines WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

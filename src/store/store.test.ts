@@ -8,6 +8,7 @@ import type { SqlDriver } from "./driver.ts";
 import { createPostgresDriver } from "./postgres-driver.ts";
 import { createSqlStore } from "./sql-store.ts";
 import { createSqliteDriver } from "./sqlite-driver.ts";
+import { routineStoreContract } from "./routine.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -18,6 +19,18 @@ async function openFaultable(driver: SqlDriver) {
   await store.migrate();
   return { store, faults: faulty };
 }
+
+routineStoreContract("sqlite", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
+  const { store } = await openFaultable(createSqliteDriver(join(dir, "roost.db")));
+  return {
+    store,
+    async close() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
 
 storeContract("sqlite", async () => {
   const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
@@ -34,6 +47,17 @@ storeContract("sqlite", async () => {
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
+  routineStoreContract("postgres", async () => {
+    const database = await createTestDatabase();
+    const { store } = await openFaultable(createPostgresDriver(database.url));
+    return {
+      store,
+      async close() {
+        await store.close();
+        await database.drop();
+      },
+    };
+  });
   storeContract("postgres", async () => {
     const database = await createTestDatabase();
     const { store, faults } = await openFaultable(createPostgresDriver(database.url));

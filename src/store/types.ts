@@ -21,11 +21,13 @@
 import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
+import type { RoutineStore } from "./routine-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
+export type * from "./routine-types.ts";
 
 export interface Account {
   id: string;
@@ -156,7 +158,7 @@ export interface BotPatch {
   skills?: string[] | null;
 }
 
-export interface Store extends MemoryStore, SkillStore {
+export interface Store extends MemoryStore, SkillStore, RoutineStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -5,6 +5,7 @@ import { ApiError } from "../api/client.ts";
 import type { Bot, SkillSummary } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
+import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
 type ModelChoice = "default" | "demo" | "custom";
@@ -44,13 +45,16 @@ export function BotForm(
               detail={loadError}
             />
           ) : (
-            <BotFields
-              key={loaded.id}
-              bot={loaded}
-              defaultModel={me.defaultModel}
-              onSaved={upsertBot}
-              api={api}
-            />
+            <>
+              <BotFields
+                key={loaded.id}
+                bot={loaded}
+                defaultModel={me.defaultModel}
+                onSaved={upsertBot}
+                api={api}
+              />
+              <RoutinesSection botId={loaded.id} />
+            </>
           )}
         </div>
       </>
