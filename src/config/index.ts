@@ -61,6 +61,17 @@ export interface RoostConfig {
   memoryPass: boolean;
   compaction: CompactionConfig;
   previews: PreviewsConfig;
+  results: ResultsConfig;
+}
+
+/** Bot-to-bot messages and the owner's webhooks (docs/results.md). */
+export interface ResultsConfig {
+  /** Bot-to-bot messages in one chain, counted from the first (ROOST_BOT_MESSAGE_MAX_HOPS). @default 4 */
+  botMessageMaxHops: number;
+  /** Attempts of one webhook delivery to the owner's endpoint. @default 6 */
+  webhookAttempts: number;
+  /** Wait before the first retry; it doubles each time (at most 10 min). @default 5000 */
+  webhookRetryMs: number;
 }
 
 /** Port previews (docs/computers.md#port-previews). */
@@ -486,6 +497,14 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
     previews: resolvePreviews(source),
+    results: {
+      botMessageMaxHops: integer(source, "", "ROOST_BOT_MESSAGE_MAX_HOPS", 4, { min: 1, max: 50 }),
+      webhookAttempts: integer(source, "", "ROOST_WEBHOOK_ATTEMPTS", 6, { min: 1, max: 20 }),
+      webhookRetryMs: integer(source, "", "ROOST_WEBHOOK_RETRY_MS", 5000, {
+        min: 10,
+        max: 3600_000,
+      }),
+    },
   };
 }
 

@@ -60,6 +60,8 @@ import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
+import { createResults, type ResultsOptions } from "./results.ts";
+import type { Notifier } from "../notifications/index.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
@@ -78,6 +80,8 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
   host?: HostReport;
+  /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
+  results?: ResultsOptions;
 }
 
 export interface Platform {
@@ -88,6 +92,8 @@ export interface Platform {
   readonly events: EventHub;
   readonly engine: RestateEngine;
   readonly provider: ComputerProvider;
+  /** Tells account owners things (notifications/): the routines and budget modules take it. */
+  readonly notifier: Notifier;
   close(): Promise<void>;
 }
 
@@ -219,6 +225,12 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Results: bot-to-bot messages, no_reply, drafts, notifications (docs/results.md).
+    const results = createResults(
+      config,
+      { store, events, ingress, kicker, platformPorts: () => platformPorts, logger },
+      options.results,
+    );
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);
@@ -244,6 +256,7 @@ export async function startPlatform(
         ]),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
+        ...results.tools,
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -283,6 +296,7 @@ export async function startPlatform(
               ),
           ]
         : [],
+      afterTurn: [results.afterTurn],
       logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
@@ -322,6 +336,7 @@ export async function startPlatform(
             resolveModel,
             logger: logger.child({ component: "memory" }),
           }),
+          ...results.objects,
         ],
         logger: () => undefined,
       }),
@@ -456,6 +471,7 @@ export async function startPlatform(
         egressEnforced: runtime.egress !== undefined,
       },
       ports,
+      results: results.api,
       health: async () => {
         const checks: Record<string, string> = {};
         try {
@@ -511,6 +527,7 @@ export async function startPlatform(
       events,
       engine,
       provider,
+      notifier: results.notifier,
       close: closeAll,
     };
   } catch (error) {

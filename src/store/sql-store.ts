@@ -7,6 +7,7 @@ import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { createMemoryQueries } from "./memory-queries.ts";
 import { createSkillQueries } from "./skill-queries.ts";
+import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -103,12 +104,17 @@ const toBot = (row: BotRow): Bot => {
     model: row.model,
     memoryReview: settings.memoryReview === true,
     skills: settings.skills ?? null,
+    notify: settings.notify === true,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
 };
-const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills">): string =>
-  JSON.stringify({ memoryReview: bot.memoryReview, skills: bot.skills } satisfies BotSettings);
+const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills" | "notify">): string =>
+  JSON.stringify({
+    memoryReview: bot.memoryReview,
+    skills: bot.skills,
+    notify: bot.notify,
+  } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
   accountId: row.account_id,
@@ -263,6 +269,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       [key],
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
+    await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
       key,
@@ -297,6 +304,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   return {
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
+    ...createResultsQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -424,7 +432,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async createBot({ accountId, name, instructions, model, memoryReview = false, skills = null }) {
+    async createBot({
+      accountId,
+      name,
+      instructions,
+      model,
+      memoryReview = false,
+      skills = null,
+      notify = false,
+    }) {
       const at = now();
       const bot: Bot = {
         id: ids("bot"),
@@ -434,6 +450,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         model,
         memoryReview,
         skills,
+        notify,
         createdAt: at,
         updatedAt: at,
       };
@@ -491,6 +508,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           model: patch.model === undefined ? bot.model : patch.model,
           memoryReview: patch.memoryReview ?? bot.memoryReview,
           skills: patch.skills === undefined ? bot.skills : patch.skills,
+          notify: patch.notify ?? bot.notify,
           updatedAt: now(),
         };
         try {

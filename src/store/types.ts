@@ -21,11 +21,13 @@
 import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
+import type { ResultsStore } from "./results-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
+export type * from "./results-types.ts";
 
 export interface Account {
   id: string;
@@ -54,6 +56,8 @@ export interface Bot {
   memoryReview: boolean;
   /** Names of the account's skills this bot may use; null = all of them. */
   skills: string[] | null;
+  /** Notify the owner when it finishes a turn or needs input (issue 11 §3). */
+  notify: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -62,6 +66,7 @@ export interface Bot {
 export interface BotSettings {
   memoryReview?: boolean;
   skills?: string[] | null;
+  notify?: boolean;
 }
 
 export interface Conversation {
@@ -154,9 +159,10 @@ export interface BotPatch {
   model?: string | null;
   memoryReview?: boolean;
   skills?: string[] | null;
+  notify?: boolean;
 }
 
-export interface Store extends MemoryStore, SkillStore {
+export interface Store extends MemoryStore, SkillStore, ResultsStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -188,6 +194,7 @@ export interface Store extends MemoryStore, SkillStore {
     model: string | null;
     memoryReview?: boolean;
     skills?: string[] | null;
+    notify?: boolean;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;
