@@ -28,7 +28,11 @@ import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
-import { isResultsQueryRoute, registerResultsRoutes, type ResultsService } from "./results-routes.ts";
+import {
+  isResultsQueryRoute,
+  registerResultsRoutes,
+  type ResultsService,
+} from "./results-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,

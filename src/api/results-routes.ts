@@ -21,7 +21,13 @@ import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.
 import { draftView, type DraftSender } from "../drafts/index.ts";
 import { notificationView, type OwnerWebhookClient } from "../notifications/index.ts";
 import type { Api } from "../protocol/index.ts";
-import type { Account, Conversation, DraftStatus, OwnerWebhookRecord, Store } from "../store/index.ts";
+import type {
+  Account,
+  Conversation,
+  DraftStatus,
+  OwnerWebhookRecord,
+  Store,
+} from "../store/index.ts";
 import { queryInteger, readJson, readQuery, refuseBody } from "./validation.ts";
 
 export interface ResultsService {
@@ -34,7 +40,9 @@ type AppContext = Context<{ Variables: Variables }>;
 
 const draftStatuses = ["pending", "sending", "sent", "failed", "discarded"] as const;
 const draftsQuery = z.strictObject({
-  status: z.enum(draftStatuses, { error: `status must be one of ${draftStatuses.join(", ")}` }).optional(),
+  status: z
+    .enum(draftStatuses, { error: `status must be one of ${draftStatuses.join(", ")}` })
+    .optional(),
   conversationId: z.string().max(100).optional(),
   limit: queryInteger("limit", { min: 1, max: 200 }).optional(),
 });
@@ -42,7 +50,9 @@ const conversationDraftsQuery = draftsQuery.omit({ conversationId: true });
 const notificationsQuery = z.strictObject({
   unread: z.enum(["true", "false"], { error: "unread must be true or false" }).optional(),
   limit: queryInteger("limit", { min: 1, max: 200 }).optional(),
-  before: z.iso.datetime({ error: "before must be an ISO time, as in a notification's createdAt" }).optional(),
+  before: z.iso
+    .datetime({ error: "before must be an ISO time, as in a notification's createdAt" })
+    .optional(),
 });
 const webhookBody = z.strictObject({
   url: z.string({ error: "url is required: the http(s) URL Roost posts to" }),
@@ -62,7 +72,11 @@ const sendBody = z.strictObject({}).optional();
 
 /** The routes of this file that take query parameters (app.ts API4 hands them over). */
 export function isResultsQueryRoute(path: string): boolean {
-  return path === "/v1/drafts" || path === "/v1/notifications" || /^\/v1\/conversations\/[^/]+\/drafts$/.test(path);
+  return (
+    path === "/v1/drafts" ||
+    path === "/v1/notifications" ||
+    /^\/v1\/conversations\/[^/]+\/drafts$/.test(path)
+  );
 }
 
 function webhookView(webhook: OwnerWebhookRecord): Api.OwnerWebhook {
@@ -128,7 +142,10 @@ export function registerResultsRoutes(
     app.get(path, async (context) => {
       const webhook = await store.getOwnerWebhook(accountOf(context).id, purpose);
       if (webhook === undefined)
-        throw new RoostError("not_found", `no ${purpose} webhook is set (set one with PUT ${path})`);
+        throw new RoostError(
+          "not_found",
+          `no ${purpose} webhook is set (set one with PUT ${path})`,
+        );
       return context.json(webhookView(webhook));
     });
     app.delete(path, async (context) => {
@@ -158,14 +175,25 @@ export function registerResultsRoutes(
     const draft = await ownDraft(context, context.req.param("id"));
     if (context.req.header("content-type") !== undefined) await readJson(context, sendBody);
     if (draft.status !== "pending" && draft.status !== "failed" && draft.status !== "sending")
-      throw new RoostError("conflict", `draft ${draft.id} was ${draft.status} already; there is nothing to send`, {
-        details: { draftId: draft.id, status: draft.status },
-      });
+      throw new RoostError(
+        "conflict",
+        `draft ${draft.id} was ${draft.status} already; there is nothing to send`,
+        {
+          details: { draftId: draft.id, status: draft.status },
+        },
+      );
     // RAPI2: a send already running is joined (same key) rather than refused.
     const attempt = draft.status === "sending" ? draft.sendAttempts - 1 : draft.sendAttempts;
-    const result = await results.drafts.send({ accountId: draft.accountId, draftId: draft.id }, attempt);
+    const result = await results.drafts.send(
+      { accountId: draft.accountId, draftId: draft.id },
+      attempt,
+    );
     if (!result.ok)
-      throw new RoostError(result.code, result.message, result.details === undefined ? {} : { details: result.details });
+      throw new RoostError(
+        result.code,
+        result.message,
+        result.details === undefined ? {} : { details: result.details },
+      );
     return context.json(result.draft);
   });
 
@@ -173,7 +201,11 @@ export function registerResultsRoutes(
     const draft = await ownDraft(context, context.req.param("id"));
     if (context.req.header("content-type") !== undefined) await readJson(context, sendBody);
     const account = accountOf(context);
-    const discarded = await store.discardDraft({ accountId: account.id, id: draft.id, actorAccountId: account.id });
+    const discarded = await store.discardDraft({
+      accountId: account.id,
+      id: draft.id,
+      actorAccountId: account.id,
+    });
     events.publishAccount({
       type: "draft",
       accountId: account.id,
@@ -218,7 +250,11 @@ export function registerResultsRoutes(
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, seenBody);
     const accountId = accountOf(context).id;
-    await store.markConversationSeen(accountId, conversation.id, Math.min(body.seq, conversation.lastSeq));
+    await store.markConversationSeen(
+      accountId,
+      conversation.id,
+      Math.min(body.seq, conversation.lastSeq),
+    );
     await store.markNotificationsRead(accountId, { conversationId: conversation.id });
     return context.body(null, 204);
   });
@@ -259,7 +295,10 @@ export function registerResultsRoutes(
       };
       const onAccount = (event: AccountEvent) => {
         if (event.type === "notification")
-          push({ type: "notification", notification: event.notification as unknown as Api.Notification });
+          push({
+            type: "notification",
+            notification: event.notification as unknown as Api.Notification,
+          });
         else if (event.type === "draft")
           push({
             type: "draft",
@@ -272,7 +311,10 @@ export function registerResultsRoutes(
       const unsubscribeAccount = events.subscribeAccount(account.id, onAccount);
       stream.onAbort(() => wake?.());
       try {
-        await stream.writeSSE({ event: "hello", data: JSON.stringify({ at: new Date().toISOString() }) });
+        await stream.writeSSE({
+          event: "hello",
+          data: JSON.stringify({ at: new Date().toISOString() }),
+        });
         while (!stream.aborted) {
           const event = queue.shift();
           if (event === undefined) {
@@ -298,4 +340,3 @@ export function registerResultsRoutes(
     });
   });
 }
-

@@ -28,7 +28,10 @@ export interface ChannelAdapter {
 }
 
 /** The adapter that posts the draft to the owner's drafts webhook (any kind). */
-export function createWebhookChannel(deps: { store: Store; webhooks: OwnerWebhookClient }): ChannelAdapter {
+export function createWebhookChannel(deps: {
+  store: Store;
+  webhooks: OwnerWebhookClient;
+}): ChannelAdapter {
   return {
     name: "webhook",
     async accepts(accountId) {
@@ -37,7 +40,10 @@ export function createWebhookChannel(deps: { store: Store; webhooks: OwnerWebhoo
     async send(draft, deliveryId) {
       const webhook = await deps.store.getOwnerWebhook(draft.accountId, "drafts");
       if (webhook === undefined)
-        return { ok: false, error: "the drafts webhook was removed; set one with PUT /v1/drafts/webhook" };
+        return {
+          ok: false,
+          error: "the drafts webhook was removed; set one with PUT /v1/drafts/webhook",
+        };
       const outcome: WebhookOutcome = await deps.webhooks.post({
         url: webhook.url,
         secret: webhook.secret,

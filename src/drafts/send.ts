@@ -36,7 +36,12 @@ export interface DraftSendRequest {
 
 export type DraftSendResult =
   | { ok: true; draft: Api.Draft }
-  | { ok: false; code: "conflict" | "not_found"; message: string; details?: Record<string, unknown> };
+  | {
+      ok: false;
+      code: "conflict" | "not_found";
+      message: string;
+      details?: Record<string, unknown>;
+    };
 
 export interface DraftSendDependencies {
   store: Store;
@@ -44,7 +49,8 @@ export interface DraftSendDependencies {
   channels: readonly ChannelAdapter[];
 }
 
-type DeliveryOutcome = { ok: true; channel: string } | { ok: false; channel: string | null; error: string };
+type DeliveryOutcome =
+  { ok: true; channel: string } | { ok: false; channel: string | null; error: string };
 
 export function publishDraft(events: EventHub, draft: Draft): void {
   events.publishAccount({
@@ -62,28 +68,32 @@ export async function sendDraft(
   request: DraftSendRequest,
 ): Promise<DraftSendResult> {
   const { store } = deps;
-  const claimed = await durable.step("claim", async (): Promise<{ ok: true; draft: Draft } | Extract<DraftSendResult, { ok: false }>> => {
-    try {
-      const draft = await store.claimDraft(request.accountId, request.draftId);
-      publishDraft(deps.events, draft);
-      return { ok: true, draft };
-    } catch (error) {
-      if (isRoostError(error) && (error.code === "conflict" || error.code === "not_found"))
-        return {
-          ok: false,
-          code: error.code,
-          message: error.message,
-          ...(error.details === undefined ? {} : { details: error.details }),
-        };
-      throw error;
-    }
-  });
+  const claimed = await durable.step(
+    "claim",
+    async (): Promise<{ ok: true; draft: Draft } | Extract<DraftSendResult, { ok: false }>> => {
+      try {
+        const draft = await store.claimDraft(request.accountId, request.draftId);
+        publishDraft(deps.events, draft);
+        return { ok: true, draft };
+      } catch (error) {
+        if (isRoostError(error) && (error.code === "conflict" || error.code === "not_found"))
+          return {
+            ok: false,
+            code: error.code,
+            message: error.message,
+            ...(error.details === undefined ? {} : { details: error.details }),
+          };
+        throw error;
+      }
+    },
+  );
   if (!claimed.ok) return claimed;
   const draft = claimed.draft;
   const deliveryId = `${draft.id}:${draft.sendAttempts}`; // CHAN1
   const outcome = await durable.step("deliver", async (): Promise<DeliveryOutcome> => {
     const adapter = await channelFor(deps.channels, draft.accountId, draft.kind);
-    if (adapter === undefined) return { ok: false, channel: null, error: notConfiguredMessage(draft.kind) }; // DRF3
+    if (adapter === undefined)
+      return { ok: false, channel: null, error: notConfiguredMessage(draft.kind) }; // DRF3
     const sent = await adapter.send(draft, deliveryId);
     return sent.ok
       ? { ok: true, channel: adapter.name }

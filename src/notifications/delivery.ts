@@ -40,8 +40,7 @@ export interface DeliveryDependencies {
 }
 
 export type DeliveryResult =
-  | { delivered: true; attempts: number }
-  | { delivered: false; attempts: number; reason: string };
+  { delivered: true; attempts: number } | { delivered: false; attempts: number; reason: string };
 
 export function deliveryKey(request: NotificationDeliveryRequest): string {
   return `${request.accountId}:${request.notificationId}`;
@@ -63,12 +62,19 @@ export async function deliverNotification(
       const webhook = await deps.store.getOwnerWebhook(request.accountId, "notifications");
       const stored = await deps.store.getNotification(request.accountId, request.notificationId);
       if (webhook === undefined || stored === undefined)
-        return { ok: false as const, retryable: false as const, error: "the webhook or the notification is gone" };
+        return {
+          ok: false as const,
+          retryable: false as const,
+          error: "the webhook or the notification is gone",
+        };
       return deps.webhooks.post({
         url: webhook.url,
         secret: webhook.secret,
         deliveryId: deliveryKey(request),
-        body: { type: "notification", notification: notificationView(stored) } satisfies Api.NotificationDelivery,
+        body: {
+          type: "notification",
+          notification: notificationView(stored),
+        } satisfies Api.NotificationDelivery,
       });
     });
     if (last.ok) return { delivered: true, attempts: attempt }; // OWD1

@@ -37,7 +37,8 @@ export interface NotifierDependencies {
   logger?: Logger;
 }
 
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+const cut = (text: string, max: number) =>
+  text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 
 /** The real Notifier: hand it to the routines and budget modules. */
 export function createNotifier(deps: NotifierDependencies): Notifier {

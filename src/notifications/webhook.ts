@@ -76,7 +76,11 @@ export function refusalOf(
   const ip = parseIp(address);
   if (ip === undefined) return `${address} is not a valid address`;
   const addressClass = classifyAddress(address);
-  if (addressClass === "loopback" || addressClass === "unspecified" || context.isHostAddress(address))
+  if (
+    addressClass === "loopback" ||
+    addressClass === "unspecified" ||
+    context.isHostAddress(address)
+  )
     return `${address} is an address of the Roost host itself, which Roost never posts to`;
   if (unreachableClasses.has(addressClass))
     return `${address} is a ${addressClass} address, which Roost never posts to`;
@@ -105,7 +109,9 @@ export function createOwnerWebhookClient(options: OwnerWebhookClientOptions): Ow
 
   function checkUrl(text: string, field = "url"): URL {
     const refuse = (message: string) =>
-      new InvalidRequestError(`field "${field}": ${message}`, { issues: [{ path: field, message }] });
+      new InvalidRequestError(`field "${field}": ${message}`, {
+        issues: [{ path: field, message }],
+      });
     if (text.length > maxUrlLength) throw refuse(`a URL is at most ${maxUrlLength} characters`);
     let url: URL;
     try {

@@ -437,12 +437,7 @@ export interface DraftList {
 }
 
 export type NotificationKind =
-  | "finished"
-  | "needs_input"
-  | "missed_run"
-  | "budget_reached"
-  | "routines_paused"
-  | "draft";
+  "finished" | "needs_input" | "missed_run" | "budget_reached" | "routines_paused" | "draft";
 
 export interface Notification {
   id: string;

@@ -35,7 +35,8 @@ export function createFinishedHook(deps: { store: Store; notifier: Notifier }) {
         id: `turn:${turn.turnId}`, // NTF1
         accountId: turn.accountId,
         kind: turn.outcome === "reply" ? "finished" : "needs_input",
-        title: turn.outcome === "reply" ? `${bot.name} finished` : `${bot.name} stopped and needs you`,
+        title:
+          turn.outcome === "reply" ? `${bot.name} finished` : `${bot.name} stopped and needs you`,
         body: text.slice(0, 300),
         botId: bot.id,
         conversationId: turn.conversationId,

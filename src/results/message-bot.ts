@@ -39,7 +39,11 @@ export interface MessageBotDependencies {
 }
 
 /** BOT1: the account's bot by id or name. */
-async function findBot(store: Store, accountId: string, nameOrId: string): Promise<Bot | undefined> {
+async function findBot(
+  store: Store,
+  accountId: string,
+  nameOrId: string,
+): Promise<Bot | undefined> {
   const byId = await store.getBot(nameOrId);
   if (byId !== undefined) return byId.accountId === accountId ? byId : undefined;
   return store.findBotByName(accountId, nameOrId.trim());
@@ -55,7 +59,11 @@ async function destination(
   const source = context.trigger?.source;
   if (source?.kind === "bot" && source.fromBotId === receiver.id) {
     const origin = await store.getConversation(source.fromConversationId);
-    if (origin !== undefined && origin.accountId === context.accountId && origin.botId === receiver.id)
+    if (
+      origin !== undefined &&
+      origin.accountId === context.accountId &&
+      origin.botId === receiver.id
+    )
       return origin.id;
   }
   const thread = await store.ensureBotThread({
@@ -93,7 +101,11 @@ export function messageBotTool(deps: MessageBotDependencies): AnyServerTool {
         };
       }
       if (receiver.id === context.botId)
-        return { output: "That is you; message another bot.", isError: true, details: { code: "self" } };
+        return {
+          output: "That is you; message another bot.",
+          isError: true,
+          details: { code: "self" },
+        };
       const sender = await deps.store.getBot(context.botId);
       if (sender === undefined) return { output: "This bot is gone.", isError: true };
       const conversationId = await destination(deps.store, context, sender, receiver);

@@ -100,7 +100,12 @@ const toWebhook = (row: WebhookRow): OwnerWebhookRecord => ({
 
 type Audit = (
   executor: SqlExecutor,
-  entry: { accountId: string | null; action: string; target: string; detail: Record<string, unknown> },
+  entry: {
+    accountId: string | null;
+    action: string;
+    target: string;
+    detail: Record<string, unknown>;
+  },
 ) => Promise<void>;
 
 /** `?, ?, ?` for a list of parameters. */
@@ -160,26 +165,23 @@ export function createResultsQueries(
     async createDraft(input) {
       const at = now();
       try {
-        await driver.run(
-          `INSERT INTO drafts (${draftColumns}) VALUES (${placeholders(15)})`,
-          [
-            input.id,
-            input.accountId,
-            input.botId,
-            input.conversationId,
-            input.kind,
-            input.to,
-            input.subject,
-            input.text,
-            "pending",
-            0,
-            null,
-            null,
-            at,
-            at,
-            null,
-          ],
-        );
+        await driver.run(`INSERT INTO drafts (${draftColumns}) VALUES (${placeholders(15)})`, [
+          input.id,
+          input.accountId,
+          input.botId,
+          input.conversationId,
+          input.kind,
+          input.to,
+          input.subject,
+          input.text,
+          "pending",
+          0,
+          null,
+          null,
+          at,
+          at,
+          null,
+        ]);
       } catch (error) {
         if (!driver.isUniqueViolation(error)) throw error;
         const existing = await draftOf(driver, input.accountId, input.id);

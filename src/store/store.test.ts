@@ -7,6 +7,7 @@ import type { SqlDriver } from "./driver.ts";
 import { createPostgresDriver } from "./postgres-driver.ts";
 import { createSqlStore } from "./sql-store.ts";
 import { createSqliteDriver } from "./sqlite-driver.ts";
+import { resultsContract } from "./results.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -18,7 +19,7 @@ async function openFaultable(driver: SqlDriver) {
   return { store, faults: faulty };
 }
 
-storeContract("sqlite", async () => {
+const openSqlite = async () => {
   const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
   const { store, faults } = await openFaultable(createSqliteDriver(join(dir, "roost.db")));
   return {
@@ -29,11 +30,13 @@ storeContract("sqlite", async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
+storeContract("sqlite", openSqlite);
+resultsContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
-  storeContract("postgres", async () => {
+  const openPostgres = async () => {
     const database = await createTestDatabase();
     const { store, faults } = await openFaultable(createPostgresDriver(database.url));
     return {
@@ -44,7 +47,9 @@ if (postgres.ok) {
         await database.drop();
       },
     };
-  });
+  };
+  storeContract("postgres", openPostgres);
+  resultsContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);
