@@ -250,13 +250,12 @@ export function registerResultsRoutes(
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, seenBody);
     const accountId = accountOf(context).id;
-    await store.markConversationSeen(
-      accountId,
-      conversation.id,
-      Math.min(body.seq, conversation.lastSeq),
-    );
-    await store.markNotificationsRead(accountId, { conversationId: conversation.id });
-    return context.body(null, 204);
+    const seq = Math.min(body.seq, conversation.lastSeq);
+    await store.markConversationSeen(accountId, conversation.id, seq);
+    const marked = await store.markNotificationsRead(accountId, {
+      conversationId: conversation.id,
+    });
+    return context.json({ seq, notificationsRead: marked } satisfies Api.ConversationSeen);
   });
 
   app.get("/v1/events", async (context) => {

@@ -457,6 +457,12 @@ export interface NotificationList {
   notifications: Notification[];
   unread: number;
 }
+/** `POST /v1/conversations/{id}/seen`: how far the owner has read it now. */
+export interface ConversationSeen {
+  seq: number;
+  /** The conversation's notifications marked read with it. */
+  notificationsRead: number;
+}
 /** `POST /v1/notifications/read`. */
 export interface NotificationsRead {
   marked: number;

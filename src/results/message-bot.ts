@@ -8,10 +8,12 @@
  * Invariants:
  *   BOT1 only the account's own bots are reachable: a name or id of another account's bot reads
  *        exactly like one that does not exist (the store finds bots by account).
- *   BOT2 every message carries its hop: 1 from a turn a person (or a routine) started, the
- *        triggering message's hop + 1 from a turn another bot started. A message past
- *        ROOST_BOT_MESSAGE_MAX_HOPS is refused with a result telling the bot to stop, so two bots
- *        can never loop forever.
+ *   BOT2 every message carries its hop: one more than the highest hop of the bot messages the
+ *        sender has read since a person (or a routine) last wrote in its conversation, and than
+ *        its turn's trigger's; 1 when a person started the chain. Bot messages that join a
+ *        running turn count too, so a turn that keeps absorbing answers cannot restart the
+ *        count. A message past ROOST_BOT_MESSAGE_MAX_HOPS is refused with a result telling the
+ *        bot to stop, so two bots can never loop forever.
  *   BOT3 a replayed call sends nothing twice: the delivery is idempotent by the call id (its
  *        client message id), and the thread is made once (RES1).
  *   BOT4 the message works for whoever the sending turn works for (its author), never for the
@@ -36,6 +38,25 @@ export interface MessageBotDependencies {
   deliver(message: DeliveredMessage): Promise<{ message: Message; created: boolean }>;
   /** BOT2 @default 4 */
   maxHops: number;
+}
+
+/** How many messages back the chain is looked for (a chain is far shorter than this). */
+const chainWindow = 200;
+
+/** BOT2: the highest hop among bot messages read since a person (or routine) last wrote. */
+async function chainHop(store: Store, conversationId: string): Promise<number> {
+  const conversation = await store.getConversation(conversationId);
+  if (conversation === undefined) return 0;
+  const messages = await store.listMessages(conversationId, {
+    afterSeq: Math.max(0, conversation.lastSeq - chainWindow),
+    limit: chainWindow,
+  });
+  let hop = 0;
+  for (const message of messages) {
+    if (message.takenBy === null) continue; // not read yet
+    hop = message.source?.kind === "bot" ? Math.max(hop, message.source.hop) : 0;
+  }
+  return hop;
 }
 
 /** BOT1: the account's bot by id or name. */
@@ -82,7 +103,11 @@ export function messageBotTool(deps: MessageBotDependencies): AnyServerTool {
     input,
     async run(request, context) {
       const source = context.trigger?.source;
-      const hop = source?.kind === "bot" ? source.hop + 1 : 1; // BOT2
+      const hop =
+        Math.max(
+          source?.kind === "bot" ? source.hop : 0,
+          await chainHop(deps.store, context.conversationId),
+        ) + 1; // BOT2
       if (hop > deps.maxHops)
         return {
           output: `Not sent: this chain of bot-to-bot messages has reached its limit of ${deps.maxHops} hops. Do not message another bot about it again; finish here (reply to the user, or use no_reply).`,
