@@ -72,16 +72,12 @@ export interface ConversationMarks {
 
 export interface ResultsStore {
   /** Idempotent by id (the draft tool derives it from its call id). */
-  createDraft(input: {
-    id: string;
-    accountId: string;
-    botId: string;
-    conversationId: string;
-    kind: DraftKind;
-    to: string;
-    subject: string | null;
-    text: string;
-  }): Promise<{ draft: Draft; created: boolean }>;
+  createDraft(
+    input: Pick<
+      Draft,
+      "id" | "accountId" | "botId" | "conversationId" | "kind" | "to" | "subject" | "text"
+    >,
+  ): Promise<{ draft: Draft; created: boolean }>;
   /** RES4 */
   getDraft(accountId: string, id: string): Promise<Draft | undefined>;
   /** Newest first. */
