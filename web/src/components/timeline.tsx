@@ -14,6 +14,7 @@ import type { Bot, InterruptedPayload, MessageSource, Step, ToolPayload } from "
 import { formatTime } from "../lib/format.ts";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
+import { DraftCard } from "./draft-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Avatar } from "./ui.tsx";
 
@@ -225,6 +226,13 @@ function usageMeta(
       `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`,
     );
   return parts.filter((part) => part !== "").join(" · ");
+}
+
+/** The draft a `draft` tool result made (its details carry the id). */
+function draftIdOf(result: ToolPayload | undefined): string | undefined {
+  if (result === undefined || result.isError) return undefined;
+  const id = result.details.draftId;
+  return typeof id === "string" ? id : undefined;
 }
 
 export function buildRows(steps: readonly Step[]): Row[] {
@@ -478,6 +486,9 @@ export function Timeline({
                       }
                       stopped={row.stopped}
                     />
+                    {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
+                      <DraftCard draftId={draftIdOf(row.result)!} />
+                    )}
                   </div>
                 );
               case "error":
