@@ -15,7 +15,7 @@ import { openStore, type Draft, type Store } from "../store/index.ts";
 import { createToolRouter } from "../tools/index.ts";
 import type { ChannelAdapter } from "./channels.ts";
 import { sendDraft } from "./send.ts";
-import { createDraftTools, draftIdOf } from "./tool.ts";
+import { createDraftTools, draftIdOf, draftLimits } from "./tool.ts";
 
 let dir: string;
 let store: Store;
@@ -226,6 +226,37 @@ describe("the draft tool", () => {
       kind: "draft",
       title: "writer drafted an email to ada@example.com",
     });
+  });
+
+  it("flood: a bot that drafts in a loop is stopped at the conversation's limit of waiting drafts", async () => {
+    const router = createToolRouter({
+      sources: [
+        createDraftTools({ store, events: createEventHub(), notifier: createRecordingNotifier() }),
+      ],
+    });
+    const run = (index: number) =>
+      router.execute(
+        "draft",
+        { kind: "message", to: "Ada", text: `note ${index}` },
+        {
+          accountId,
+          botId,
+          conversationId,
+          turnId: "turn_1",
+          callId: `call_${index}`,
+          durable: createMemoryDurable(),
+          signal: new AbortController().signal,
+        },
+      );
+    for (let index = 0; index < draftLimits.pendingPerConversation; index++)
+      expect((await run(index)).isError).toBe(false);
+    const refused = await run(999);
+    expect(refused).toMatchObject({ isError: true, details: { code: "too_many_drafts" } });
+    // A replay of a call that made one of them still answers as it did.
+    expect((await run(3)).isError).toBe(false);
+    expect(await store.listDrafts(accountId, { limit: 200 })).toHaveLength(
+      draftLimits.pendingPerConversation,
+    );
   });
 
   it("bad input: a subject on a Slack message, an unknown kind, an empty text", async () => {

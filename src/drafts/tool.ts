@@ -17,7 +17,13 @@ import type { DraftKind, Store } from "../store/index.ts";
 import { defineToolSource, serverTool, type ToolSource } from "../tools/index.ts";
 import { publishDraft } from "./send.ts";
 
-export const draftLimits = { textChars: 20_000, toChars: 320, subjectChars: 300 } as const;
+export const draftLimits = {
+  textChars: 20_000,
+  toChars: 320,
+  subjectChars: 300,
+  /** Drafts waiting in one conversation: a bot that drafts in a loop is stopped here. */
+  pendingPerConversation: 50,
+} as const;
 
 const input = z.strictObject({
   kind: z
@@ -52,8 +58,23 @@ export function createDraftTools(deps: {
       async run(request, context) {
         if (request.subject !== undefined && request.kind !== "email")
           return { output: "Only an email has a subject; leave subject out.", isError: true };
+        const waiting = await deps.store.listDrafts(context.accountId, {
+          conversationId: context.conversationId,
+          status: "pending",
+          limit: draftLimits.pendingPerConversation,
+        });
+        const id = draftIdOf(context.callId);
+        if (
+          waiting.length >= draftLimits.pendingPerConversation &&
+          !waiting.some((draft) => draft.id === id)
+        )
+          return {
+            output: `Not saved: ${draftLimits.pendingPerConversation} drafts already wait for the user in this conversation. Ask them to send or discard some first.`,
+            isError: true,
+            details: { code: "too_many_drafts" },
+          };
         const { draft, created } = await deps.store.createDraft({
-          id: draftIdOf(context.callId), // DRT1
+          id, // DRT1
           accountId: context.accountId, // DRT2
           botId: context.botId,
           conversationId: context.conversationId,
