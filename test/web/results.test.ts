@@ -131,6 +131,11 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.waitForURL(new RegExp(`/c/${thread.id}$`));
       await page.getByText("the report is ready").first().waitFor();
       await expect.poll(() => item.locator(".unread-dot").count(), { timeout: 15_000 }).toBe(0);
+      // Visible in both: the message links to the conversation the other bot wrote from.
+      const from = page.getByRole("link", { name: "From Sender (bot, hop 1)" });
+      await from.click();
+      await page.waitForURL(new RegExp(`/c/${chat.id}$`));
+      await page.locator(".tool-card[data-tool=message_bot]").first().waitFor();
       await page.close();
     }, 60_000);
 
