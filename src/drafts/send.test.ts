@@ -82,24 +82,42 @@ function send(draftId: string, channels: ChannelAdapter[], journal?: JournalEntr
   };
 }
 
+const killed = new Error("killed -9");
+
+/**
+ * A journal whose process dies at step `at`: before it runs (`before`), or after its action ran
+ * but before its result was journaled (`after`).
+ */
+function dyingAt(at: string, when: "before" | "after") {
+  const journal = createMemoryDurable();
+  const durable = {
+    ...journal,
+    step: async <T>(name: string, action: (signal: AbortSignal) => Promise<T>) => {
+      if (name !== at) return journal.step(name, action);
+      if (when === "after") await action(new AbortController().signal);
+      throw killed;
+    },
+  };
+  return { journal, durable };
+}
+
+async function sendUntilKilled(draftId: string, at: string, when: "before" | "after") {
+  const dying = dyingAt(at, when);
+  await expect(
+    sendDraft(
+      dying.durable,
+      { store, events: createEventHub(), channels: [recording()] },
+      { accountId, draftId },
+    ),
+  ).rejects.toBe(killed);
+  return dying.journal;
+}
+
 describe("sending a draft", () => {
   it("DRF1 fault: killed after the delivery was journaled, the replay finishes without posting again", async () => {
     const draft = await newDraft();
     // The process dies as `finish` starts: claim and deliver are in the journal, finish is not.
-    const dying = createMemoryDurable();
-    const killed = new Error("killed -9");
-    const crashing = {
-      ...dying,
-      step: <T>(name: string, action: (signal: AbortSignal) => Promise<T>) =>
-        name === "finish" ? Promise.reject(killed) : dying.step(name, action),
-    };
-    await expect(
-      sendDraft(
-        crashing,
-        { store, events: createEventHub(), channels: [recording()] },
-        { accountId, draftId: draft.id },
-      ),
-    ).rejects.toBe(killed);
+    const dying = await sendUntilKilled(draft.id, "finish", "before");
     expect((await store.getDraft(accountId, draft.id))?.status).toBe("sending");
     expect(dying.journal.map((entry) => entry.type === "step" && entry.name)).toEqual([
       "claim",
@@ -117,23 +135,7 @@ describe("sending a draft", () => {
   it("CHAN1 fault: killed while the endpoint answered, the retry posts with the same delivery id", async () => {
     const draft = await newDraft();
     // The post goes out, then the process dies before `deliver` is journaled.
-    const dying = createMemoryDurable();
-    const killed = new Error("killed -9");
-    const crashing = {
-      ...dying,
-      step: async <T>(name: string, action: (signal: AbortSignal) => Promise<T>) => {
-        if (name !== "deliver") return dying.step(name, action);
-        await action(new AbortController().signal);
-        throw killed;
-      },
-    };
-    await expect(
-      sendDraft(
-        crashing,
-        { store, events: createEventHub(), channels: [recording()] },
-        { accountId, draftId: draft.id },
-      ),
-    ).rejects.toBe(killed);
+    const dying = await sendUntilKilled(draft.id, "deliver", "after");
     const retried = send(draft.id, [recording()], dying.journal);
     expect(await retried.result).toMatchObject({ ok: true, draft: { status: "sent" } });
     expect(sends.map((sent) => sent.deliveryId)).toEqual([`${draft.id}:1`, `${draft.id}:1`]);
