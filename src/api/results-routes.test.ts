@@ -283,6 +283,46 @@ describe("results API: happy paths", () => {
     expect(await activity()).toBe("working");
   });
 
+  it("RAPI4 attack: the account stream carries the caller's events only", async () => {
+    const { conversation } = await aliceDraft();
+    const read = async (who: { token: string }) => {
+      const response = await request(who, "GET", "/v1/events");
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      const until = async (done: (text: string) => boolean) => {
+        const deadline = Date.now() + 3000;
+        while (!done(text) && Date.now() < deadline) {
+          const chunk = await Promise.race([
+            reader.read(),
+            new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
+          ]);
+          if (chunk?.value !== undefined) text += decoder.decode(chunk.value);
+        }
+        return text;
+      };
+      return { until, close: () => reader.cancel() };
+    };
+    const mine = await read(alice);
+    const theirs = await read(bob);
+    await mine.until((text) => text.includes("event: hello"));
+    await theirs.until((text) => text.includes("event: hello"));
+    events.publish({ type: "changed", conversationId: conversation.id, seq: 7 });
+    events.publishAccount({
+      type: "notification",
+      accountId: alice.id,
+      notification: { id: "n9", title: "for alice" },
+    });
+    const seen = await mine.until((text) => text.includes("for alice") && text.includes('"seq":7'));
+    expect(seen).toContain("event: activity");
+    expect(seen).toContain("event: notification");
+    const other = await theirs.until(() => false);
+    expect(other).not.toContain("activity");
+    expect(other).not.toContain("for alice");
+    await mine.close();
+    await theirs.close();
+  });
+
   it("API3 flood: the account's streams count against its limit", async () => {
     const open = () => request(alice, "GET", "/v1/events");
     const first = await open();

@@ -69,6 +69,8 @@ const seenBody = z.strictObject({
   seq: z.number({ error: "seq is required: the last step seq the owner has seen" }).int().min(0),
 });
 const sendBody = z.strictObject({}).optional();
+/** Conversations whose owner the account streams remember (a conversation's owner never changes). */
+const maxKnownOwners = 10_000;
 
 /** The routes of this file that take query parameters (app.ts API4 hands them over). */
 export function isResultsQueryRoute(path: string): boolean {
@@ -100,6 +102,24 @@ export function registerResultsRoutes(
   },
 ) {
   const { store, events, results } = deps;
+  // Which account a conversation belongs to, shared by this node's account streams: every stream
+  // sees every conversation's events, and one lookup per conversation serves them all.
+  const owners = new Map<string, Promise<string | undefined>>();
+  const ownerOf = (conversationId: string) => {
+    let owner = owners.get(conversationId);
+    if (owner === undefined) {
+      owner = store
+        .getConversation(conversationId)
+        .then((conversation) => conversation?.accountId)
+        .catch(() => {
+          owners.delete(conversationId); // a store outage: ask again next time
+          return undefined;
+        });
+      if (owners.size >= maxKnownOwners) owners.delete(owners.keys().next().value!);
+      owners.set(conversationId, owner);
+    }
+    return owner;
+  };
   const accountOf = (context: AppContext) => context.get("account");
   const ownConversation = async (context: AppContext, id: string): Promise<Conversation> => {
     const conversation = await store.getConversation(id);
@@ -269,18 +289,8 @@ export function registerResultsRoutes(
         wake?.();
       };
       // RAPI4: a conversation's events pass when the conversation is the account's.
-      const owned = new Map<string, Promise<boolean>>();
-      const isOwn = (conversationId: string) => {
-        let known = owned.get(conversationId);
-        if (known === undefined) {
-          known = store
-            .getConversation(conversationId)
-            .then((conversation) => conversation?.accountId === account.id)
-            .catch(() => false);
-          owned.set(conversationId, known);
-        }
-        return known;
-      };
+      const isOwn = async (conversationId: string) =>
+        (await ownerOf(conversationId)) === account.id;
       const onConversation = (event: ConversationEvent) => {
         if (event.type !== "changed" && event.type !== "turn") return;
         void isOwn(event.conversationId).then((own) => {
