@@ -293,8 +293,8 @@ describe("results API: happy paths", () => {
       const until = async (done: (text: string) => boolean) => {
         const deadline = Date.now() + 3000;
         while (!done(text) && Date.now() < deadline) {
-          const chunk: ReadableStreamReadResult<Uint8Array> | undefined = await Promise.race([
-            reader.read() as Promise<ReadableStreamReadResult<Uint8Array>>,
+          const chunk: { value?: Uint8Array } | undefined = await Promise.race([
+            reader.read() as Promise<{ value?: Uint8Array }>,
             new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200)),
           ]);
           if (chunk?.value !== undefined) text += decoder.decode(chunk.value);
