@@ -265,27 +265,25 @@ export function createResultsQueries(
 
     async putNotification(input) {
       const read = () => notificationOf(input.accountId, input.id);
-      try {
-        await driver.run(
-          `INSERT INTO notifications (${notificationColumns}) VALUES (${placeholders(10)})`,
-          [
-            input.accountId,
-            input.id,
-            input.kind,
-            input.title,
-            input.body,
-            input.botId,
-            input.conversationId,
-            input.subjectId,
-            now(),
-            null,
-          ],
-        );
-      } catch (error) {
-        // RES3: the first one stays as it was.
-        if (!driver.isUniqueViolation(error)) throw error;
+      // RES3: the first one stays as it was (one statement: no error to raise and catch).
+      const inserted = await driver.run(
+        `INSERT INTO notifications (${notificationColumns}) VALUES (${placeholders(10)}) ON CONFLICT (account_id, id) DO NOTHING`,
+        [
+          input.accountId,
+          input.id,
+          input.kind,
+          input.title,
+          input.body,
+          input.botId,
+          input.conversationId,
+          input.subjectId,
+          now(),
+          null,
+        ],
+      );
+      if (inserted.changes === 0) {
         const existing = await read();
-        if (existing === undefined) throw error;
+        if (existing === undefined) throw new NotFoundError("notification", input.id);
         return { notification: existing, created: false };
       }
       const notification = await read();
