@@ -188,6 +188,17 @@ describe.skipIf(!existsSync(chromiumPath))(
       );
       expect(shown[0]).toMatchObject({ title: "Pinger finished" });
       expect(shown[0]?.body).toContain("ping");
+      // The sidebar's list: the unread count, the notification, mark all read.
+      const menu = page.getByRole("button", { name: /^Notifications/ });
+      await menu.locator(".attention-mark").waitFor();
+      await menu.click();
+      const region = page.getByRole("region", { name: "Notifications" });
+      await region.getByText("Pinger finished").first().waitFor();
+      await region.getByRole("button", { name: "Mark all read" }).click();
+      await expect.poll(() => menu.locator(".attention-mark").count()).toBe(0);
+      expect(
+        (await api.call<Api.NotificationList>("GET", "/v1/notifications?unread=true")).unread,
+      ).toBe(0);
       await page.close();
     }, 60_000);
   },

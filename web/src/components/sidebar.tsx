@@ -10,6 +10,7 @@ import { formatRelative } from "../lib/format.ts";
 import { onLinkClick, paths, useRoute } from "../lib/router.ts";
 import { setThemeChoice, useThemeChoice, type ThemeChoice } from "../lib/theme.ts";
 import { useSession } from "../state/session.tsx";
+import { NotificationsMenu } from "./notifications-menu.tsx";
 import { Avatar } from "./ui.tsx";
 
 const nextTheme: Record<ThemeChoice, ThemeChoice> = {
@@ -211,6 +212,7 @@ export function Sidebar({
           <BookOpen size={16} aria-hidden="true" />
           <span className="nav-label">Skills</span>
         </a>
+        <NotificationsMenu onNavigate={onNavigate} />
         <BrowserNotificationsButton />
       </div>
 
