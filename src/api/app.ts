@@ -21,7 +21,7 @@ import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.
 import { newId } from "../ids.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
-import type { Account, Store } from "../store/index.ts";
+import type { Account, Conversation, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { portsPath, type PortPreviews } from "./computer-ports.ts";
@@ -34,6 +34,11 @@ import {
   webhookPathPrefix,
   type RoutineRouteDependencies,
 } from "./routine-routes.ts";
+import {
+  isResultsQueryRoute,
+  registerResultsRoutes,
+  type ResultsService,
+} from "./results-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -68,6 +73,8 @@ export interface ApiDependencies {
   ports?: PortPreviews;
   /** Routines and their webhooks (absent: no routines routes). */
   routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
+  /** Drafts, notifications and the owner's webhooks (absent: no results routes). */
+  results?: ResultsService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -116,12 +123,14 @@ const skillNames = z
   .max(200)
   .nullable();
 const memoryReview = z.boolean({ error: "memoryReview must be true or false" });
+const notify = z.boolean({ error: "notify must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
   model: modelSpec.optional(),
   memoryReview: memoryReview.optional(),
   skills: skillNames.optional(),
+  notify: notify.optional(),
 });
 const patchBotBody = z
   .strictObject({
@@ -130,9 +139,10 @@ const patchBotBody = z
     model: modelSpec.optional(),
     memoryReview: memoryReview.optional(),
     skills: skillNames.optional(),
+    notify: notify.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model, memoryReview, skills",
+    error: "send at least one of name, instructions, model, memoryReview, skills, notify",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
@@ -166,6 +176,7 @@ const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations
 const validatesOwnQuery = (path: string) =>
   path.startsWith("/v1/computers/me/files") ||
   path.endsWith("/memory/revisions") ||
+  isResultsQueryRoute(path) ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -488,6 +499,35 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   }
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
+  if (deps.results !== undefined)
+    registerResultsRoutes(app as unknown as Parameters<typeof registerResultsRoutes>[0], {
+      store,
+      events,
+      results: deps.results,
+      acquireStream: (accountId) => streams.acquire(accountId), // API3
+      keepAliveMs: deps.sseKeepAliveMs ?? 15_000,
+    });
+  /** The sidebar's state of each conversation (results-routes.ts; docs/results.md). */
+  const withActivity = async (accountId: string, conversations: Conversation[]) => {
+    const marks = await store.conversationMarks(
+      accountId,
+      conversations.map((conversation) => conversation.id),
+    );
+    return conversations.map((conversation) => {
+      const state = events.turnState(conversation.id);
+      const mark = marks.get(conversation.id);
+      const activity: Api.ConversationActivity =
+        state === "working"
+          ? "working"
+          : mark !== undefined && (mark.pendingDrafts > 0 || mark.unreadAttention > 0)
+            ? "needs_attention"
+            : mark !== undefined &&
+                (mark.unreadOther > 0 || (mark.seenSeq ?? 0) < conversation.lastSeq)
+              ? "unread"
+              : "idle";
+      return { ...conversationView(conversation, state), activity };
+    });
+  };
 
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
@@ -500,6 +540,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       model: body.model ?? null,
       memoryReview: body.memoryReview ?? false,
       skills: body.skills ?? null,
+      notify: body.notify ?? false,
     });
     await store.audit({
       accountId: account.id,
@@ -558,11 +599,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/conversations", async (context) => {
     const query = readQuery(context, listConversationsQuery);
-    const conversations = await store.listConversations(context.get("account").id, query);
+    const accountId = context.get("account").id;
+    const conversations = await store.listConversations(accountId, query);
     return context.json({
-      conversations: conversations.map((conversation) =>
-        conversationView(conversation, events.turnState(conversation.id)),
-      ),
+      conversations: await withActivity(accountId, conversations),
     } satisfies Api.ConversationList);
   });
 
@@ -698,6 +738,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
             continue;
           }
           if (event.type === "interrupt") continue; // for nodes, not clients
+          if (event.type === "notification" || event.type === "draft") continue; // GET /v1/events
           await stream.writeSSE({ event: event.type, data: JSON.stringify(eventData(event)) });
         }
       } catch (error) {
@@ -717,6 +758,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 /** What an SSE event carries: the event minus its routing fields. */
 function eventData(event: ConversationEvent | AccountEvent): Record<string, unknown> {
   if (event.type === "computer") return { computerId: event.computerId, state: event.state };
+  if ("accountId" in event) return {};
   const { type: _type, conversationId: _conversationId, ...data } = event;
   return data;
 }

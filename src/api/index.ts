@@ -2,3 +2,4 @@ export { createApi, type ApiDependencies } from "./app.ts";
 export { createFilesClient, type FilesClient, type WorkerCaller } from "./computer-files.ts";
 export { createPortPreviews, type PortPreviews, type PortsService } from "./computer-ports.ts";
 export { createPreviewSigner, loadPreviewSecret, type PreviewSigner } from "./preview-tokens.ts";
+export type { ResultsService } from "./results-routes.ts";

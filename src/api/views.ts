@@ -18,6 +18,7 @@ export function botView(bot: Bot, defaultModel: { id: string; isDemo: boolean })
     isDemo: bot.model === "demo" || (bot.model === null && defaultModel.isDemo),
     memoryReview: bot.memoryReview,
     skills: bot.skills,
+    notify: bot.notify,
     createdAt: iso(bot.createdAt),
     updatedAt: iso(bot.updatedAt),
   };

@@ -62,6 +62,7 @@ export interface RoostConfig {
   compaction: CompactionConfig;
   previews: PreviewsConfig;
   routines: RoutinesConfig;
+  results: ResultsConfig;
 }
 
 /** Routines (docs/routines.md). */
@@ -78,6 +79,16 @@ export interface RoutinesConfig {
   webhookMaxBodyBytes: number;
   /** Webhook calls per minute per routine, per server node. @default 60 */
   webhookPerMinute: number;
+}
+
+/** Bot-to-bot messages and the owner's webhooks (docs/results.md). */
+export interface ResultsConfig {
+  /** Bot-to-bot messages in one chain, counted from the first (ROOST_BOT_MESSAGE_MAX_HOPS). @default 4 */
+  botMessageMaxHops: number;
+  /** Attempts of one webhook delivery to the owner's endpoint. @default 6 */
+  webhookAttempts: number;
+  /** Wait before the first retry; it doubles each time (at most 10 min). @default 5000 */
+  webhookRetryMs: number;
 }
 
 /** Port previews (docs/computers.md#port-previews). */
@@ -503,6 +514,14 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
     previews: resolvePreviews(source),
+    results: {
+      botMessageMaxHops: integer(source, "", "ROOST_BOT_MESSAGE_MAX_HOPS", 4, { min: 1, max: 50 }),
+      webhookAttempts: integer(source, "", "ROOST_OWNER_WEBHOOK_ATTEMPTS", 6, { min: 1, max: 20 }),
+      webhookRetryMs: integer(source, "", "ROOST_OWNER_WEBHOOK_RETRY_MS", 5000, {
+        min: 10,
+        max: 3600_000,
+      }),
+    },
     routines: resolveRoutines(source),
   };
 }

@@ -10,6 +10,8 @@ export {
   normalizeIp,
   parseCidr,
   parseIp,
+  rangeContains,
+  unreachableClasses,
   type AddressClass,
   type IpRange,
   type ParsedIp,

@@ -26,12 +26,12 @@ export type ConversationEvent =
   /** The owner asked to stop the running turn (loop/interrupts.ts); for nodes, not for clients. */
   | { type: "interrupt"; conversationId: string; requestedAt: number };
 
-export type AccountEvent = {
-  type: "computer";
-  accountId: string;
-  state: string;
-  computerId: string;
-};
+export type AccountEvent =
+  | { type: "computer"; accountId: string; state: string; computerId: string }
+  /** Something the owner is told (notifications/): the view the account's stream sends. */
+  | { type: "notification"; accountId: string; notification: Record<string, unknown> }
+  /** A draft was made, sent, failed or discarded (drafts/). */
+  | { type: "draft"; accountId: string; draftId: string; conversationId: string; status: string };
 
 type Listener<Event> = (event: Event) => void;
 
@@ -90,7 +90,7 @@ export function createEventHub(): EventHub {
   let relay: ((event: HubEvent) => void) | undefined;
 
   function deliverLocally(event: HubEvent) {
-    if (event.type === "computer") {
+    if ("accountId" in event) {
       deliver(accounts.get(event.accountId), event);
       return;
     }

@@ -13,6 +13,7 @@
  *   `remember [tier:] <text>` → tool `memory` `{ action: "add", tier (default profile), text }`
  *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
  *   `skill <name>`          → tool `skill` `{ name }`
+ *   `tell <bot>: <text>`, `draft <kind> <to>: <text>`, `no reply` → results (demo-results.ts)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
  *                             fenced block (it stays marked as untrusted outside content)
@@ -26,6 +27,7 @@
  *    answer, so the user sees that they came back (MED1).
  */
 import { createHash } from "node:crypto";
+import { decideResultCommand } from "./demo-results.ts";
 import { describeMedia } from "./media.ts";
 import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
 import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } from "./types.ts";
@@ -146,6 +148,8 @@ function decide(text: string, request: InferRequest): DemoAction {
   if (forget?.[1] !== undefined && isOffered(request, "memory")) {
     return { kind: "tool", name: "memory", input: { action: "remove", id: forget[1] } };
   }
+  const result = decideResultCommand(trimmed, (tool) => isOffered(request, tool));
+  if (result !== undefined) return result;
   const skill = /^skill\s+(\S+)\s*$/i.exec(trimmed);
   if (skill?.[1] !== undefined && isOffered(request, "skill")) {
     return { kind: "tool", name: "skill", input: { name: skill[1] } };

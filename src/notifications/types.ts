@@ -4,9 +4,10 @@
  * in durable code call it from inside a journaled step.
  */
 
-/** Why the owner is told. */
-export type NotificationKind =
-  "finished" | "needs_input" | "missed_run" | "budget_reached" | "routines_paused" | "draft";
+import type { Api } from "../protocol/index.ts";
+
+/** Why the owner is told (the wire type, protocol/api.ts). */
+export type NotificationKind = Api.NotificationKind;
 
 export interface NotificationInput {
   /**

@@ -57,7 +57,6 @@ import {
   createSkillTools,
 } from "../skills/index.ts";
 import { createWebHandler } from "../web/index.ts";
-import type { Notifier } from "../notifications/index.ts";
 import {
   createRoutineObject,
   createRoutineService,
@@ -71,6 +70,8 @@ import {
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
+import { createResults, type ResultsOptions } from "./results.ts";
+import type { Notifier } from "../notifications/index.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
@@ -89,10 +90,12 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
   host?: HostReport;
-  /** How the owner is told (missed runs, paused routines). @default a line in the log */
-  notifier?: Notifier;
   /** Tokens and cost of routine runs. @default none (the runs list shows null) */
   runUsage?: RunUsage;
+  /** Also told what routines and budgets notify the owner of (tests record it). @default none */
+  notifier?: Notifier;
+  /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
+  results?: ResultsOptions;
 }
 
 export interface Platform {
@@ -103,6 +106,8 @@ export interface Platform {
   readonly events: EventHub;
   readonly engine: RestateEngine;
   readonly provider: ComputerProvider;
+  /** Tells account owners things (notifications/): the routines and budget modules take it. */
+  readonly notifier: Notifier;
   close(): Promise<void>;
 }
 
@@ -234,14 +239,23 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Results: bot-to-bot messages, no_reply, drafts, notifications (docs/results.md).
+    const results = createResults(
+      config,
+      { store, events, ingress, kicker, platformPorts: () => platformPorts, logger },
+      options.results,
+    );
     // Routines: a scheduler object per routine in Restate; runs are delivered messages.
-    const notifier: Notifier = options.notifier ?? {
-      notify: async (notification) =>
-        logger.info(`notification for ${notification.accountId}: ${notification.title}`, {
-          notificationId: notification.id,
-          kind: notification.kind,
-        }),
-    };
+    const extraNotifier = options.notifier;
+    const notifier: Notifier =
+      extraNotifier === undefined
+        ? results.notifier
+        : {
+            notify: async (notification) => {
+              await results.notifier.notify(notification);
+              await extraNotifier.notify(notification);
+            },
+          };
     const routineSettings: RoutineSettings = {
       ...defaultRoutineSettings,
       ...config.routines,
@@ -279,6 +293,7 @@ export async function startPlatform(
         ]),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
+        ...results.tools,
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -305,7 +320,6 @@ export async function startPlatform(
       ],
       compaction: config.compaction,
       // A routine run's record follows the turn that answered it (routines/runs.ts RUN3).
-      afterTurn: [createRunSettler(store)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
         await durable.call(
@@ -322,6 +336,7 @@ export async function startPlatform(
               ),
           ]
         : [],
+      afterTurn: [createRunSettler(store), results.afterTurn],
       logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
@@ -368,6 +383,7 @@ export async function startPlatform(
             resolveModel,
             logger: logger.child({ component: "memory" }),
           }),
+          ...results.objects,
         ],
         logger: () => undefined,
       }),
@@ -508,6 +524,7 @@ export async function startPlatform(
         egressEnforced: runtime.egress !== undefined,
       },
       ports,
+      results: results.api,
       health: async () => {
         const checks: Record<string, string> = {};
         try {
@@ -568,6 +585,7 @@ export async function startPlatform(
       events,
       engine,
       provider,
+      notifier: results.notifier,
       close: closeAll,
     };
   } catch (error) {

@@ -25,6 +25,8 @@ export interface Bot {
   memoryReview: boolean;
   /** The skills this bot may use, by name; null for all of the account's skills. */
   skills: string[] | null;
+  /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
+  notify: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -37,6 +39,11 @@ export interface Conversation {
   title: string;
   lastSeq: number;
   state: TurnState;
+  /**
+   * The sidebar's state: `working` (a turn runs), `needs_attention` (a draft to review or an
+   * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
+   */
+  activity?: ConversationActivity;
   createdAt: string;
   updatedAt: string;
 }
@@ -486,4 +493,103 @@ export interface RoutinesResumed {
 export interface AccountSettings {
   /** IANA name; routines without their own timezone run in it; null = the server's (ROOST_TIMEZONE). */
   timezone: string | null;
+}
+
+// ── Results (issue 11 §2–§3): bot-to-bot messages, drafts, notifications ─────────────────────
+
+export type ConversationActivity = "working" | "needs_attention" | "unread" | "idle";
+
+/** What a draft is: an email, a Slack message, or a message to a person. */
+export type DraftKind = "email" | "slack" | "message";
+/** pending → sending → sent | failed (a failed draft may be sent again); pending → discarded. */
+export type DraftStatus = "pending" | "sending" | "sent" | "failed" | "discarded";
+
+export interface Draft {
+  id: string;
+  botId: string;
+  conversationId: string;
+  kind: DraftKind;
+  /** Where it goes: an email address, a Slack channel or person, a person's name. */
+  to: string;
+  /** Emails only. */
+  subject: string | null;
+  text: string;
+  status: DraftStatus;
+  /** Which channel adapter sent it (or tried to). */
+  channel: string | null;
+  /** Why the last send failed. */
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+  sentAt: string | null;
+}
+export interface DraftList {
+  /** Newest first. */
+  drafts: Draft[];
+}
+
+export type NotificationKind =
+  "finished" | "needs_input" | "missed_run" | "budget_reached" | "routines_paused" | "draft";
+
+export interface Notification {
+  id: string;
+  kind: NotificationKind;
+  title: string;
+  body: string;
+  botId: string | null;
+  conversationId: string | null;
+  subjectId: string | null;
+  /** Whether it asks something of the owner (shown as "Needs attention"). */
+  needsAttention: boolean;
+  createdAt: string;
+  readAt: string | null;
+}
+export interface NotificationList {
+  /** Newest first. */
+  notifications: Notification[];
+  unread: number;
+}
+/** `POST /v1/conversations/{id}/seen`: how far the owner has read it now. */
+export interface ConversationSeen {
+  seq: number;
+  /** The conversation's notifications marked read with it. */
+  notificationsRead: number;
+}
+/** `POST /v1/notifications/read`. */
+export interface NotificationsRead {
+  marked: number;
+}
+
+/** An endpoint of the owner's own that Roost posts to (notifications, or drafts to send). */
+export interface OwnerWebhook {
+  purpose: "notifications" | "drafts";
+  url: string;
+  createdAt: string;
+  updatedAt: string;
+}
+/** `PUT /v1/notifications/webhook` and `PUT /v1/drafts/webhook` (200): the only time the secret is shown. */
+export interface OwnerWebhookCreated extends OwnerWebhook {
+  /** Each delivery carries `x-roost-signature: sha256=<hex HMAC-SHA256 of the body with it>`. */
+  secret: string;
+}
+
+/** Events of the account's stream, `GET /v1/events`. */
+export type AccountStreamEvent =
+  | { type: "hello"; at: string }
+  | { type: "notification"; notification: Notification }
+  /** Something changed in one of the account's conversations (refresh the sidebar). */
+  | { type: "activity"; conversationId: string; state?: TurnState; seq?: number }
+  | { type: "draft"; draftId: string; conversationId: string; status: DraftStatus };
+
+/** The body a notifications webhook receives (POST, JSON). */
+export interface NotificationDelivery {
+  type: "notification";
+  notification: Notification;
+}
+/** The body a drafts webhook receives (POST, JSON); answering 2xx means it was sent. */
+export interface DraftDelivery {
+  type: "draft";
+  /** The same for every retry of one send: de-duplicate by it. */
+  deliveryId: string;
+  draft: Draft;
 }

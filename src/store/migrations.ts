@@ -296,6 +296,68 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 15,
+    statements: [
+      // Results (results-types.ts): drafts a bot made for the owner to send or discard.
+      `CREATE TABLE drafts (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        subject TEXT,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        send_attempts INTEGER NOT NULL DEFAULT 0,
+        channel TEXT,
+        error TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        sent_at BIGINT)`,
+      `CREATE INDEX drafts_by_account ON drafts (account_id, created_at)`,
+      `CREATE INDEX drafts_by_conversation ON drafts (conversation_id, status)`,
+      // What the owner is told; the id is the caller's (idempotent, RES3).
+      `CREATE TABLE notifications (
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        bot_id TEXT,
+        conversation_id TEXT,
+        subject_id TEXT,
+        created_at BIGINT NOT NULL,
+        read_at BIGINT,
+        PRIMARY KEY (account_id, id))`,
+      `CREATE INDEX notifications_by_time ON notifications (account_id, created_at)`,
+      `CREATE INDEX notifications_by_conversation ON notifications (conversation_id, read_at)`,
+      // The owner's own endpoints Roost posts to: notifications, drafts to send.
+      `CREATE TABLE owner_webhooks (
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        purpose TEXT NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (account_id, purpose))`,
+      // Bot to bot: the receiver's conversation for messages from one sender bot (RES1).
+      `CREATE TABLE bot_threads (
+        from_bot_id TEXT NOT NULL,
+        to_bot_id TEXT NOT NULL,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        conversation_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (from_bot_id, to_bot_id))`,
+      // How far the owner has read each conversation (the sidebar's "Unread activity").
+      `CREATE TABLE conversation_reads (
+        conversation_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        seen_seq BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+    ],
+  },
+  {
     version: 17,
     statements: [],
     // MEM5: each word indexed with its bot in front (log-words.ts), so a search reads one bot's

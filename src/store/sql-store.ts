@@ -8,6 +8,7 @@ import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { createMemoryQueries } from "./memory-queries.ts";
 import { createSkillQueries } from "./skill-queries.ts";
 import { createRoutineQueries } from "./routine-queries.ts";
+import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -104,12 +105,17 @@ const toBot = (row: BotRow): Bot => {
     model: row.model,
     memoryReview: settings.memoryReview === true,
     skills: settings.skills ?? null,
+    notify: settings.notify === true,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
 };
-const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills">): string =>
-  JSON.stringify({ memoryReview: bot.memoryReview, skills: bot.skills } satisfies BotSettings);
+const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills" | "notify">): string =>
+  JSON.stringify({
+    memoryReview: bot.memoryReview,
+    skills: bot.skills,
+    notify: bot.notify,
+  } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
   accountId: row.account_id,
@@ -264,6 +270,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       [key],
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
+    await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
       key,
@@ -299,6 +306,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
     ...createRoutineQueries(driver, now, ids, insertAudit),
+    ...createResultsQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -426,7 +434,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async createBot({ accountId, name, instructions, model, memoryReview = false, skills = null }) {
+    async createBot({
+      accountId,
+      name,
+      instructions,
+      model,
+      memoryReview = false,
+      skills = null,
+      notify = false,
+    }) {
       const at = now();
       const bot: Bot = {
         id: ids("bot"),
@@ -436,6 +452,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         model,
         memoryReview,
         skills,
+        notify,
         createdAt: at,
         updatedAt: at,
       };
@@ -493,6 +510,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           model: patch.model === undefined ? bot.model : patch.model,
           memoryReview: patch.memoryReview ?? bot.memoryReview,
           skills: patch.skills === undefined ? bot.skills : patch.skills,
+          notify: patch.notify ?? bot.notify,
           updatedAt: now(),
         };
         try {

@@ -9,6 +9,7 @@ import { createPostgresDriver } from "./postgres-driver.ts";
 import { createSqlStore } from "./sql-store.ts";
 import { createSqliteDriver } from "./sqlite-driver.ts";
 import { routineStoreContract } from "./routine.contract.ts";
+import { resultsContract } from "./results.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -20,19 +21,7 @@ async function openFaultable(driver: SqlDriver) {
   return { store, faults: faulty };
 }
 
-routineStoreContract("sqlite", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
-  const { store } = await openFaultable(createSqliteDriver(join(dir, "roost.db")));
-  return {
-    store,
-    async close() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
-
-storeContract("sqlite", async () => {
+const openSqlite = async () => {
   const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
   const { store, faults } = await openFaultable(createSqliteDriver(join(dir, "roost.db")));
   return {
@@ -43,22 +32,14 @@ storeContract("sqlite", async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
+storeContract("sqlite", openSqlite);
+resultsContract("sqlite", openSqlite);
+routineStoreContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
-  routineStoreContract("postgres", async () => {
-    const database = await createTestDatabase();
-    const { store } = await openFaultable(createPostgresDriver(database.url));
-    return {
-      store,
-      async close() {
-        await store.close();
-        await database.drop();
-      },
-    };
-  });
-  storeContract("postgres", async () => {
+  const openPostgres = async () => {
     const database = await createTestDatabase();
     const { store, faults } = await openFaultable(createPostgresDriver(database.url));
     return {
@@ -69,7 +50,10 @@ if (postgres.ok) {
         await database.drop();
       },
     };
-  });
+  };
+  storeContract("postgres", openPostgres);
+  resultsContract("postgres", openPostgres);
+  routineStoreContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

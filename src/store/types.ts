@@ -22,12 +22,14 @@ import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
+import type { ResultsStore } from "./results-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
+export type * from "./results-types.ts";
 
 export interface Account {
   id: string;
@@ -56,6 +58,8 @@ export interface Bot {
   memoryReview: boolean;
   /** Names of the account's skills this bot may use; null = all of them. */
   skills: string[] | null;
+  /** Notify the owner when it finishes a turn or needs input (issue 11 §3). */
+  notify: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -64,6 +68,7 @@ export interface Bot {
 export interface BotSettings {
   memoryReview?: boolean;
   skills?: string[] | null;
+  notify?: boolean;
 }
 
 export interface Conversation {
@@ -156,9 +161,10 @@ export interface BotPatch {
   model?: string | null;
   memoryReview?: boolean;
   skills?: string[] | null;
+  notify?: boolean;
 }
 
-export interface Store extends MemoryStore, SkillStore, RoutineStore {
+export interface Store extends MemoryStore, SkillStore, RoutineStore, ResultsStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -190,6 +196,7 @@ export interface Store extends MemoryStore, SkillStore, RoutineStore {
     model: string | null;
     memoryReview?: boolean;
     skills?: string[] | null;
+    notify?: boolean;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;

@@ -19,7 +19,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { resolveConfig } from "../../src/config/index.ts";
 import { createDemoModel, type ModelClient } from "../../src/models/index.ts";
 import { findFreePort } from "../../src/engine/index.ts";
-import { startPlatform, type Platform } from "../../src/platform/index.ts";
+import { startPlatform, type Platform, type PlatformOptions } from "../../src/platform/index.ts";
 import { createWebHandler, defaultWebDistDir } from "../../src/web/index.ts";
 
 export const chromiumPath = process.env.ROOST_TEST_CHROMIUM ?? "/usr/bin/chromium";
@@ -81,6 +81,8 @@ export async function startWebRoost(
     flags?: Record<string, string>;
     /** Stream the demo model's replies a piece every this many ms. @default 15 */
     pieceDelayMs?: number;
+    /** Drafts' channels and the owner's webhooks (platform/results.ts). */
+    results?: PlatformOptions["results"];
   } = {},
 ): Promise<WebRoost> {
   ensureWebBuilt();
@@ -108,6 +110,7 @@ export async function startWebRoost(
     sweepIntervalMs: 1000,
     // Every bot in these tests uses the demo model (no provider is configured).
     resolveModel: () => model,
+    ...(options.results === undefined ? {} : { results: options.results }),
   });
 
   let front: ServerType | undefined;

@@ -78,6 +78,7 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     isDemo: true,
     memoryReview: false,
     skills: null,
+    notify: false,
     createdAt: now(),
     updatedAt: now(),
   };

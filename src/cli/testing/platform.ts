@@ -19,7 +19,11 @@ export interface CliPlatform {
 }
 
 export async function startCliPlatform(
-  options: { env?: Record<string, string>; toolSources?: PlatformOptions["toolSources"] } = {},
+  options: {
+    env?: Record<string, string>;
+    toolSources?: PlatformOptions["toolSources"];
+    results?: PlatformOptions["results"];
+  } = {},
 ): Promise<CliPlatform> {
   const dataDir = await mkdtemp(join(tmpdir(), "roost-cli-e2e-"));
   let platform: Platform | undefined;
@@ -41,6 +45,7 @@ export async function startCliPlatform(
     platform = await startPlatform(config, {
       logger: createMemoryLogger(),
       ...(options.toolSources === undefined ? {} : { toolSources: options.toolSources }),
+      ...(options.results === undefined ? {} : { results: options.results }),
     });
     const started = platform;
     const adminToken = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();

@@ -17,6 +17,13 @@ import type {
   Step,
 } from "./types.ts";
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
+import type {
+  ConversationSeen,
+  Draft,
+  DraftList,
+  NotificationList,
+  NotificationsRead,
+} from "./types.ts";
 
 export class ApiError extends Error {
   override readonly name = "ApiError";
@@ -118,6 +125,7 @@ export function createApiClient(options: ApiClientOptions) {
       model: string | null;
       memoryReview?: boolean;
       skills?: string[] | null;
+      notify?: boolean;
     }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
@@ -127,6 +135,7 @@ export function createApiClient(options: ApiClientOptions) {
         model?: string | null;
         memoryReview?: boolean;
         skills?: string[] | null;
+        notify?: boolean;
       },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
@@ -236,6 +245,23 @@ export function createApiClient(options: ApiClientOptions) {
     /** The TCP ports listening inside the awake computer (`computer_asleep` while it sleeps). */
     listPorts: (signal?: AbortSignal) =>
       json<ListeningPorts>("GET", "/v1/computers/me/ports", { signal }),
+    // Results (docs/results.md): drafts, notifications, what the owner has read, the account stream.
+    getDraft: (id: string, signal?: AbortSignal) =>
+      json<Draft>("GET", `/v1/drafts/${enc(id)}`, { signal }),
+    sendDraft: (id: string) => json<Draft>("POST", `/v1/drafts/${enc(id)}/send`),
+    discardDraft: (id: string) => json<Draft>("POST", `/v1/drafts/${enc(id)}/discard`),
+    conversationDrafts: (conversationId: string) =>
+      json<DraftList>("GET", `/v1/conversations/${enc(conversationId)}/drafts`),
+    notifications: (unread = false) =>
+      json<NotificationList>("GET", `/v1/notifications${unread ? "?unread=true" : ""}`),
+    markNotificationsRead: (
+      which: { ids: string[] } | { conversationId: string } | { all: true },
+    ) => json<NotificationsRead>("POST", "/v1/notifications/read", { json: which }),
+    markSeen: (conversationId: string, seq: number) =>
+      json<ConversationSeen>("POST", `/v1/conversations/${enc(conversationId)}/seen`, {
+        json: { seq },
+      }),
+    accountEventsUrl: "/v1/events",
     /** A short-lived link that opens the port's preview in a browser, on a host of its own. */
     previewLink: (port: number) =>
       json<PreviewLink>("POST", "/v1/computers/me/preview-links", { json: { port } }),

@@ -82,6 +82,7 @@ function BotFields({
     bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "",
   );
   const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
+  const [notify, setNotify] = useState(bot?.notify ?? false);
   const [skills, setSkills] = useState<string[] | null>(bot?.skills ?? null);
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
@@ -102,6 +103,7 @@ function BotFields({
           model,
           memoryReview,
           skills,
+          notify,
         });
       } else {
         const patch: Parameters<typeof api.updateBot>[1] = {};
@@ -109,6 +111,7 @@ function BotFields({
         if (instructions !== bot.instructions) patch.instructions = instructions;
         if (model !== bot.model) patch.model = model;
         if (memoryReview !== bot.memoryReview) patch.memoryReview = memoryReview;
+        if (notify !== bot.notify) patch.notify = notify;
         if (!sameSkills(skills, bot.skills)) patch.skills = skills;
         saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
       }
@@ -229,6 +232,24 @@ function BotFields({
         <p className="muted field-help" id={`${id}-memory-help`}>
           The memory pass after each turn then only proposes: its changes wait in the bot’s memory
           inbox for you to accept or reject.
+        </p>
+      </fieldset>
+      <fieldset className="field">
+        <legend>Notifications</legend>
+        <label className="choice">
+          <input
+            type="checkbox"
+            name="notify"
+            checked={notify}
+            onChange={(event) => setNotify(event.target.checked)}
+            aria-describedby={`${id}-notify-help`}
+          />
+          <span>Notify me when this bot finishes or needs input</span>
+        </label>
+        <p className="muted field-help" id={`${id}-notify-help`}>
+          You are told when a turn ends with a reply, stops with an error, or leaves a draft for
+          you: in the sidebar, as a browser notification once you turn those on, and at your
+          notifications webhook if you set one (docs/results.md).
         </p>
       </fieldset>
       <SkillsLimit value={skills} onChange={setSkills} api={api} />

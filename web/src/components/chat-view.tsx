@@ -71,6 +71,37 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
     void refreshConversations();
   }, [snapshot.turnState, refreshConversations]);
 
+  // What the owner has on screen is read (the sidebar's "Unread activity", docs/results.md).
+  const listedActivity = listed?.activity;
+  useEffect(() => {
+    if (!snapshot.loaded || snapshot.lastSeq === 0) return;
+    let cancelled = false;
+    const markSeen = () => {
+      if (cancelled || document.visibilityState !== "visible") return;
+      api
+        .markSeen(conversationId, snapshot.lastSeq)
+        .then(() => {
+          if (listedActivity === "unread" || listedActivity === "needs_attention")
+            void refreshConversations();
+        })
+        .catch(() => undefined); // marking is a convenience; the next change tries again
+    };
+    const timer = setTimeout(markSeen, 500);
+    document.addEventListener("visibilitychange", markSeen);
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+      document.removeEventListener("visibilitychange", markSeen);
+    };
+  }, [
+    api,
+    conversationId,
+    snapshot.loaded,
+    snapshot.lastSeq,
+    listedActivity,
+    refreshConversations,
+  ]);
+
   useComputerEvents(snapshot.computerState);
   const activity = activityOf(snapshot);
 

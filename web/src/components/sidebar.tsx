@@ -1,9 +1,16 @@
-import { BookOpen, LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
-import { useMemo } from "react";
+import { Bell, BookOpen, LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
+import { useMemo, useState } from "react";
+import type { Conversation } from "../api/types.ts";
+import {
+  browserPermission,
+  requestBrowserPermission,
+  type BrowserPermission,
+} from "../lib/browser-notifications.ts";
 import { formatRelative } from "../lib/format.ts";
 import { onLinkClick, paths, useRoute } from "../lib/router.ts";
 import { setThemeChoice, useThemeChoice, type ThemeChoice } from "../lib/theme.ts";
 import { useSession } from "../state/session.tsx";
+import { NotificationsMenu } from "./notifications-menu.tsx";
 import { Avatar } from "./ui.tsx";
 
 const nextTheme: Record<ThemeChoice, ThemeChoice> = {
@@ -16,6 +23,55 @@ const themeLabel: Record<ThemeChoice, string> = {
   light: "Theme: light",
   dark: "Theme: dark",
 };
+
+/** The sidebar's state of a conversation: Working, Needs attention, Unread activity (docs/results.md). */
+function ActivityMark({ conversation }: { conversation: Conversation }) {
+  const activity = conversation.activity ?? conversation.state;
+  if (activity === "working")
+    return <span className="working-dot" title="Working" aria-label="working" />;
+  if (activity === "needs_attention")
+    return (
+      <span className="attention-mark" title="Needs attention" aria-label="needs attention">
+        !
+      </span>
+    );
+  if (activity === "unread")
+    return <span className="unread-dot" title="Unread activity" aria-label="unread activity" />;
+  return <span className="nav-time">{formatRelative(conversation.updatedAt)}</span>;
+}
+
+/** A bot's conversations that need the owner, shown on the bot (its chats may be out of view). */
+function BotActivity({ conversations }: { conversations: readonly Conversation[] }) {
+  const attention = conversations.filter((c) => c.activity === "needs_attention").length;
+  const unread = conversations.filter((c) => c.activity === "unread").length;
+  if (attention > 0)
+    return (
+      <span
+        className="attention-mark"
+        title={`${attention} conversation${attention === 1 ? "" : "s"} need${attention === 1 ? "s" : ""} attention`}
+      >
+        {attention}
+      </span>
+    );
+  if (unread > 0) return <span className="unread-dot" title="Unread activity" />;
+  return null;
+}
+
+/** Browser notifications are asked for only when the owner clicks (browsers refuse otherwise). */
+function BrowserNotificationsButton() {
+  const [permission, setPermission] = useState<BrowserPermission>(browserPermission);
+  if (permission !== "default") return null;
+  return (
+    <button
+      type="button"
+      className="nav-item nav-button"
+      onClick={() => void requestBrowserPermission().then(setPermission)}
+    >
+      <Bell size={16} aria-hidden="true" />
+      <span className="nav-label">Turn on browser notifications</span>
+    </button>
+  );
+}
 
 export function Sidebar({
   selectedBotId,
@@ -97,6 +153,11 @@ export function Sidebar({
                 <Avatar name={candidate.name} size="sm" />
                 <span className="nav-label">{candidate.name}</span>
                 {candidate.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
+                <BotActivity
+                  conversations={(conversations ?? []).filter(
+                    (conversation) => conversation.botId === candidate.id,
+                  )}
+                />
               </a>
             </li>
           ))}
@@ -132,11 +193,7 @@ export function Sidebar({
                     }
                   >
                     <span className="nav-label">{conversation.title}</span>
-                    {conversation.state === "working" ? (
-                      <span className="working-dot" title="Working" aria-label="working" />
-                    ) : (
-                      <span className="nav-time">{formatRelative(conversation.updatedAt)}</span>
-                    )}
+                    <ActivityMark conversation={conversation} />
                   </a>
                 </li>
               );
@@ -155,6 +212,8 @@ export function Sidebar({
           <BookOpen size={16} aria-hidden="true" />
           <span className="nav-label">Skills</span>
         </a>
+        <NotificationsMenu onNavigate={onNavigate} />
+        <BrowserNotificationsButton />
       </div>
 
       <div className="sidebar-footer">

@@ -12,8 +12,11 @@ import {
 } from "react";
 import type { Bot, InterruptedPayload, MessageSource, Step, ToolPayload } from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
+import { onLinkClick, paths } from "../lib/router.ts";
+import { useSession } from "../state/session.tsx";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
+import { DraftCard } from "./draft-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Avatar } from "./ui.tsx";
 
@@ -59,10 +62,13 @@ const UserMessage = memo(function UserMessage({
   text,
   time,
   from,
+  fromConversationId,
 }: {
   text: string;
   time: string;
   from?: string;
+  /** Another bot's message: the conversation it wrote from (issue 11 §2, visible in both). */
+  fromConversationId?: string;
 }) {
   return (
     <div className="row row-user" data-source={from === undefined ? "chat" : "other"}>
@@ -70,7 +76,21 @@ const UserMessage = memo(function UserMessage({
         <div className="user-text">{text}</div>
       </div>
       <div className="row-meta">
-        {from === undefined ? "" : `${from} · `}
+        {from === undefined ? (
+          ""
+        ) : fromConversationId === undefined ? (
+          `${from} · `
+        ) : (
+          <>
+            <a
+              href={paths.conversation(fromConversationId)}
+              onClick={(event) => onLinkClick(event, paths.conversation(fromConversationId))}
+            >
+              {from}
+            </a>
+            {" · "}
+          </>
+        )}
         {formatTime(time)}
       </div>
     </div>
@@ -78,7 +98,10 @@ const UserMessage = memo(function UserMessage({
 });
 
 /** Who sent a message no person typed, in a few words. */
-export function describeSource(source: MessageSource | undefined): string | undefined {
+export function describeSource(
+  source: MessageSource | undefined,
+  botName: (botId: string) => string | undefined = () => undefined,
+): string | undefined {
   switch (source?.kind) {
     case undefined:
     case "chat":
@@ -87,8 +110,10 @@ export function describeSource(source: MessageSource | undefined): string | unde
       return "From a routine";
     case "webhook":
       return "From a webhook";
-    case "bot":
-      return "From another bot";
+    case "bot": {
+      const name = botName(source.fromBotId);
+      return name === undefined ? "From another bot" : `From ${name} (bot, hop ${source.hop})`;
+    }
   }
 }
 
@@ -199,7 +224,14 @@ const StoppedRow = memo(function StoppedRow({
 });
 
 type Row =
-  | { key: string; kind: "user"; text: string; time: string; from?: string }
+  | {
+      key: string;
+      kind: "user";
+      text: string;
+      time: string;
+      from?: string;
+      fromConversationId?: string;
+    }
   | { key: string; kind: "bot"; text: string; meta?: string }
   | {
       key: string;
@@ -227,7 +259,17 @@ function usageMeta(
   return parts.filter((part) => part !== "").join(" · ");
 }
 
-export function buildRows(steps: readonly Step[]): Row[] {
+/** The draft a `draft` tool result made (its details carry the id). */
+function draftIdOf(result: ToolPayload | undefined): string | undefined {
+  if (result === undefined || result.isError) return undefined;
+  const id = result.details.draftId;
+  return typeof id === "string" ? id : undefined;
+}
+
+export function buildRows(
+  steps: readonly Step[],
+  botName: (botId: string) => string | undefined = () => undefined,
+): Row[] {
   const results = new Map<string, ToolPayload>();
   const calls = new Set<string>();
   const stopped = new Set<string>();
@@ -242,13 +284,15 @@ export function buildRows(steps: readonly Step[]): Row[] {
     switch (step.kind) {
       case "message":
         {
-          const from = describeSource(step.payload.source);
+          const source = step.payload.source;
+          const from = describeSource(source, botName);
           rows.push({
             key: step.id,
             kind: "user",
             text: step.payload.text,
             time: step.createdAt,
             ...(from === undefined ? {} : { from }),
+            ...(source?.kind === "bot" ? { fromConversationId: source.fromConversationId } : {}),
           });
           break;
         }
@@ -350,7 +394,11 @@ export function Timeline({
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
   const steps = snapshot.steps;
-  const rows = useMemo(() => buildRows(steps), [steps]);
+  const { bots } = useSession();
+  const rows = useMemo(
+    () => buildRows(steps, (botId) => bots?.find((candidate) => candidate.id === botId)?.name),
+    [steps, bots],
+  );
   const working = snapshot.turnState === "working";
   const runningTool =
     working && rows.some((row) => row.kind === "tool" && row.result === undefined && !row.stopped);
@@ -461,6 +509,9 @@ export function Timeline({
                     text={row.text}
                     time={row.time}
                     {...(row.from === undefined ? {} : { from: row.from })}
+                    {...(row.fromConversationId === undefined
+                      ? {}
+                      : { fromConversationId: row.fromConversationId })}
                   />
                 );
               case "bot":
@@ -478,6 +529,9 @@ export function Timeline({
                       }
                       stopped={row.stopped}
                     />
+                    {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
+                      <DraftCard draftId={draftIdOf(row.result)!} />
+                    )}
                   </div>
                 );
               case "error":

@@ -15,6 +15,9 @@ import {
 } from "react";
 import { ApiError, type ApiClient } from "../api/client.ts";
 import type { Bot, Computer, Conversation, Me } from "../api/types.ts";
+import { showBrowserNotification } from "../lib/browser-notifications.ts";
+import { navigate, parseRoute, paths } from "../lib/router.ts";
+import { AccountEvents } from "./account-events.ts";
 import { ConversationFeed } from "./feed.ts";
 
 export interface Session {
@@ -28,6 +31,8 @@ export interface Session {
   upsertBot(bot: Bot): void;
   upsertConversation(conversation: Conversation): void;
   feed(conversationId: string): ConversationFeed;
+  /** The account's stream: notifications, drafts, activity in its conversations. */
+  accountEvents: AccountEvents;
   computer: ComputerInfo;
   signOut(): void;
 }
@@ -72,6 +77,7 @@ export function SessionProvider({
   const [botsError, setBotsError] = useState<string>();
   const [conversations, setConversations] = useState<Conversation[]>();
   const feeds = useRef(new Map<string, ConversationFeed>());
+  const accountEvents = useMemo(() => new AccountEvents(api), [api]);
 
   const refreshBots = useCallback(async () => {
     try {
@@ -97,6 +103,35 @@ export function SessionProvider({
     }, 10_000);
     return () => clearInterval(timer);
   }, [refreshBots, refreshConversations]);
+
+  // The sidebar follows the account's stream; a notification may become a browser notification.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const refreshSoon = () => {
+      if (timer !== undefined) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        void refreshConversations();
+      }, 300);
+    };
+    const unsubscribe = accountEvents.subscribe((event) => {
+      if (event.type === "hello") return;
+      refreshSoon();
+      if (event.type !== "notification") return;
+      const route = parseRoute(window.location.pathname);
+      showBrowserNotification(
+        event.notification,
+        route.name === "conversation" ? route.conversationId : undefined,
+        (conversationId) => navigate(paths.conversation(conversationId)),
+      );
+    });
+    accountEvents.start();
+    return () => {
+      unsubscribe();
+      accountEvents.close(); // a StrictMode re-mount starts it again
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [accountEvents, refreshConversations]);
 
   const mounted = useRef(false);
   useEffect(() => {
@@ -168,6 +203,7 @@ export function SessionProvider({
       upsertBot,
       upsertConversation,
       feed,
+      accountEvents,
       computer,
       signOut,
     }),
@@ -182,6 +218,7 @@ export function SessionProvider({
       upsertBot,
       upsertConversation,
       feed,
+      accountEvents,
       computer,
       signOut,
     ],
