@@ -28,6 +28,8 @@ import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
+import type { UsageService } from "../usage/index.ts";
+import { registerUsageRoutes } from "./usage-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -60,6 +62,8 @@ export interface ApiDependencies {
   skills?: SkillService;
   /** Port previews of the caller's computer (computer-ports.ts). */
   ports?: PortPreviews;
+  /** Usage and budgets (absent: no usage routes). */
+  usage?: UsageService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -158,6 +162,7 @@ const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations
 const validatesOwnQuery = (path: string) =>
   path.startsWith("/v1/computers/me/files") ||
   path.endsWith("/memory/revisions") ||
+  path === "/v1/usage" ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -456,6 +461,10 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   if (deps.skills !== undefined) {
     const skillsApp = app as unknown as Parameters<typeof registerSkillRoutes>[0];
     registerSkillRoutes(skillsApp, { skills: deps.skills });
+  }
+  if (deps.usage !== undefined) {
+    const usageApp = app as unknown as Parameters<typeof registerUsageRoutes>[0];
+    registerUsageRoutes(usageApp, { store, usage: deps.usage, ...(deps.clock === undefined ? {} : { clock: deps.clock }) });
   }
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -338,6 +338,11 @@ function createChatView(io: CliIo, botName: string): ChatView {
         case "error":
           endLine();
           break;
+        case "budget_reached":
+          // The turn is parked, not over: it goes on when the budget is raised (docs/usage.md).
+          endLine();
+          note(paint(io, side, "yellow", `⏸ ${step.payload.message}`));
+          break;
         case "message":
         case "summary":
         case "no_reply":

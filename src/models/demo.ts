@@ -13,6 +13,7 @@
  *   `remember [tier:] <text>` → tool `memory` `{ action: "add", tier (default profile), text }`
  *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
  *   `skill <name>`          → tool `skill` `{ name }`
+ *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   anything else           → a labelled echo saying no provider is configured
  *
@@ -54,6 +55,10 @@ function echoReply(text: string, request: InferRequest): string {
 /** Parses the command language (D2). */
 function decide(text: string, request: InferRequest): DemoAction {
   const trimmed = text.trim();
+  // Any line of a routine run's message (its instruction or payload) may ask the triage to escalate.
+  const escalate = /^escalate(?:\s+(.+))?$/im.exec(trimmed);
+  if (escalate !== null && isOffered(request, "escalate"))
+    return { kind: "tool", name: "escalate", input: { reason: escalate[1]?.trim() ?? "asked to" } };
   if (trimmed.startsWith("$ ")) {
     const command = trimmed.slice(2).trim();
     if (isOffered(request, "shell")) return { kind: "tool", name: "shell", input: { command } };

@@ -56,6 +56,15 @@ import {
   createSkillSyncHook,
   createSkillTools,
 } from "../skills/index.ts";
+import type { Notifier } from "../notifications/index.ts";
+import {
+  createEscalateTool,
+  createPriceTable,
+  createUsageService,
+  noRoutineLookup,
+  type RoutineLookup,
+  type UsageService,
+} from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
@@ -78,6 +87,10 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
   host?: HostReport;
+  /** How the owner is told (budget reached). @default a line in the log (until notifications land) */
+  notifier?: Notifier;
+  /** A routine's owner, budget and triage model. @default no routines (until routines land) */
+  routineLookup?: RoutineLookup;
 }
 
 export interface Platform {
@@ -88,6 +101,8 @@ export interface Platform {
   readonly events: EventHub;
   readonly engine: RestateEngine;
   readonly provider: ComputerProvider;
+  /** Usage records and budgets; also the `RunUsage` the routines module reads runs' cost from. */
+  readonly usage: UsageService;
   close(): Promise<void>;
 }
 
@@ -219,6 +234,17 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Usage per model call and the spend caps checked before each one (docs/usage.md).
+    const usage = createUsageService({
+      store,
+      events,
+      notifier: options.notifier ?? loggingNotifier(logger.child({ component: "notify" })),
+      routines: options.routineLookup ?? noRoutineLookup,
+      prices: createPriceTable(config.prices),
+      defaultSpec: () => models.defaultSpec,
+      release: (waiterId) => kicker.wake(waiterId),
+      logger: logger.child({ component: "usage" }),
+    });
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);
@@ -244,6 +270,7 @@ export async function startPlatform(
         ]),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
+        createEscalateTool(usage),
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -267,6 +294,8 @@ export async function startPlatform(
         createMemorySection({ store, ranker }),
       ],
       compaction: config.compaction,
+      beforeModelCall: [(durable, call) => usage.beforeModelCall(durable, call)],
+      afterModelCall: [(durable, call) => usage.afterModelCall(durable, call)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
         await durable.call(
@@ -391,6 +420,7 @@ export async function startPlatform(
     const api = createApi({
       memory,
       skills,
+      usage,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
@@ -511,12 +541,26 @@ export async function startPlatform(
       events,
       engine,
       provider,
+      usage,
       close: closeAll,
     };
   } catch (error) {
     await closeAll();
     throw error;
   }
+}
+
+/** Until the notifications module is wired: the owner's notification as a log line. */
+function loggingNotifier(logger: Logger): Notifier {
+  return {
+    notify: async (notification) =>
+      logger.info("notification", {
+        id: notification.id,
+        accountId: notification.accountId,
+        kind: notification.kind,
+        title: notification.title,
+      }),
+  };
 }
 
 /**

@@ -31,6 +31,8 @@ export interface Kicker {
   sweep(): Promise<number>;
   /** Stores a message and hands it to its loop; a failed kick is left to the sweep. */
   deliver(message: DeliveredMessage): Promise<{ message: Message; created: boolean }>;
+  /** Resolves a durable promise a loop waits on (a parked turn's); one already answered is fine. */
+  wake(waiterId: string): Promise<void>;
 }
 
 export type DeliveredMessage = Parameters<Store["appendMessage"]>[0];
@@ -100,6 +102,7 @@ export function createKicker(
 
   return {
     kick,
+    wake: resolveWaiter,
     async deliver(input) {
       const { message, created, waiter } = await store.appendMessage(input);
       if (created) {

@@ -248,4 +248,49 @@ export const migrations: readonly Migration[] = [
         PRIMARY KEY (skill_id, path))`,
     ],
   },
+  {
+    version: 16,
+    statements: [
+      // One row per model call that answered (usage-types.ts, USE1): idempotent by call id, so a
+      // replayed afterModelCall step never counts a call twice. No foreign keys: usage outlives a
+      // deleted bot or conversation (it is what was spent).
+      `CREATE TABLE usage_records (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        trigger_kind TEXT NOT NULL,
+        routine_id TEXT,
+        run_id TEXT,
+        person_id TEXT NOT NULL,
+        model_spec TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT,
+        cost DOUBLE PRECISION,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX usage_by_account ON usage_records (account_id, created_at)`,
+      `CREATE INDEX usage_by_bot ON usage_records (bot_id, created_at)`,
+      `CREATE INDEX usage_by_routine ON usage_records (routine_id, created_at)`,
+      `CREATE INDEX usage_by_run ON usage_records (run_id)`,
+      // A bot's spend cap (Api.Budget as JSON); no row = no cap.
+      `CREATE TABLE bot_budgets (
+        bot_id TEXT PRIMARY KEY,
+        budget TEXT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      // Turns parked at a reached budget: the durable promise (awakeable) that lets each go on.
+      `CREATE TABLE budget_waits (
+        id TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        routine_id TEXT,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX budget_waits_by_bot ON budget_waits (bot_id)`,
+      `CREATE INDEX budget_waits_by_routine ON budget_waits (routine_id)`,
+    ],
+  },
 ];

@@ -7,6 +7,7 @@ import { newId, type IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import { createMemoryQueries } from "./memory-queries.ts";
 import { createSkillQueries } from "./skill-queries.ts";
+import { createUsageQueries } from "./usage-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -297,6 +298,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
   return {
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
+    ...createUsageQueries(driver, now),
     kind: driver.kind,
 
     async migrate() {

@@ -21,11 +21,13 @@
 import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
+import type { UsageStore } from "./usage-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
 export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
+export type * from "./usage-types.ts";
 
 export interface Account {
   id: string;
@@ -101,6 +103,7 @@ export const stepKinds = [
   "interrupted",
   "summary",
   "no_reply",
+  "budget_reached",
 ] as const;
 export type StepKind = (typeof stepKinds)[number];
 
@@ -156,7 +159,7 @@ export interface BotPatch {
   skills?: string[] | null;
 }
 
-export interface Store extends MemoryStore, SkillStore {
+export interface Store extends MemoryStore, SkillStore, UsageStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

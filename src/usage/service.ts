@@ -1,0 +1,319 @@
+/**
+ * Usage and spend caps (issue 11 §4, docs/usage.md, decision 0020): a usage record per model
+ * call, budgets checked before every model call, turns parked durably at a reached budget, and
+ * the triage model of routine runs. Plugs into the loop's model-call hooks (LOOP11).
+ *
+ * Invariants:
+ *   USG1 every model call that answered is recorded once, from a journaled step keyed by its turn
+ *        and index (USE1): a replay, a retry or a kill -9 never counts it twice.
+ *   USG2 a call's usage is billed to the person the turn works for, and a routine's (or its
+ *        webhook's) to whoever set the routine up; the talking person is recorded either way.
+ *   USG3 before every model call the bot's budget, and a routine run's routine budget, are
+ *        checked in a journaled step; at a reached limit the turn parks on a durable promise (a
+ *        Restate awakeable, with a durable timer to the end of the limit's period): no process
+ *        keeps a timer, nothing computes, and a restart of everything keeps it parked.
+ *   USG4 no lost wake-up: the waiter is recorded before the budget is checked again in the same
+ *        step, and a budget change is stored before the waiters are read, so a raise either sees
+ *        the waiter or the re-check sees the raise.
+ *   USG5 a parked turn goes on where it stopped: the same turn, the same journal; tool calls it
+ *        already made are not made again (they are journaled before the park).
+ *   USG6 each park saves one `budget_reached` step and sends one notification, both with ids
+ *        derived from the turn, the call and the park's number, so replays add nothing.
+ *   USG7 a routine run with a triage model uses it for its model calls until the triage calls
+ *        `escalate`; from the next call on, the bot's model answers (decision 0020).
+ */
+import type { DurableContext } from "../engine/index.ts";
+import type { EventHub } from "../events/index.ts";
+import { silentLogger, type Logger } from "../log/index.ts";
+import type { ModelCallDone, ModelCallInfo } from "../loop/index.ts";
+import type { Notifier } from "../notifications/index.ts";
+import type { Api } from "../protocol/index.ts";
+import type { Store, UsageGroupBy, UsageTotals } from "../store/index.ts";
+import type { TurnTrigger } from "../tools/index.ts";
+import { hasLimits, periodsAt, reachedLimit, tokensOf, type ReachedLimit } from "./budget.ts";
+import type { PriceTable } from "./prices.ts";
+import type { RoutineLookup, RunUsage } from "./types.ts";
+
+/** The tool a triage model calls to hand a run to the bot's model (USG7). */
+export const escalateToolName = "escalate";
+
+export interface UsageDependencies {
+  store: Store;
+  events: EventHub;
+  notifier: Notifier;
+  routines: RoutineLookup;
+  prices: PriceTable;
+  /** The spec a bot without a model uses (priced as that spec). */
+  defaultSpec: () => string;
+  /** Resolves a parked turn's durable promise (the kicker's awakeable resolution). */
+  release(waiterId: string): Promise<void>;
+  logger?: Logger;
+}
+
+export interface UsageService extends RunUsage {
+  /** LOOP11 hook: the budget check and park (USG3–USG6) and the triage choice (USG7). */
+  beforeModelCall(
+    durable: DurableContext,
+    call: ModelCallInfo,
+  ): Promise<{ model?: string | null } | undefined>;
+  /** LOOP11 hook: the usage record (USG1, USG2). */
+  afterModelCall(durable: DurableContext, call: ModelCallDone): Promise<void>;
+  botBudget(botId: string): Promise<Api.BotBudgetView>;
+  /** Stores the bot's budget ({} = none) and lets its parked turns check again (USG4). */
+  setBotBudget(botId: string, budget: Api.Budget): Promise<Api.BotBudgetView>;
+  /** Lets a routine's parked runs check again (the routines module calls it after a budget change). */
+  routineBudgetChanged(routineId: string): Promise<void>;
+  report(accountId: string, groupBy: UsageGroupBy, fromMs: number, toMs: number): Promise<Api.UsageReport>;
+  /** Whether the turn is a routine run with a triage model (the escalate tool is offered). */
+  triageOf(trigger: TurnTrigger | undefined): Promise<string | null>;
+}
+
+const routineIdOf = (source: Api.MessageSource): string | null =>
+  source.kind === "routine" || source.kind === "webhook" ? source.routineId : null;
+const runIdOf = (source: Api.MessageSource): string | null =>
+  source.kind === "routine" || source.kind === "webhook" ? source.runId : null;
+
+export function amountOf(totals: UsageTotals): Api.UsageAmount {
+  return {
+    tokens: tokensOf(totals),
+    inputTokens: totals.inputTokens,
+    outputTokens: totals.outputTokens,
+    cost: totals.cost,
+    calls: totals.calls,
+    unpricedCalls: totals.unpricedCalls,
+  };
+}
+
+type Verdict =
+  | { reached: null; model?: string }
+  | { reached: ReachedLimit; scope: "bot" | "routine"; scopeId: string };
+
+const limitWords: Record<Api.BudgetLimit, string> = {
+  tokensPerDay: "daily token limit",
+  tokensPerMonth: "monthly token limit",
+  costPerDay: "daily cost limit",
+  costPerMonth: "monthly cost limit",
+};
+
+export function createUsageService(deps: UsageDependencies): UsageService {
+  const { store, prices } = deps;
+  const logger = deps.logger ?? silentLogger;
+
+  async function usageOf(scope: { botId: string } | { routineId: string }, now: number) {
+    const periods = periodsAt(now);
+    const [day, month] = await Promise.all([
+      store.usageTotals(scope, periods.day.fromMs, periods.day.toMs),
+      store.usageTotals(scope, periods.month.fromMs, periods.month.toMs),
+    ]);
+    return { periods, day, month };
+  }
+
+  /** USG3, USG7: the journaled decision before one model call. */
+  async function check(call: ModelCallInfo, now: number): Promise<Verdict> {
+    const botBudget = await store.getBotBudget(call.botId);
+    if (hasLimits(botBudget)) {
+      const { periods, ...usage } = await usageOf({ botId: call.botId }, now);
+      const reached = reachedLimit(botBudget, usage, periods);
+      if (reached !== null) return { reached, scope: "bot", scopeId: call.botId };
+    }
+    const routineId = routineIdOf(call.trigger.source);
+    if (routineId === null) return { reached: null };
+    const routine = await deps.routines.routineSettings(routineId);
+    if (routine === null) return { reached: null };
+    if (hasLimits(routine.budget)) {
+      const { periods, ...usage } = await usageOf({ routineId }, now);
+      const reached = reachedLimit(routine.budget, usage, periods);
+      if (reached !== null) return { reached, scope: "routine", scopeId: routineId };
+    }
+    if (routine.triageModel === null) return { reached: null };
+    // USG7: the triage model answers until it escalates.
+    const escalated =
+      call.index > 0 &&
+      (await store.turnCalledTool(call.conversationId, call.turnId, escalateToolName));
+    return escalated ? { reached: null } : { reached: null, model: routine.triageModel };
+  }
+
+  function reachedMessage(verdict: Extract<Verdict, { scope: string }>): string {
+    const { limit, allowed, used, resetsAtMs } = verdict.reached;
+    const isCost = limit.startsWith("cost");
+    const amount = (value: number) =>
+      isCost ? `${value.toFixed(4)} ${prices.currency}` : `${Math.round(value).toLocaleString("en")} tokens`;
+    const owner = verdict.scope === "bot" ? "This bot" : `Routine ${verdict.scopeId}`;
+    const raise =
+      verdict.scope === "bot"
+        ? `raise ${limit} with PUT /v1/bots/${verdict.scopeId}/budget (or the bot's Usage panel)`
+        : `raise the routine's budget.${limit} with PATCH /v1/routines/${verdict.scopeId}`;
+    return `${owner} reached its ${limitWords[limit]} (${amount(allowed)}; ${amount(used)} used). The turn is paused: ${raise} and it goes on where it stopped, or it goes on by itself at ${new Date(resetsAtMs).toISOString()}.`;
+  }
+
+  async function releaseWaits(scope: { botId: string } | { routineId: string }) {
+    // USG4: called after the new budget is stored, so a waiter recorded after this read re-checks
+    // against the new budget.
+    for (const wait of await store.listBudgetWaits(scope)) {
+      try {
+        await deps.release(wait.id);
+        await store.deleteBudgetWait(wait.id);
+      } catch (error) {
+        // The turn still goes on at its period's end; the next budget change tries again.
+        logger.warn("could not let a parked turn go on", {
+          waiter: wait.id,
+          conversationId: wait.conversationId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+  }
+
+  async function botBudget(botId: string): Promise<Api.BotBudgetView> {
+    const [budget, usage, waits] = await Promise.all([
+      store.getBotBudget(botId),
+      usageOf({ botId }, Date.now()),
+      store.listBudgetWaits({ botId }),
+    ]);
+    return {
+      botId,
+      budget: budget ?? {},
+      today: amountOf(usage.day),
+      thisMonth: amountOf(usage.month),
+      parkedTurns: waits.length,
+      currency: prices.currency,
+    };
+  }
+
+  return {
+    async beforeModelCall(durable, call) {
+      for (let park = 0; ; park++) {
+        const now = await durable.now();
+        const verdict = await durable.step("budget:check", () => check(call, now));
+        if (verdict.reached === null)
+          return verdict.model === undefined ? undefined : { model: verdict.model };
+
+        const waiter = durable.awaitExternal<boolean>();
+        const parked = await durable.step("budget:park", async () => {
+          await store.addBudgetWait({
+            id: waiter.id,
+            botId: call.botId,
+            routineId: routineIdOf(call.trigger.source),
+            conversationId: call.conversationId,
+            turnId: call.turnId,
+            createdAt: Date.now(),
+          });
+          const again = await check(call, Date.now()); // USG4
+          if (again.reached === null) {
+            await store.deleteBudgetWait(waiter.id);
+            return null;
+          }
+          const message = reachedMessage(again);
+          const id = `${call.turnId}:${call.index}:budget:${park}`; // USG6
+          const saved = await store.appendStep({
+            conversationId: call.conversationId,
+            id,
+            turnId: call.turnId,
+            kind: "budget_reached",
+            payload: {
+              scope: again.scope,
+              scopeId: again.scopeId,
+              limit: again.reached.limit,
+              allowed: again.reached.allowed,
+              used: again.reached.used,
+              resumesAt: new Date(again.reached.resetsAtMs).toISOString(),
+              message,
+            } satisfies Api.BudgetReachedPayload,
+          });
+          deps.events.publish({ type: "changed", conversationId: call.conversationId, seq: saved.seq });
+          const bot = await store.getBot(call.botId);
+          await deps.notifier.notify({
+            id: `budget:${id}`,
+            accountId: call.accountId,
+            kind: "budget_reached",
+            title: `${bot?.name ?? "A bot"} paused: ${limitWords[again.reached.limit]} reached`,
+            body: message,
+            botId: call.botId,
+            conversationId: call.conversationId,
+            subjectId: again.scopeId,
+          });
+          return { resetsAtMs: again.reached.resetsAtMs };
+        });
+        if (parked === null) continue;
+        const waitedAt = await durable.now();
+        // USG3: a durable promise and a durable timer; whichever comes first, check again.
+        await waiter.wait(Math.max(1000, parked.resetsAtMs - waitedAt));
+        await durable.step("budget:unpark", () => store.deleteBudgetWait(waiter.id));
+      }
+    },
+
+    async afterModelCall(durable, call) {
+      await durable.step("usage:record", async () => {
+        const source = call.trigger.source;
+        const routineId = routineIdOf(source);
+        // USG2: a routine's usage goes to whoever set it up.
+        const routine = routineId === null ? null : await deps.routines.routineSettings(routineId);
+        const accountId =
+          routine?.ownerAccountId ??
+          (source.kind === "chat" ? call.trigger.authorAccountId : call.accountId);
+        const modelSpec = call.spec ?? call.botModel ?? deps.defaultSpec();
+        await store.recordUsage({
+          id: `${call.turnId}:${call.index}`, // USG1
+          accountId,
+          botId: call.botId,
+          conversationId: call.conversationId,
+          turnId: call.turnId,
+          callIndex: call.index,
+          triggerKind: source.kind,
+          routineId,
+          runId: runIdOf(source),
+          personId: call.trigger.authorAccountId,
+          modelSpec,
+          model: call.model,
+          inputTokens: call.usage.inputTokens,
+          outputTokens: call.usage.outputTokens,
+          cachedTokens: null,
+          cost: prices.costOf(modelSpec, call.usage),
+          createdAt: Date.now(),
+        });
+      });
+    },
+
+    async usageOfRuns(runIds) {
+      const totals = await store.usageOfRuns(runIds);
+      return new Map(
+        [...totals].map(([runId, total]) => [
+          runId,
+          // A run's cost is known only when every call of it had a price (PRICE1).
+          { tokens: tokensOf(total), cost: total.unpricedCalls > 0 ? null : total.cost },
+        ]),
+      );
+    },
+
+    botBudget,
+
+    async setBotBudget(botId, budget) {
+      await store.setBotBudget(botId, hasLimits(budget) ? budget : null);
+      await releaseWaits({ botId });
+      return botBudget(botId);
+    },
+
+    routineBudgetChanged: (routineId) => releaseWaits({ routineId }),
+
+    async report(accountId, groupBy, fromMs, toMs) {
+      const groups = await store.usageGroups(accountId, groupBy, fromMs, toMs);
+      return {
+        groupBy,
+        from: new Date(fromMs).toISOString(),
+        to: new Date(toMs).toISOString(),
+        currency: prices.currency,
+        groups: groups.map((group) => ({
+          key: group.key,
+          ...amountOf(group),
+          cachedTokens: group.cachedTokens,
+        })),
+      };
+    },
+
+    async triageOf(trigger) {
+      const routineId = trigger === undefined ? null : routineIdOf(trigger.source);
+      if (routineId === null) return null;
+      return (await deps.routines.routineSettings(routineId))?.triageModel ?? null;
+    },
+  };
+}
