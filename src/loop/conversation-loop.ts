@@ -378,6 +378,7 @@ function loadTurnContext(
       botId: bot.id,
       conversationId,
       turnId,
+      trigger: triggerOf(batch), // LOOP10: a source may offer tools by trigger (a triage's escalate)
     };
     const [steps, messages, tools] = await Promise.all([
       store.listSteps(conversationId, { afterSeq: fromSeq, limit: historyStepLimit + 1 }),

@@ -9,6 +9,7 @@ import type {
   BudgetWait,
   UsageGroup,
   UsageGroupBy,
+  UsageRecord,
   UsageStore,
   UsageTotals,
 } from "./usage-types.ts";
@@ -21,6 +22,25 @@ interface TotalsRow {
   cost: number | string | null;
   priced: number | string | null;
   unpriced: number | string | null;
+}
+interface RecordRow {
+  id: string;
+  account_id: string;
+  bot_id: string;
+  conversation_id: string;
+  turn_id: string;
+  call_index: number | string;
+  trigger_kind: string;
+  routine_id: string | null;
+  run_id: string | null;
+  person_id: string;
+  model_spec: string;
+  model: string;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  cached_tokens: number | string | null;
+  cost: number | string | null;
+  created_at: number | string;
 }
 interface WaitRow {
   id: string;
@@ -53,6 +73,26 @@ function toTotals(row: TotalsRow | undefined): UsageTotals {
     unpricedCalls: number(row?.unpriced),
   };
 }
+
+const toRecord = (row: RecordRow): UsageRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  botId: row.bot_id,
+  conversationId: row.conversation_id,
+  turnId: row.turn_id,
+  callIndex: Number(row.call_index),
+  triggerKind: row.trigger_kind as Api.TriggerKind,
+  routineId: row.routine_id,
+  runId: row.run_id,
+  personId: row.person_id,
+  modelSpec: row.model_spec,
+  model: row.model,
+  inputTokens: Number(row.input_tokens),
+  outputTokens: Number(row.output_tokens),
+  cachedTokens: row.cached_tokens === null ? null : Number(row.cached_tokens),
+  cost: row.cost === null ? null : Number(row.cost),
+  createdAt: Number(row.created_at),
+});
 
 const toWait = (row: WaitRow): BudgetWait => ({
   id: row.id,
@@ -135,6 +175,14 @@ export function createUsageQueries(driver: SqlDriver, now: () => number): UsageS
           ...toTotals(row),
         }),
       );
+    },
+
+    async listUsageRecords(conversationId) {
+      const rows = await driver.all<RecordRow>(
+        "SELECT * FROM usage_records WHERE conversation_id = ? ORDER BY created_at, call_index, id",
+        [conversationId],
+      );
+      return rows.map(toRecord);
     },
 
     async usageOfRuns(runIds) {

@@ -86,6 +86,8 @@ export interface UsageStore {
     fromMs: number,
     toMs: number,
   ): Promise<UsageGroup[]>;
+  /** One conversation's records, oldest first (for inspection; reports use the sums). */
+  listUsageRecords(conversationId: string): Promise<UsageRecord[]>;
   /** Totals per routine run (records carrying one of these run ids). */
   usageOfRuns(runIds: readonly string[]): Promise<Map<string, UsageTotals>>;
   getBotBudget(botId: string): Promise<Api.Budget | null>;
