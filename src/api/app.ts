@@ -464,7 +464,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   }
   if (deps.usage !== undefined) {
     const usageApp = app as unknown as Parameters<typeof registerUsageRoutes>[0];
-    registerUsageRoutes(usageApp, { store, usage: deps.usage, ...(deps.clock === undefined ? {} : { clock: deps.clock }) });
+    registerUsageRoutes(usageApp, {
+      store,
+      usage: deps.usage,
+      ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+    });
   }
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -24,9 +24,14 @@ const maxRangeMs = 366 * 86_400_000;
 const isoTime = (name: string) =>
   z
     .string()
-    .refine((value) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value)), {
-      error: `${name} must be a date or time in ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z`,
-    });
+    .refine(
+      (value) =>
+        /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) &&
+        !Number.isNaN(Date.parse(value)),
+      {
+        error: `${name} must be a date or time in ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z`,
+      },
+    );
 
 const usageQuery = z.strictObject({
   groupBy: z.enum(["bot", "routine", "trigger", "day"], {
@@ -45,7 +50,10 @@ export function registerUsageRoutes(
   const { store, usage } = deps;
   const clock = deps.clock ?? Date.now;
   // USEAPI1
-  const ownBot = async (context: Context<{ Variables: { account: Account } }>, id: string): Promise<Bot> => {
+  const ownBot = async (
+    context: Context<{ Variables: { account: Account } }>,
+    id: string,
+  ): Promise<Bot> => {
     const bot = await store.getBot(id);
     if (bot === undefined || bot.accountId !== context.get("account").id)
       throw new NotFoundError("bot", id);

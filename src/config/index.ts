@@ -635,7 +635,9 @@ function resolvePrices(source: Source): PricesConfig {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`ROOST_PRICES is not valid JSON (${(error as Error).message}); ${pricesHelp}`);
+    throw new ConfigError(
+      `ROOST_PRICES is not valid JSON (${(error as Error).message}); ${pricesHelp}`,
+    );
   }
   return parsePrices(parsed);
 }
@@ -646,14 +648,17 @@ function parsePrices(parsed: unknown): PricesConfig {
   if (!isObject(parsed)) throw new ConfigError(pricesHelp);
   const unknownKeys = Object.keys(parsed).filter((key) => key !== "currency" && key !== "models");
   if (unknownKeys.length > 0)
-    throw new ConfigError(`ROOST_PRICES: unknown key ${JSON.stringify(unknownKeys[0])}; ${pricesHelp}`);
+    throw new ConfigError(
+      `ROOST_PRICES: unknown key ${JSON.stringify(unknownKeys[0])}; ${pricesHelp}`,
+    );
   const currency = parsed.currency ?? "USD";
   if (typeof currency !== "string" || !/^[A-Z]{3}$/.test(currency))
     throw new ConfigError(
       `ROOST_PRICES: currency must be a three-letter code such as USD, got ${JSON.stringify(currency)}`,
     );
   const models = parsed.models ?? {};
-  if (!isObject(models)) throw new ConfigError(`ROOST_PRICES: models must be an object; ${pricesHelp}`);
+  if (!isObject(models))
+    throw new ConfigError(`ROOST_PRICES: models must be an object; ${pricesHelp}`);
   const result: Record<string, ModelPrice | null> = {};
   for (const [spec, price] of Object.entries(models)) {
     if (price === null) {
@@ -661,7 +666,8 @@ function parsePrices(parsed: unknown): PricesConfig {
       continue;
     }
     const where = `ROOST_PRICES: the price of ${JSON.stringify(spec)}`;
-    if (!isObject(price)) throw new ConfigError(`${where} must be {input, output, cachedInput?} or null`);
+    if (!isObject(price))
+      throw new ConfigError(`${where} must be {input, output, cachedInput?} or null`);
     const extra = Object.keys(price).filter(
       (key) => key !== "input" && key !== "output" && key !== "cachedInput",
     );

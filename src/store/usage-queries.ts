@@ -4,7 +4,7 @@
  * costs are DOUBLE PRECISION on both.
  */
 import type { Api } from "../protocol/index.ts";
-import type { SqlDriver, SqlValue } from "./driver.ts";
+import type { SqlDriver } from "./driver.ts";
 import type {
   BudgetWait,
   UsageGroup,
@@ -166,15 +166,13 @@ export function createUsageQueries(driver: SqlDriver, now: () => number): UsageS
          GROUP BY ${column} ORDER BY ${column}`,
         [accountId, fromMs, toMs],
       );
-      return rows.map(
-        (row): UsageGroup => ({
-          key:
-            groupBy === "day"
-              ? new Date(Number(row.group_key) * dayMs).toISOString().slice(0, 10)
-              : String(row.group_key),
-          ...toTotals(row),
-        }),
-      );
+      return rows.map((row): UsageGroup => ({
+        key:
+          groupBy === "day"
+            ? new Date(Number(row.group_key) * dayMs).toISOString().slice(0, 10)
+            : String(row.group_key),
+        ...toTotals(row),
+      }));
     },
 
     async listUsageRecords(conversationId) {
@@ -191,7 +189,7 @@ export function createUsageQueries(driver: SqlDriver, now: () => number): UsageS
       const rows = await driver.all<TotalsRow & { run_id: string }>(
         `SELECT run_id, ${totalsColumns} FROM usage_records
          WHERE run_id IN (${runIds.map(() => "?").join(", ")}) GROUP BY run_id`,
-        runIds as readonly SqlValue[],
+        runIds,
       );
       for (const row of rows) result.set(row.run_id, toTotals(row));
       return result;

@@ -14,7 +14,7 @@ import type { Store, UsageRecord } from "./types.ts";
 
 const postgres = await postgresAvailable();
 
-type Opener = () => Promise<{ store: Store; close(): Promise<void> }>;
+type Opener = () => Promise<{ store: Store; close: () => Promise<void> }>;
 const openers: [string, Opener | undefined][] = [
   [
     "sqlite",
@@ -106,20 +106,31 @@ for (const [name, open] of openers) {
         const totals = await store.usageTotals({ botId: "bot_1" }, day, day + 86_400_000);
         expect(totals).toMatchObject({ calls: 2, inputTokens: 107, cost: 0.25, unpricedCalls: 1 });
         await store.recordUsage(record({ id: "c", botId: "bot_2", cost: null }));
-        expect((await store.usageTotals({ botId: "bot_2" }, day, day + 86_400_000)).cost).toBeNull();
+        expect(
+          (await store.usageTotals({ botId: "bot_2" }, day, day + 86_400_000)).cost,
+        ).toBeNull();
       }));
 
     it("USE2: groups read only the given account's records, by bot, routine, trigger and day", () =>
       withStore(async (store) => {
         await store.recordUsage(record({ id: "1" }));
         await store.recordUsage(
-          record({ id: "2", botId: "bot_2", triggerKind: "routine", routineId: "rtn_1", runId: "run_1" }),
+          record({
+            id: "2",
+            botId: "bot_2",
+            triggerKind: "routine",
+            routineId: "rtn_1",
+            runId: "run_1",
+          }),
         );
         await store.recordUsage(record({ id: "3", createdAt: day + 86_400_000 + 5 }));
         await store.recordUsage(record({ id: "other", accountId: "acct_b", botId: "bot_b" }));
         const range = [day, day + 3 * 86_400_000] as const;
         const keys = async (groupBy: "bot" | "routine" | "trigger" | "day") =>
-          (await store.usageGroups("acct_a", groupBy, ...range)).map((group) => [group.key, group.calls]);
+          (await store.usageGroups("acct_a", groupBy, ...range)).map((group) => [
+            group.key,
+            group.calls,
+          ]);
         expect(await keys("bot")).toEqual([
           ["bot_1", 2],
           ["bot_2", 1],
@@ -171,8 +182,17 @@ for (const [name, open] of openers) {
     it("turnCalledTool finds a tool step of the turn by the tool's name", () =>
       withStore(async (store) => {
         const account = await store.createAccount({ name: "a", isAdmin: false });
-        const bot = await store.createBot({ accountId: account.id, name: "b", instructions: "", model: null });
-        const conversation = await store.createConversation({ accountId: account.id, botId: bot.id, title: "t" });
+        const bot = await store.createBot({
+          accountId: account.id,
+          name: "b",
+          instructions: "",
+          model: null,
+        });
+        const conversation = await store.createConversation({
+          accountId: account.id,
+          botId: bot.id,
+          title: "t",
+        });
         await store.appendStep({
           conversationId: conversation.id,
           id: "t1:0:0:result",

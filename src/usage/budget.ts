@@ -14,7 +14,12 @@ import { InvalidRequestError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { UsageTotals } from "../store/index.ts";
 
-export const budgetLimits = ["tokensPerDay", "tokensPerMonth", "costPerDay", "costPerMonth"] as const;
+export const budgetLimits = [
+  "tokensPerDay",
+  "tokensPerMonth",
+  "costPerDay",
+  "costPerMonth",
+] as const;
 const maxTokens = 1e12;
 const maxCost = 1e9;
 
@@ -48,7 +53,12 @@ export function parseBudget(input: unknown, what = "budget"): Api.Budget {
           limit,
           `${what}: ${limit} must be a whole number of tokens from 1 to ${maxTokens}, got ${JSON.stringify(value)} (leave it out for no limit)`,
         );
-    } else if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value > maxCost)
+    } else if (
+      typeof value !== "number" ||
+      !Number.isFinite(value) ||
+      value <= 0 ||
+      value > maxCost
+    )
       throw invalid(
         limit,
         `${what}: ${limit} must be an amount above 0 and at most ${maxCost}, got ${JSON.stringify(value)} (leave it out for no limit)`,

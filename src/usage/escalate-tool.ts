@@ -20,12 +20,19 @@ export function createEscalateTool(usage: Pick<UsageService, "triageOf">): ToolS
       name: escalateToolName,
       description,
       input: z.strictObject({
-        reason: z.string().min(1).max(500).describe("Why the run needs the bot's model, in one line"),
+        reason: z
+          .string()
+          .min(1)
+          .max(500)
+          .describe("Why the run needs the bot's model, in one line"),
       }),
       async run(input, context) {
         const triage = await usage.triageOf(context.trigger);
         if (triage === null)
-          return { output: "Nothing to escalate: this run already uses the bot's model.", isError: false };
+          return {
+            output: "Nothing to escalate: this run already uses the bot's model.",
+            isError: false,
+          };
         return {
           output: `Escalated (${(input as { reason: string }).reason}): the bot's own model handles the rest of this run.`,
           isError: false,
@@ -37,6 +44,7 @@ export function createEscalateTool(usage: Pick<UsageService, "triageOf">): ToolS
   return {
     ...source,
     // Offered only where it means something: a routine run with a triage model (USG7).
-    specs: async (context) => ((await usage.triageOf(context.trigger)) === null ? [] : source.specs(context)),
+    specs: async (context) =>
+      (await usage.triageOf(context.trigger)) === null ? [] : source.specs(context),
   };
 }

@@ -43,7 +43,9 @@ export interface PriceTable {
 }
 
 /** The defaults with the configured prices over them (a `null` price removes a default). */
-export function createPriceTable(config: PricesConfig = { currency: "USD", models: {} }): PriceTable {
+export function createPriceTable(
+  config: PricesConfig = { currency: "USD", models: {} },
+): PriceTable {
   const prices = new Map<string, ModelPrice>(Object.entries(defaultPrices));
   for (const [spec, price] of Object.entries(config.models)) {
     if (price === null) prices.delete(spec);

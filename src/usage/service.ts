@@ -47,6 +47,8 @@ export interface UsageDependencies {
   defaultSpec: () => string;
   /** Resolves a parked turn's durable promise (the kicker's awakeable resolution). */
   release(waiterId: string): Promise<void>;
+  /** Epoch ms of records and budget views (durable code reads the journaled clock). @default Date.now */
+  clock?: () => number;
   logger?: Logger;
 }
 
@@ -63,7 +65,12 @@ export interface UsageService extends RunUsage {
   setBotBudget(botId: string, budget: Api.Budget): Promise<Api.BotBudgetView>;
   /** Lets a routine's parked runs check again (the routines module calls it after a budget change). */
   routineBudgetChanged(routineId: string): Promise<void>;
-  report(accountId: string, groupBy: UsageGroupBy, fromMs: number, toMs: number): Promise<Api.UsageReport>;
+  report(
+    accountId: string,
+    groupBy: UsageGroupBy,
+    fromMs: number,
+    toMs: number,
+  ): Promise<Api.UsageReport>;
   /** Whether the turn is a routine run with a triage model (the escalate tool is offered). */
   triageOf(trigger: TurnTrigger | undefined): Promise<string | null>;
 }
@@ -98,6 +105,7 @@ const limitWords: Record<Api.BudgetLimit, string> = {
 export function createUsageService(deps: UsageDependencies): UsageService {
   const { store, prices } = deps;
   const logger = deps.logger ?? silentLogger;
+  const clock = deps.clock ?? Date.now;
 
   async function usageOf(scope: { botId: string } | { routineId: string }, now: number) {
     const periods = periodsAt(now);
@@ -137,7 +145,9 @@ export function createUsageService(deps: UsageDependencies): UsageService {
     const { limit, allowed, used, resetsAtMs } = verdict.reached;
     const isCost = limit.startsWith("cost");
     const amount = (value: number) =>
-      isCost ? `${value.toFixed(4)} ${prices.currency}` : `${Math.round(value).toLocaleString("en")} tokens`;
+      isCost
+        ? `${value.toFixed(4)} ${prices.currency}`
+        : `${Math.round(value).toLocaleString("en")} tokens`;
     const owner = verdict.scope === "bot" ? "This bot" : `Routine ${verdict.scopeId}`;
     const raise =
       verdict.scope === "bot"
@@ -167,7 +177,7 @@ export function createUsageService(deps: UsageDependencies): UsageService {
   async function botBudget(botId: string): Promise<Api.BotBudgetView> {
     const [budget, usage, waits] = await Promise.all([
       store.getBotBudget(botId),
-      usageOf({ botId }, Date.now()),
+      usageOf({ botId }, clock()),
       store.listBudgetWaits({ botId }),
     ]);
     return {
@@ -196,9 +206,9 @@ export function createUsageService(deps: UsageDependencies): UsageService {
             routineId: routineIdOf(call.trigger.source),
             conversationId: call.conversationId,
             turnId: call.turnId,
-            createdAt: Date.now(),
+            createdAt: clock(),
           });
-          const again = await check(call, Date.now()); // USG4
+          const again = await check(call, clock()); // USG4
           if (again.reached === null) {
             await store.deleteBudgetWait(waiter.id);
             return null;
@@ -220,7 +230,11 @@ export function createUsageService(deps: UsageDependencies): UsageService {
               message,
             } satisfies Api.BudgetReachedPayload,
           });
-          deps.events.publish({ type: "changed", conversationId: call.conversationId, seq: saved.seq });
+          deps.events.publish({
+            type: "changed",
+            conversationId: call.conversationId,
+            seq: saved.seq,
+          });
           const bot = await store.getBot(call.botId);
           await deps.notifier.notify({
             id: `budget:${id}`,
@@ -269,7 +283,7 @@ export function createUsageService(deps: UsageDependencies): UsageService {
           outputTokens: call.usage.outputTokens,
           cachedTokens: null,
           cost: prices.costOf(modelSpec, call.usage),
-          createdAt: Date.now(),
+          createdAt: clock(),
         });
       });
     },

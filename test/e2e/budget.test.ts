@@ -38,7 +38,10 @@ afterEach(async () => {
   started = undefined;
 });
 
-async function start(model: (spec: string | null) => ModelClient, env: Record<string, string> = {}) {
+async function start(
+  model: (spec: string | null) => ModelClient,
+  env: Record<string, string> = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), "roost-budget-"));
   const ingress = await findFreePort();
   const admin = await findFreePort([ingress]);
@@ -52,7 +55,12 @@ async function start(model: (spec: string | null) => ModelClient, env: Record<st
       "restate-admin-port": String(admin),
       "restate-node-port": String(node),
     },
-    { ROOST_FOLLOW_UP_WINDOW_MS: "100", ROOST_MEMORY_PASS: "off", ROOST_COMPUTER_PROVIDER: "process", ...env },
+    {
+      ROOST_FOLLOW_UP_WINDOW_MS: "100",
+      ROOST_MEMORY_PASS: "off",
+      ROOST_COMPUTER_PROVIDER: "process",
+      ...env,
+    },
   );
   const notified: NotificationInput[] = [];
   const routines = new Map<string, RoutineSettings>();
@@ -102,7 +110,10 @@ const kinds = (steps: TestStep[]) => steps.map((step) => step.kind);
 
 /** Calls the count tool once, then answers; each call reports 100 + 10 tokens. */
 const countThenAnswer: Script = [
-  { toolCalls: [{ id: "c1", name: "count", input: {} }], usage: { inputTokens: 100, outputTokens: 10 } },
+  {
+    toolCalls: [{ id: "c1", name: "count", input: {} }],
+    usage: { inputTokens: 100, outputTokens: 10 },
+  },
   { text: "counted", usage: { inputTokens: 100, outputTokens: 10 } },
 ];
 
@@ -119,7 +130,13 @@ describe("budgets: park and resume (real Restate)", () => {
     const parked = await api.waitForSteps(conversation.id, "budget_reached");
     expect(kinds(parked)).toEqual(["message", "model", "tool", "budget_reached"]);
     const reached = parked[3]!.payload as unknown as Api.BudgetReachedPayload;
-    expect(reached).toMatchObject({ scope: "bot", scopeId: bot.id, limit: "tokensPerDay", allowed: 50, used: 110 });
+    expect(reached).toMatchObject({
+      scope: "bot",
+      scopeId: bot.id,
+      limit: "tokensPerDay",
+      allowed: 50,
+      used: 110,
+    });
     expect(reached.message).toContain(`PUT /v1/bots/${bot.id}/budget`);
     expect(notified).toEqual([
       expect.objectContaining({
@@ -135,7 +152,9 @@ describe("budgets: park and resume (real Restate)", () => {
     expect(model.requests).toHaveLength(1);
 
     // Raising the budget lets the parked turn go on: same turn, no tool call repeated.
-    const raised = await api.call<Api.BotBudgetView>("PUT", `/v1/bots/${bot.id}/budget`, { tokensPerDay: 10_000 });
+    const raised = await api.call<Api.BotBudgetView>("PUT", `/v1/bots/${bot.id}/budget`, {
+      tokensPerDay: 10_000,
+    });
     expect(raised.parkedTurns).toBe(0);
     const steps = await api.waitForSteps(conversation.id, "reply");
     expect(kinds(steps)).toEqual(["message", "model", "tool", "budget_reached", "reply"]);
@@ -163,7 +182,14 @@ describe("budgets: park and resume (real Restate)", () => {
     expect(notified.map((notification) => notification.id)).toHaveLength(2);
     await api.call("PUT", `/v1/bots/${bot.id}/budget`, {});
     const steps = await api.waitForSteps(conversation.id, "reply");
-    expect(kinds(steps)).toEqual(["message", "model", "tool", "budget_reached", "budget_reached", "reply"]);
+    expect(kinds(steps)).toEqual([
+      "message",
+      "model",
+      "tool",
+      "budget_reached",
+      "budget_reached",
+      "reply",
+    ]);
     expect(counter.runs).toBe(1);
   });
 
@@ -185,7 +211,13 @@ describe("budgets: park and resume (real Restate)", () => {
 });
 
 describe("routines: usage to the owner, the routine's budget, the triage model", () => {
-  async function routineRun(platform: Platform, botId: string, routineId: string, runId: string, text: string) {
+  async function routineRun(
+    platform: Platform,
+    botId: string,
+    routineId: string,
+    runId: string,
+    text: string,
+  ) {
     const bot = (await platform.store.getBot(botId))!;
     const conversation = await platform.store.createConversation({
       accountId: bot.accountId,
@@ -206,13 +238,29 @@ describe("routines: usage to the owner, the routine's budget, the triage model",
   it("triage: the demo model escalates with `escalate`, and only then does the bot's model answer", async () => {
     const { platform, api, routines, specs } = await start(() => createDemoModel());
     const owner = await platform.store.createAccount({ name: "routine owner", isAdmin: false });
-    routines.set("rtn_1", { ownerAccountId: owner.id, budget: null, triageModel: "openai:gpt-4.1-nano" });
+    routines.set("rtn_1", {
+      ownerAccountId: owner.id,
+      budget: null,
+      triageModel: "openai:gpt-4.1-nano",
+    });
     const bot = await api.createBot("watcher");
 
-    const quiet = await routineRun(platform, bot.id, "rtn_1", "run_quiet", "check the disk; all quiet");
+    const quiet = await routineRun(
+      platform,
+      bot.id,
+      "rtn_1",
+      "run_quiet",
+      "check the disk; all quiet",
+    );
     const quietSteps = await api.waitForSteps(quiet, "reply");
     expect(kinds(quietSteps)).toEqual(["message", "reply"]);
-    const escalated = await routineRun(platform, bot.id, "rtn_1", "run_loud", "check the disk\nescalate the disk is full");
+    const escalated = await routineRun(
+      platform,
+      bot.id,
+      "rtn_1",
+      "run_loud",
+      "check the disk\nescalate the disk is full",
+    );
     const loudSteps = await api.waitForSteps(escalated, "reply");
     expect(kinds(loudSteps)).toEqual(["message", "model", "tool", "reply"]);
     expect(loudSteps[2]!.payload).toMatchObject({ name: "escalate", isError: false });
@@ -251,7 +299,11 @@ describe("routines: usage to the owner, the routine's budget, the triage model",
     });
     const conversationId = await routineRun(platform, bot.id, "rtn_b", "run_b", "count");
     const parked = await api.waitForSteps(conversationId, "budget_reached");
-    expect(parked.at(-1)!.payload).toMatchObject({ scope: "routine", scopeId: "rtn_b", limit: "tokensPerDay" });
+    expect(parked.at(-1)!.payload).toMatchObject({
+      scope: "routine",
+      scopeId: "rtn_b",
+      limit: "tokensPerDay",
+    });
     expect(String(parked.at(-1)!.payload.message)).toContain("PATCH /v1/routines/rtn_b");
     expect(notified).toHaveLength(1);
     routines.set("rtn_b", { ...routines.get("rtn_b")!, budget: null });

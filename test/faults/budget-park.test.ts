@@ -93,7 +93,8 @@ describe("faults: a turn parked at its budget", () => {
     expect(memory.note.filter((fact) => fact.text === "parked once")).toHaveLength(1);
     await waitFor(
       async () =>
-        (await api.call<{ state: string }>("GET", `/v1/conversations/${conversation.id}`)).state === "idle",
+        (await api.call<{ state: string }>("GET", `/v1/conversations/${conversation.id}`)).state ===
+        "idle",
     );
   });
 });
