@@ -359,7 +359,8 @@ function createChatView(io: CliIo, botName: string): ChatView {
         step.kind !== "error" &&
         step.kind !== "interrupted" &&
         step.kind !== "summary" &&
-        step.kind !== "no_reply"
+        step.kind !== "no_reply" &&
+        step.kind !== "budget_reached"
       )
         working();
     },

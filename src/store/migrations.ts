@@ -276,6 +276,21 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX usage_by_bot ON usage_records (bot_id, created_at)`,
       `CREATE INDEX usage_by_routine ON usage_records (routine_id, created_at)`,
       `CREATE INDEX usage_by_run ON usage_records (run_id)`,
+      // Sums per bot and per routine per UTC day and month, kept with each record in its
+      // transaction (USE4): the budget check before every model call reads two rows, not a month
+      // of records (bench/usage.ts).
+      `CREATE TABLE usage_rollups (
+        scope TEXT NOT NULL,
+        scope_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        calls BIGINT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        cost DOUBLE PRECISION NOT NULL,
+        priced BIGINT NOT NULL,
+        unpriced BIGINT NOT NULL,
+        PRIMARY KEY (scope, scope_id, period))`,
       // A bot's spend cap (Api.Budget as JSON); no row = no cap.
       `CREATE TABLE bot_budgets (
         bot_id TEXT PRIMARY KEY,

@@ -61,6 +61,12 @@ const totalsColumns = `COUNT(*) AS calls,
 
 const dayMs = 86_400_000;
 
+/** The UTC day and month of a time, as rollup keys: `day:2026-12-01`, `month:2026-12`. */
+function periodKeys(atMs: number): [string, string] {
+  const iso = new Date(atMs).toISOString();
+  return [`day:${iso.slice(0, 10)}`, `month:${iso.slice(0, 7)}`];
+}
+
 function toTotals(row: TotalsRow | undefined): UsageTotals {
   const number = (value: number | string | null | undefined) => Number(value ?? 0);
   return {
@@ -118,33 +124,76 @@ const groupColumn: Record<UsageGroupBy, string> = {
 export function createUsageQueries(driver: SqlDriver, now: () => number): UsageStore {
   return {
     async recordUsage(record) {
-      // USE1: the first write of an id wins; a replay's identical write is ignored.
-      await driver.run(
-        `INSERT INTO usage_records (id, account_id, bot_id, conversation_id, turn_id, call_index,
+      await driver.transaction(async (tx) => {
+        // USE1: the first write of an id wins; a replay's identical write is ignored.
+        const inserted = await tx.run(
+          `INSERT INTO usage_records (id, account_id, bot_id, conversation_id, turn_id, call_index,
            trigger_kind, routine_id, run_id, person_id, model_spec, model, input_tokens,
            output_tokens, cached_tokens, cost, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING`,
-        [
-          record.id,
-          record.accountId,
-          record.botId,
-          record.conversationId,
-          record.turnId,
-          record.callIndex,
-          record.triggerKind,
-          record.routineId,
-          record.runId,
-          record.personId,
-          record.modelSpec,
-          record.model,
-          record.inputTokens,
-          record.outputTokens,
-          record.cachedTokens,
-          record.cost,
-          record.createdAt,
-        ],
+          [
+            record.id,
+            record.accountId,
+            record.botId,
+            record.conversationId,
+            record.turnId,
+            record.callIndex,
+            record.triggerKind,
+            record.routineId,
+            record.runId,
+            record.personId,
+            record.modelSpec,
+            record.model,
+            record.inputTokens,
+            record.outputTokens,
+            record.cachedTokens,
+            record.cost,
+            record.createdAt,
+          ],
+        );
+        if (inserted.changes === 0) return;
+        // USE4: the record's periods, for its bot and its routine.
+        const scopes: [string, string][] = [["bot", record.botId]];
+        if (record.routineId !== null) scopes.push(["routine", record.routineId]);
+        for (const [scope, scopeId] of scopes)
+          for (const period of periodKeys(record.createdAt))
+            await tx.run(
+              `INSERT INTO usage_rollups (scope, scope_id, period, calls, input_tokens, output_tokens,
+                 cached_tokens, cost, priced, unpriced)
+               VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (scope, scope_id, period) DO UPDATE SET
+                 calls = usage_rollups.calls + 1,
+                 input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
+                 output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
+                 cached_tokens = usage_rollups.cached_tokens + excluded.cached_tokens,
+                 cost = usage_rollups.cost + excluded.cost,
+                 priced = usage_rollups.priced + excluded.priced,
+                 unpriced = usage_rollups.unpriced + excluded.unpriced`,
+              [
+                scope,
+                scopeId,
+                period,
+                record.inputTokens,
+                record.outputTokens,
+                record.cachedTokens ?? 0,
+                record.cost ?? 0,
+                record.cost === null ? 0 : 1,
+                record.cost === null ? 1 : 0,
+              ],
+            );
+      });
+    },
+
+    async periodUsage(scope, period, atMs) {
+      const [kind, id] = "botId" in scope ? ["bot", scope.botId] : ["routine", scope.routineId];
+      const key = periodKeys(atMs)[period === "day" ? 0 : 1];
+      const rows = await driver.all<TotalsRow>(
+        `SELECT calls, input_tokens, output_tokens, cached_tokens, cost, priced, unpriced
+         FROM usage_rollups WHERE scope = ? AND scope_id = ? AND period = ?`,
+        [kind, id, key],
       );
+      return toTotals(rows[0]);
     },
 
     async usageTotals(scope, fromMs, toMs) {

@@ -150,6 +150,63 @@ for (const [name, open] of openers) {
         expect(runs.get("run_1")).toMatchObject({ inputTokens: 100, outputTokens: 10 });
       }));
 
+    it("USE4: the day and month sums equal the records' sums, per bot and per routine", () =>
+      withStore(async (store) => {
+        const next = day + 86_400_000;
+        await store.recordUsage(record({ id: "1", routineId: "rtn_1", runId: "run_1" }));
+        await store.recordUsage(record({ id: "1", routineId: "rtn_1", runId: "run_1" })); // replay
+        await store.recordUsage(record({ id: "2", cost: null, createdAt: day + 86_399_999 }));
+        await store.recordUsage(record({ id: "3", createdAt: next }));
+        await store.recordUsage(record({ id: "4", createdAt: Date.UTC(2026, 1, 1) })); // February
+        const expectSame = async (scope: { botId: string } | { routineId: string }, at: number) => {
+          for (const period of ["day", "month"] as const) {
+            const fromMs =
+              period === "day"
+                ? at - (at % 86_400_000)
+                : Date.UTC(2026, new Date(at).getUTCMonth(), 1);
+            const toMs =
+              period === "day"
+                ? fromMs + 86_400_000
+                : Date.UTC(2026, new Date(at).getUTCMonth() + 1, 1);
+            expect(await store.periodUsage(scope, period, at), `${period} ${at}`).toEqual(
+              await store.usageTotals(scope, fromMs, toMs),
+            );
+          }
+        };
+        await expectSame({ botId: "bot_1" }, day + 5);
+        await expectSame({ botId: "bot_1" }, next + 5);
+        await expectSame({ botId: "bot_1" }, Date.UTC(2026, 1, 3));
+        await expectSame({ routineId: "rtn_1" }, day);
+        expect(await store.periodUsage({ botId: "bot_1" }, "day", day)).toMatchObject({
+          calls: 2,
+          cost: 0.5,
+          unpricedCalls: 1,
+        });
+        expect(await store.periodUsage({ botId: "bot_1" }, "month", day)).toMatchObject({
+          calls: 3,
+        });
+        expect(await store.periodUsage({ botId: "bot_other" }, "month", day)).toMatchObject({
+          calls: 0,
+          cost: null,
+        });
+      }));
+
+    it("race: calls recorded at once (and the same call twice at once) sum exactly", () =>
+      withStore(async (store) => {
+        await Promise.all(
+          Array.from({ length: 30 }, (_, index) => [
+            store.recordUsage(record({ id: `r${index}` })),
+            store.recordUsage(record({ id: `r${index}` })),
+          ]).flat(),
+        );
+        expect(await store.periodUsage({ botId: "bot_1" }, "day", day)).toMatchObject({
+          calls: 30,
+          inputTokens: 3000,
+          outputTokens: 300,
+        });
+        expect((await store.periodUsage({ botId: "bot_1" }, "day", day)).cost).toBeCloseTo(15, 10);
+      }));
+
     it("a bot's budget is stored, replaced and removed", () =>
       withStore(async (store) => {
         expect(await store.getBotBudget("bot_1")).toBeNull();

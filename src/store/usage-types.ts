@@ -9,6 +9,9 @@
  *   USE2 sums and groups read only the given account's records (or the given bot's, routine's or
  *        runs'); a record's `cost` is null when its model had no price, and a sum says how many
  *        such calls it left out instead of inventing a price.
+ *   USE4 the day and month sums of a bot and of a routine (periodUsage) are written in the same
+ *        transaction as the record they add, and only when the record is new (USE1), so they
+ *        always equal the sums of the records.
  *   USE3 a budget wait is removed by its id only; listing waits of a bot or a routine never
  *        removes them (the resumer removes each one after it let it go).
  */
@@ -78,6 +81,12 @@ export interface UsageStore {
     scope: { botId: string } | { routineId: string },
     fromMs: number,
     toMs: number,
+  ): Promise<UsageTotals>;
+  /** USE4: one bot's or routine's totals of the UTC day or month holding `atMs` (two row reads). */
+  periodUsage(
+    scope: { botId: string } | { routineId: string },
+    period: "day" | "month",
+    atMs: number,
   ): Promise<UsageTotals>;
   /** USE2: the account's records in the range, grouped; groups ordered by key. */
   usageGroups(

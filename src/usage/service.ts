@@ -109,9 +109,10 @@ export function createUsageService(deps: UsageDependencies): UsageService {
 
   async function usageOf(scope: { botId: string } | { routineId: string }, now: number) {
     const periods = periodsAt(now);
+    // USE4: two row reads, however many calls the period had.
     const [day, month] = await Promise.all([
-      store.usageTotals(scope, periods.day.fromMs, periods.day.toMs),
-      store.usageTotals(scope, periods.month.fromMs, periods.month.toMs),
+      store.periodUsage(scope, "day", now),
+      store.periodUsage(scope, "month", now),
     ]);
     return { periods, day, month };
   }
