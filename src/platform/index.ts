@@ -525,9 +525,15 @@ export async function startPlatform(
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
     const sweep = () =>
-      kicker
-        .sweep()
-        .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error }));
+      Promise.all([
+        kicker
+          .sweep()
+          .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error })),
+        // USG8: parked turns whose budgets allow them again (a release that failed).
+        usage
+          .sweepParked()
+          .catch((error: unknown) => logger.warn("sweep of parked turns failed", { error })),
+      ]);
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();

@@ -282,6 +282,14 @@ export function createUsageQueries(driver: SqlDriver, now: () => number): UsageS
       return rows.map(toWait);
     },
 
+    async listAllBudgetWaits(limit) {
+      const rows = await driver.all<WaitRow>(
+        "SELECT * FROM budget_waits ORDER BY created_at, id LIMIT ?",
+        [limit],
+      );
+      return rows.map(toWait);
+    },
+
     async deleteBudgetWait(id) {
       await driver.run("DELETE FROM budget_waits WHERE id = ?", [id]); // USE3
     },

@@ -104,6 +104,8 @@ export interface UsageStore {
   setBotBudget(botId: string, budget: Api.Budget | null): Promise<void>;
   addBudgetWait(wait: BudgetWait): Promise<void>;
   listBudgetWaits(scope: { botId: string } | { routineId: string }): Promise<BudgetWait[]>;
+  /** Every budget wait, oldest first, at most `limit` (the sweep). */
+  listAllBudgetWaits(limit: number): Promise<BudgetWait[]>;
   /** USE3 */
   deleteBudgetWait(id: string): Promise<void>;
   /** Whether a tool step named `toolName` was saved in this turn (the triage's escalation). */

@@ -225,6 +225,40 @@ describe("budget checks (USG3–USG6)", () => {
     expect(notified).toEqual([]);
   });
 
+  it("USG8: a release that failed (engine down) is done by the sweep once the budget allows", async () => {
+    let engineUp = false;
+    const flaky = createUsageService({
+      store,
+      events: createEventHub(),
+      notifier: { notify: async () => undefined },
+      routines: { routineSettings: async () => null },
+      prices: createPriceTable(),
+      defaultSpec: () => "demo",
+      release: async (id) => {
+        if (!engineUp) throw new Error("the durable engine did not take the wake-up");
+        released.push(id);
+      },
+      clock: () => now,
+    });
+    await store.setBotBudget(call.botId, { tokensPerDay: 10 });
+    await flaky.afterModelCall(createMemoryDurable(), done());
+    const durable = createMemoryDurable({ clock: () => now });
+    const parked = flaky.beforeModelCall(durable, { ...call, index: 1 });
+    await durable.waiting();
+    // Still over the budget: the sweep leaves the turn parked.
+    engineUp = true;
+    expect(await flaky.sweepParked()).toBe(0);
+    engineUp = false;
+    await flaky.setBotBudget(call.botId, { tokensPerDay: 100_000 }); // its release fails
+    expect(released).toEqual([]);
+    expect(await store.listBudgetWaits({ botId: call.botId })).toHaveLength(1);
+    engineUp = true;
+    expect(await flaky.sweepParked()).toBe(1);
+    expect(await store.listBudgetWaits({ botId: call.botId })).toEqual([]);
+    durable.resolveExternal(released[0]!, true);
+    expect(await parked).toBeUndefined();
+  });
+
   it("monthly limits are reported before daily ones (raising the daily one would not help)", async () => {
     await store.setBotBudget(call.botId, { tokensPerDay: 10, tokensPerMonth: 20 });
     await usage.afterModelCall(createMemoryDurable(), done());

@@ -19,6 +19,8 @@
  *        already made are not made again (they are journaled before the park).
  *   USG6 each park saves one `budget_reached` step and sends one notification, both with ids
  *        derived from the turn, the call and the park's number, so replays add nothing.
+ *   USG8 a parked turn whose budgets allow it again is let go within a sweep, even when the
+ *        release at the budget change failed (engine down) or the change came from elsewhere.
  *   USG7 a routine run with a triage model uses it for its model calls until the triage calls
  *        `escalate`; from the next call on, the bot's model answers (decision 0020).
  */
@@ -32,7 +34,10 @@ import type { Store, UsageGroupBy, UsageTotals } from "../store/index.ts";
 import type { TurnTrigger } from "../tools/index.ts";
 import { hasLimits, periodsAt, reachedLimit, tokensOf, type ReachedLimit } from "./budget.ts";
 import type { PriceTable } from "./prices.ts";
-import type { RoutineLookup, RunUsage } from "./types.ts";
+import type { RoutineLookup, RoutineSettings, RunUsage } from "./types.ts";
+
+/** Parked turns one sweep looks at (the oldest first). */
+const sweepBatch = 500;
 
 /** The tool a triage model calls to hand a run to the bot's model (USG7). */
 export const escalateToolName = "escalate";
@@ -65,6 +70,11 @@ export interface UsageService extends RunUsage {
   setBotBudget(botId: string, budget: Api.Budget): Promise<Api.BotBudgetView>;
   /** Lets a routine's parked runs check again (the routines module calls it after a budget change). */
   routineBudgetChanged(routineId: string): Promise<void>;
+  /**
+   * USG8: lets every parked turn whose budgets now allow it go on (a release that failed, a
+   * budget changed elsewhere); the platform runs it with its sweep. Answers how many it released.
+   */
+  sweepParked(): Promise<number>;
   report(
     accountId: string,
     groupBy: UsageGroupBy,
@@ -118,28 +128,43 @@ export function createUsageService(deps: UsageDependencies): UsageService {
   }
 
   /** USG3, USG7: the journaled decision before one model call. */
-  async function check(call: ModelCallInfo, now: number): Promise<Verdict> {
-    const botBudget = await store.getBotBudget(call.botId);
+  /** The first reached limit of the bot's budget, then of the routine's; null when both allow. */
+  async function budgetVerdict(
+    botId: string,
+    routineId: string | null,
+    now: number,
+  ): Promise<{ verdict: Verdict; routine: RoutineSettings | null }> {
+    const botBudget = await store.getBotBudget(botId);
     if (hasLimits(botBudget)) {
-      const { periods, ...usage } = await usageOf({ botId: call.botId }, now);
+      const { periods, ...usage } = await usageOf({ botId }, now);
       const reached = reachedLimit(botBudget, usage, periods);
-      if (reached !== null) return { reached, scope: "bot", scopeId: call.botId };
+      if (reached !== null)
+        return { verdict: { reached, scope: "bot", scopeId: botId }, routine: null };
     }
-    const routineId = routineIdOf(call.trigger.source);
-    if (routineId === null) return { reached: null };
-    const routine = await deps.routines.routineSettings(routineId);
-    if (routine === null) return { reached: null };
-    if (hasLimits(routine.budget)) {
+    const routine = routineId === null ? null : await deps.routines.routineSettings(routineId);
+    if (routineId !== null && routine !== null && hasLimits(routine.budget)) {
       const { periods, ...usage } = await usageOf({ routineId }, now);
       const reached = reachedLimit(routine.budget, usage, periods);
-      if (reached !== null) return { reached, scope: "routine", scopeId: routineId };
+      if (reached !== null)
+        return { verdict: { reached, scope: "routine", scopeId: routineId }, routine };
     }
-    if (routine.triageModel === null) return { reached: null };
+    return { verdict: { reached: null }, routine };
+  }
+
+  /** USG3, USG7: the journaled decision before one model call. */
+  async function check(call: ModelCallInfo, now: number): Promise<Verdict> {
+    const { verdict, routine } = await budgetVerdict(
+      call.botId,
+      routineIdOf(call.trigger.source),
+      now,
+    );
+    if (verdict.reached !== null || routine === null || routine.triageModel === null)
+      return verdict;
     // USG7: the triage model answers until it escalates.
     const escalated =
       call.index > 0 &&
       (await store.turnCalledTool(call.conversationId, call.turnId, escalateToolName));
-    return escalated ? { reached: null } : { reached: null, model: routine.triageModel };
+    return escalated ? verdict : { reached: null, model: routine.triageModel };
   }
 
   function reachedMessage(verdict: Extract<Verdict, { scope: string }>): string {
@@ -309,6 +334,26 @@ export function createUsageService(deps: UsageDependencies): UsageService {
     },
 
     routineBudgetChanged: (routineId) => releaseWaits({ routineId }),
+
+    async sweepParked() {
+      let released = 0;
+      for (const wait of await store.listAllBudgetWaits(sweepBatch)) {
+        const { verdict } = await budgetVerdict(wait.botId, wait.routineId, clock());
+        if (verdict.reached !== null) continue;
+        try {
+          await deps.release(wait.id); // USG8
+          await store.deleteBudgetWait(wait.id);
+          released++;
+        } catch (error) {
+          logger.warn("could not let a parked turn go on", {
+            waiter: wait.id,
+            conversationId: wait.conversationId,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        }
+      }
+      return released;
+    },
 
     async report(accountId, groupBy, fromMs, toMs) {
       const groups = await store.usageGroups(accountId, groupBy, fromMs, toMs);

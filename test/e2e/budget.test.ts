@@ -288,7 +288,7 @@ describe("routines: usage to the owner, the routine's budget, the triage model",
     expect(ownerByTrigger.groups).toEqual([expect.objectContaining({ key: "routine", calls: 3 })]);
   });
 
-  it("a routine's budget parks its run; routineBudgetChanged after a raise lets it go on", async () => {
+  it("a routine's budget parks its run; after the routine's budget is raised it goes on", async () => {
     const model = createScriptedModel(countThenAnswer);
     const { platform, api, routines, counter, notified } = await start(() => model);
     const bot = await api.createBot("routine bot");
