@@ -242,7 +242,7 @@ export async function startPlatform(
       routines: options.routineLookup ?? noRoutineLookup,
       prices: createPriceTable(config.prices),
       defaultSpec: () => models.defaultSpec,
-      release: (waiterId) => kicker.wake(waiterId),
+      release: (waiterId, answer) => kicker.wake(waiterId, answer),
       logger: logger.child({ component: "usage" }),
     });
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
@@ -427,6 +427,10 @@ export async function startPlatform(
       interrupt: (conversationId) => {
         const running = events.turnState(conversationId) === "working";
         events.publish({ type: "interrupt", conversationId, requestedAt: Date.now() });
+        // USG9: a turn parked at its budget is stopped through its durable promise.
+        void usage
+          .stopParked(conversationId)
+          .catch((error: unknown) => logger.warn("could not stop a parked turn", { error }));
         return running;
       },
       maxBodyBytes: config.maxBodyBytes,

@@ -32,7 +32,7 @@ export interface Kicker {
   /** Stores a message and hands it to its loop; a failed kick is left to the sweep. */
   deliver(message: DeliveredMessage): Promise<{ message: Message; created: boolean }>;
   /** Resolves a durable promise a loop waits on (a parked turn's); one already answered is fine. */
-  wake(waiterId: string): Promise<void>;
+  wake(waiterId: string, value?: unknown): Promise<void>;
 }
 
 export type DeliveredMessage = Parameters<Store["appendMessage"]>[0];
@@ -85,9 +85,9 @@ export function createKicker(
     }
   }
 
-  async function resolveWaiter(waiter: string) {
+  async function resolveWaiter(waiter: string, value: unknown = true) {
     try {
-      await ingress().resolveAwakeable(waiter, true, clients.serde.json);
+      await ingress().resolveAwakeable(waiter, value, clients.serde.json);
     } catch (error) {
       // A waiter whose loop already went on (or ended) is answered 4xx; the queued run covers it.
       if (error instanceof clients.HttpCallError && error.status < 500) return;

@@ -306,6 +306,7 @@ export const migrations: readonly Migration[] = [
         created_at BIGINT NOT NULL)`,
       `CREATE INDEX budget_waits_by_bot ON budget_waits (bot_id)`,
       `CREATE INDEX budget_waits_by_routine ON budget_waits (routine_id)`,
+      `CREATE INDEX budget_waits_by_conversation ON budget_waits (conversation_id)`,
     ],
   },
 ];

@@ -109,8 +109,12 @@ const toWait = (row: WaitRow): BudgetWait => ({
   createdAt: Number(row.created_at),
 });
 
-function scopeOf(scope: { botId: string } | { routineId: string }): [string, string] {
-  return "botId" in scope ? ["bot_id", scope.botId] : ["routine_id", scope.routineId];
+function scopeOf(
+  scope: { botId: string } | { routineId: string } | { conversationId: string },
+): [string, string] {
+  if ("botId" in scope) return ["bot_id", scope.botId];
+  if ("routineId" in scope) return ["routine_id", scope.routineId];
+  return ["conversation_id", scope.conversationId];
 }
 
 /** The grouping expression for each `groupBy` (a closed set: never text from a request). */

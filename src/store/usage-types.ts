@@ -103,7 +103,9 @@ export interface UsageStore {
   /** `null` removes the bot's budget. */
   setBotBudget(botId: string, budget: Api.Budget | null): Promise<void>;
   addBudgetWait(wait: BudgetWait): Promise<void>;
-  listBudgetWaits(scope: { botId: string } | { routineId: string }): Promise<BudgetWait[]>;
+  listBudgetWaits(
+    scope: { botId: string } | { routineId: string } | { conversationId: string },
+  ): Promise<BudgetWait[]>;
   /** Every budget wait, oldest first, at most `limit` (the sweep). */
   listAllBudgetWaits(limit: number): Promise<BudgetWait[]>;
   /** USE3 */

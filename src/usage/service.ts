@@ -21,6 +21,8 @@
  *        derived from the turn, the call and the park's number, so replays add nothing.
  *   USG8 a parked turn whose budgets allow it again is let go within a sweep, even when the
  *        release at the budget change failed (engine down) or the change came from elsewhere.
+ *   USG9 the owner's stop reaches a parked turn: its promise is resolved with "stop" and the turn
+ *        ends as interrupted (LOOP11), without the model call it was waiting to make.
  *   USG7 a routine run with a triage model uses it for its model calls until the triage calls
  *        `escalate`; from the next call on, the bot's model answers (decision 0020).
  */
@@ -36,6 +38,9 @@ import { hasLimits, periodsAt, reachedLimit, tokensOf, type ReachedLimit } from 
 import type { PriceTable } from "./prices.ts";
 import type { RoutineLookup, RoutineSettings, RunUsage } from "./types.ts";
 
+/** What a parked turn is woken with: check again, or end the turn (the owner stopped it). */
+export type ParkAnswer = true | "stop";
+
 /** Parked turns one sweep looks at (the oldest first). */
 const sweepBatch = 500;
 
@@ -50,8 +55,11 @@ export interface UsageDependencies {
   prices: PriceTable;
   /** The spec a bot without a model uses (priced as that spec). */
   defaultSpec: () => string;
-  /** Resolves a parked turn's durable promise (the kicker's awakeable resolution). */
-  release(waiterId: string): Promise<void>;
+  /**
+   * Resolves a parked turn's durable promise (the kicker's awakeable resolution): `true` to check
+   * the budget again, `"stop"` when the owner stopped the turn (USG9).
+   */
+  release(waiterId: string, answer?: ParkAnswer): Promise<void>;
   /** Epoch ms of records and budget views (durable code reads the journaled clock). @default Date.now */
   clock?: () => number;
   logger?: Logger;
@@ -62,7 +70,7 @@ export interface UsageService extends RunUsage {
   beforeModelCall(
     durable: DurableContext,
     call: ModelCallInfo,
-  ): Promise<{ model?: string | null } | undefined>;
+  ): Promise<{ model?: string | null; stop?: true } | undefined>;
   /** LOOP11 hook: the usage record (USG1, USG2). */
   afterModelCall(durable: DurableContext, call: ModelCallDone): Promise<void>;
   botBudget(botId: string): Promise<Api.BotBudgetView>;
@@ -75,6 +83,8 @@ export interface UsageService extends RunUsage {
    * budget changed elsewhere); the platform runs it with its sweep. Answers how many it released.
    */
   sweepParked(): Promise<number>;
+  /** USG9: the owner stopped the conversation's turn: a parked one ends (interrupted). */
+  stopParked(conversationId: string): Promise<void>;
   report(
     accountId: string,
     groupBy: UsageGroupBy,
@@ -224,7 +234,7 @@ export function createUsageService(deps: UsageDependencies): UsageService {
         if (verdict.reached === null)
           return verdict.model === undefined ? undefined : { model: verdict.model };
 
-        const waiter = durable.awaitExternal<boolean>();
+        const waiter = durable.awaitExternal<ParkAnswer>();
         const parked = await durable.step("budget:park", async () => {
           await store.addBudgetWait({
             id: waiter.id,
@@ -277,8 +287,9 @@ export function createUsageService(deps: UsageDependencies): UsageService {
         if (parked === null) continue;
         const waitedAt = await durable.now();
         // USG3: a durable promise and a durable timer; whichever comes first, check again.
-        await waiter.wait(Math.max(1000, parked.resetsAtMs - waitedAt));
+        const answer = await waiter.wait(Math.max(1000, parked.resetsAtMs - waitedAt));
         await durable.step("budget:unpark", () => store.deleteBudgetWait(waiter.id));
+        if (answer !== "timeout" && answer.value === "stop") return { stop: true }; // USG9
       }
     },
 
@@ -334,6 +345,13 @@ export function createUsageService(deps: UsageDependencies): UsageService {
     },
 
     routineBudgetChanged: (routineId) => releaseWaits({ routineId }),
+
+    async stopParked(conversationId) {
+      for (const wait of await store.listBudgetWaits({ conversationId })) {
+        await deps.release(wait.id, "stop"); // USG9
+        await store.deleteBudgetWait(wait.id);
+      }
+    },
 
     async sweepParked() {
       let released = 0;

@@ -193,6 +193,28 @@ describe("budgets: park and resume (real Restate)", () => {
     expect(counter.runs).toBe(1);
   });
 
+  it("USG9: the owner's stop ends a parked turn as interrupted, without the model call it waited for", async () => {
+    const model = createScriptedModel(countThenAnswer);
+    const { api, counter } = await start(() => model);
+    const bot = await api.createBot("capped");
+    await api.call("PUT", `/v1/bots/${bot.id}/budget`, { tokensPerDay: 50 });
+    const conversation = await api.createConversation(bot.id);
+    await api.send(conversation.id, "count once");
+    await api.waitForSteps(conversation.id, "budget_reached");
+    const stopped = await api.call<{ interrupted: boolean }>(
+      "POST",
+      `/v1/conversations/${conversation.id}/interrupt`,
+    );
+    expect(stopped.interrupted).toBe(true);
+    const steps = await api.waitForSteps(conversation.id, "interrupted");
+    expect(kinds(steps)).toEqual(["message", "model", "tool", "budget_reached", "interrupted"]);
+    expect(steps.at(-1)!.payload).toEqual({ reason: "owner", stopped: [] });
+    expect(model.requests).toHaveLength(1);
+    expect(counter.runs).toBe(1);
+    const view = await api.call<Api.BotBudgetView>("GET", `/v1/bots/${bot.id}/budget`);
+    expect(view.parkedTurns).toBe(0);
+  });
+
   it("a cost limit counts priced calls only: with a price for the model, costPerDay parks the turn", async () => {
     const model = createScriptedModel(countThenAnswer);
     // 1,000 per million tokens: 110 tokens cost 0.1 (100 × 1000 + 10 × 1000) / 1e6 = 0.11.
