@@ -21,6 +21,7 @@ import type { Api } from "../../src/protocol/index.ts";
 import { defineToolSource, serverTool } from "../../src/tools/index.ts";
 import type { RoutineSettings } from "../../src/usage/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
+import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
 
 interface Started {
   platform: Platform;
@@ -33,9 +34,12 @@ interface Started {
 }
 
 let started: Started | undefined;
+let database: { url: string; drop(): Promise<void> } | undefined;
 afterEach(async () => {
   await started?.close();
   started = undefined;
+  await database?.drop(); // after the platform that used it
+  database = undefined;
 });
 
 async function start(
@@ -117,10 +121,21 @@ const countThenAnswer: Script = [
   { text: "counted", usage: { inputTokens: 100, outputTokens: 10 } },
 ];
 
+const postgres = await postgresAvailable();
+
 describe("budgets: park and resume (real Restate)", () => {
-  it("a budget pause resumes without repeating a tool call: raising the budget continues the same turn", async () => {
+  it("a budget pause resumes without repeating a tool call: raising the budget continues the same turn", () =>
+    parkAndRaise({}));
+
+  // In CI (CI=true) postgresAvailable() fails loudly instead of skipping.
+  it.runIf(postgres.ok)("the same on Postgres", async () => {
+    database = await createTestDatabase();
+    await parkAndRaise({ ROOST_STORE: "postgres", ROOST_DATABASE_URL: database.url });
+  });
+
+  async function parkAndRaise(env: Record<string, string>) {
     const model = createScriptedModel(countThenAnswer);
-    const { api, notified, counter } = await start(() => model);
+    const { api, notified, counter } = await start(() => model, env);
     const bot = await api.createBot("capped");
     await api.call("PUT", `/v1/bots/${bot.id}/budget`, { tokensPerDay: 50 });
     const conversation = await api.createConversation(bot.id);
@@ -167,7 +182,7 @@ describe("budgets: park and resume (real Restate)", () => {
 
     const usage = await api.call<Api.UsageReport>("GET", "/v1/usage?groupBy=bot");
     expect(usage.groups).toEqual([expect.objectContaining({ key: bot.id, calls: 2, tokens: 220 })]);
-  });
+  }
 
   it("a raise that is still too low parks the turn again, with a second step and notification", async () => {
     const model = createScriptedModel(countThenAnswer);
