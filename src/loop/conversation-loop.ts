@@ -157,7 +157,7 @@ export interface ModelCallDone extends ModelCallInfo {
   spec: string | null;
   /** The model the provider reported. */
   model: string;
-  usage: { inputTokens: number; outputTokens: number };
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens?: number };
 }
 
 type InferOutcome =
@@ -629,8 +629,14 @@ async function turnCalls(
       inputTokens: result.usage.inputTokens,
       outputTokens: result.usage.outputTokens,
     };
+    const cached = result.usage.cachedInputTokens;
     for (const hook of deps.afterModelCall ?? [])
-      await hook(durable, { ...call, spec, model: result.model, usage }); // LOOP11
+      await hook(durable, {
+        ...call,
+        spec,
+        model: result.model,
+        usage: cached === undefined ? usage : { ...usage, cachedInputTokens: cached },
+      }); // LOOP11
     if (result.toolCalls.length === 0) {
       await save(
         {

@@ -318,8 +318,11 @@ export function createUsageService(deps: UsageDependencies): UsageService {
           model: call.model,
           inputTokens: call.usage.inputTokens,
           outputTokens: call.usage.outputTokens,
-          cachedTokens: null,
-          cost: prices.costOf(modelSpec, call.usage),
+          cachedTokens: call.usage.cachedInputTokens ?? null,
+          cost: prices.costOf(modelSpec, {
+            ...call.usage,
+            cachedTokens: call.usage.cachedInputTokens ?? null,
+          }),
           createdAt: clock(),
         });
       });

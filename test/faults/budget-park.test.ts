@@ -36,7 +36,7 @@ describe("faults: a turn parked at its budget", () => {
             toolCalls: [
               { name: "memory", arguments: { action: "add", tier: "note", text: "parked once" } },
             ],
-            usage: { promptTokens: 40, completionTokens: 10 },
+            usage: { promptTokens: 40, completionTokens: 10, cachedTokens: 30 },
           }
         : { type: "completion", textChunks: ["done after the raise"] },
     );
@@ -89,6 +89,13 @@ describe("faults: a turn parked at its budget", () => {
     expect(steps.at(-1)!.payload.text).toBe("done after the raise");
     // The model was asked twice in all: the call before the park was not made again.
     expect(fake.requests).toHaveLength(2);
+    // Both calls are recorded once, the first with the cached tokens the provider reported.
+    const usage = await api.call<{
+      groups: { key: string; calls: number; cachedTokens: number }[];
+    }>("GET", "/v1/usage?groupBy=bot");
+    expect(usage.groups).toEqual([
+      expect.objectContaining({ key: bot.id, calls: 2, cachedTokens: 30 }),
+    ]);
     const memory = await api.call<{ note: { text: string }[] }>("GET", `/v1/bots/${bot.id}/memory`);
     expect(memory.note.filter((fact) => fact.text === "parked once")).toHaveLength(1);
     await waitFor(
