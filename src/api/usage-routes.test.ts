@@ -166,7 +166,12 @@ describe("GET /v1/usage", () => {
     const cases: [string, string][] = [
       ["/v1/usage", "groupBy"],
       ["/v1/usage?groupBy=model", "groupBy must be one of bot, routine, trigger, day"],
-      ["/v1/usage?groupBy=bot&from=yesterday", "from must be a date or time in ISO 8601"],
+      ["/v1/usage?groupBy=bot&from=yesterday", "from must be a UTC date or a time with its zone"],
+      [
+        "/v1/usage?groupBy=bot&to=2026-01-31T12:00:00",
+        "to must be a UTC date or a time with its zone",
+      ],
+      ["/v1/usage?groupBy=bot&from=2026-02-30", "from must be a UTC date"],
       ["/v1/usage?groupBy=bot&from=2026-02-01&to=2026-01-01", "to must be after from"],
       ["/v1/usage?groupBy=bot&from=2020-01-01&to=2026-01-01", "at most 366 days"],
       ["/v1/usage?groupBy=bot&account=acct_other", "account"],

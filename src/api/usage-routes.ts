@@ -22,16 +22,17 @@ import { invalidRequest, readJson, readQuery } from "./validation.ts";
 const maxRangeMs = 366 * 86_400_000;
 
 const isoTime = (name: string) =>
-  z
-    .string()
-    .refine(
-      (value) =>
-        /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) &&
-        !Number.isNaN(Date.parse(value)),
-      {
-        error: `${name} must be a date or time in ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z`,
-      },
-    );
+  z.string().refine(
+    (value) =>
+      // A time needs its zone: without one, Date.parse would read it in the server's own.
+      /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) &&
+      !Number.isNaN(Date.parse(value)) &&
+      // Date.parse rolls 2026-02-30 over into March: the day must exist.
+      new Date(`${value.slice(0, 10)}T00:00:00Z`).toISOString().startsWith(value.slice(0, 10)),
+    {
+      error: `${name} must be a UTC date or a time with its zone in ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z`,
+    },
+  );
 
 const usageQuery = z.strictObject({
   groupBy: z.enum(["bot", "routine", "trigger", "day"], {
