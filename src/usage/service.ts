@@ -137,7 +137,6 @@ export function createUsageService(deps: UsageDependencies): UsageService {
     return { periods, day, month };
   }
 
-  /** USG3, USG7: the journaled decision before one model call. */
   /** The first reached limit of the bot's budget, then of the routine's; null when both allow. */
   async function budgetVerdict(
     botId: string,
