@@ -19,8 +19,9 @@
  *        already made are not made again (they are journaled before the park).
  *   USG6 each park saves one `budget_reached` step and sends one notification, both with ids
  *        derived from the turn, the call and the park's number, so replays add nothing.
- *   USG8 a parked turn whose budgets allow it again is let go within a sweep, even when the
- *        release at the budget change failed (engine down) or the change came from elsewhere.
+ *   USG8 a parked turn whose budgets allow it again, or whose conversation was deleted, is let go
+ *        within a sweep, even when the release at the budget change failed (engine down) or the
+ *        change came from elsewhere.
  *   USG9 the owner's stop reaches a parked turn: its promise is resolved with "stop" and the turn
  *        ends as interrupted (LOOP11), without the model call it was waiting to make.
  *   USG7 a routine run with a triage model uses it for its model calls until the triage calls
@@ -235,6 +236,8 @@ export function createUsageService(deps: UsageDependencies): UsageService {
 
         const waiter = durable.awaitExternal<ParkAnswer>();
         const parked = await durable.step("budget:park", async () => {
+          // LOOP8: a conversation deleted meanwhile parks nothing; its turn ends quietly.
+          if ((await store.getConversation(call.conversationId)) === undefined) return "gone";
           await store.addBudgetWait({
             id: waiter.id,
             botId: call.botId,
@@ -284,6 +287,7 @@ export function createUsageService(deps: UsageDependencies): UsageService {
           return { resetsAtMs: again.reached.resetsAtMs };
         });
         if (parked === null) continue;
+        if (parked === "gone") return { stop: true };
         const waitedAt = await durable.now();
         // USG3: a durable promise and a durable timer; whichever comes first, check again.
         const answer = await waiter.wait(Math.max(1000, parked.resetsAtMs - waitedAt));
@@ -358,8 +362,10 @@ export function createUsageService(deps: UsageDependencies): UsageService {
     async sweepParked() {
       let released = 0;
       for (const wait of await store.listAllBudgetWaits(sweepBatch)) {
+        // A conversation deleted while parked: let its turn go on to find it gone (LOOP8).
+        const gone = (await store.getConversation(wait.conversationId)) === undefined;
         const { verdict } = await budgetVerdict(wait.botId, wait.routineId, clock());
-        if (verdict.reached !== null) continue;
+        if (verdict.reached !== null && !gone) continue;
         try {
           await deps.release(wait.id); // USG8
           await store.deleteBudgetWait(wait.id);

@@ -12,6 +12,7 @@ import { z } from "zod";
 import { issueApiToken } from "../../src/auth/index.ts";
 import { resolveConfig } from "../../src/config/index.ts";
 import { findFreePort } from "../../src/engine/index.ts";
+import { queryAdmin } from "../../src/engine/testing/index.ts";
 import { createMemoryLogger } from "../../src/log/testing/index.ts";
 import { createDemoModel, type ModelClient } from "../../src/models/index.ts";
 import { createScriptedModel, type Script } from "../../src/models/testing/index.ts";
@@ -22,6 +23,7 @@ import { defineToolSource, serverTool } from "../../src/tools/index.ts";
 import type { RoutineSettings } from "../../src/usage/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
+import { waitFor } from "../support/wait.ts";
 
 interface Started {
   platform: Platform;
@@ -228,6 +230,40 @@ describe("budgets: park and resume (real Restate)", () => {
     expect(counter.runs).toBe(1);
     const view = await api.call<Api.BotBudgetView>("GET", `/v1/bots/${bot.id}/budget`);
     expect(view.parkedTurns).toBe(0);
+  });
+
+  it("a conversation deleted while its turn is parked: the sweep lets the turn go, and it ends quietly (USG8, LOOP8)", async () => {
+    const model = createScriptedModel(countThenAnswer);
+    const { api, platform } = await start(() => model);
+    const bot = await api.createBot("capped");
+    await api.call("PUT", `/v1/bots/${bot.id}/budget`, { tokensPerDay: 50 });
+    const conversation = await api.createConversation(bot.id);
+    await api.send(conversation.id, "count once");
+    await api.waitForSteps(conversation.id, "budget_reached");
+    const response = await fetch(`${platform.url}/v1/conversations/${conversation.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${readFileSync(platform.adminTokenFile, "utf8").trim()}` },
+    });
+    expect(response.status).toBe(204);
+    await waitFor(
+      async () =>
+        (await api.call<Api.BotBudgetView>("GET", `/v1/bots/${bot.id}/budget`)).parkedTurns === 0,
+      { what: "the parked turn to be let go" },
+    );
+    // The turn found its conversation gone: its invocation ends, with no model call, parking
+    // nothing again.
+    await waitFor(
+      async () => {
+        const rows = await queryAdmin<{ status: string }>(
+          platform.engine.adminUrl,
+          `SELECT status FROM sys_invocation WHERE target_service_key = '${conversation.id}' AND status <> 'completed'`,
+        );
+        return rows.length === 0;
+      },
+      { what: "the conversation's invocations to complete" },
+    );
+    expect(model.requests).toHaveLength(1);
+    expect(await platform.store.listAllBudgetWaits(10)).toEqual([]);
   });
 
   it("a cost limit counts priced calls only: with a price for the model, costPerDay parks the turn", async () => {
