@@ -39,6 +39,8 @@ import {
   registerResultsRoutes,
   type ResultsService,
 } from "./results-routes.ts";
+import type { UsageService } from "../usage/index.ts";
+import { registerUsageRoutes } from "./usage-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -75,6 +77,8 @@ export interface ApiDependencies {
   routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
   /** Drafts, notifications and the owner's webhooks (absent: no results routes). */
   results?: ResultsService;
+  /** Usage and budgets (absent: no usage routes). */
+  usage?: UsageService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -177,6 +181,7 @@ const validatesOwnQuery = (path: string) =>
   path.startsWith("/v1/computers/me/files") ||
   path.endsWith("/memory/revisions") ||
   isResultsQueryRoute(path) ||
+  path === "/v1/usage" ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -496,6 +501,14 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   if (routineRoutes !== undefined) {
     const routinesApp = app as unknown as Parameters<typeof registerRoutineRoutes>[0];
     registerRoutineRoutes(routinesApp, routineRoutes);
+  }
+  if (deps.usage !== undefined) {
+    const usageApp = app as unknown as Parameters<typeof registerUsageRoutes>[0];
+    registerUsageRoutes(usageApp, {
+      store,
+      usage: deps.usage,
+      ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+    });
   }
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -338,6 +338,11 @@ function createChatView(io: CliIo, botName: string): ChatView {
         case "error":
           endLine();
           break;
+        case "budget_reached":
+          // The turn is parked, not over: it goes on when the budget is raised (docs/usage.md).
+          endLine();
+          note(paint(io, side, "yellow", `⏸ ${step.payload.message}`));
+          break;
         case "message":
         case "summary":
         case "no_reply":
@@ -354,7 +359,8 @@ function createChatView(io: CliIo, botName: string): ChatView {
         step.kind !== "error" &&
         step.kind !== "interrupted" &&
         step.kind !== "summary" &&
-        step.kind !== "no_reply"
+        step.kind !== "no_reply" &&
+        step.kind !== "budget_reached"
       )
         working();
     },

@@ -24,6 +24,15 @@ const emptyPayloads: { [K in Api.StepKind]: StepOf<K>["payload"] } = {
   interrupted: { reason: "owner", stopped: [] },
   summary: { text: "", fromSeq: 1, coversThroughSeq: 1, model: "demo" },
   no_reply: { reason: "" },
+  budget_reached: {
+    scope: "bot",
+    scopeId: "bot_1",
+    limit: "tokensPerDay",
+    allowed: 1,
+    used: 1,
+    resumesAt: "2026-01-02T00:00:00.000Z",
+    message: "",
+  },
 };
 
 function step<K extends Api.StepKind>(

@@ -3,6 +3,7 @@
  * Roost reads `process.env`; everything receives the resolved, validated `RoostConfig`.
  * Documented in docs/configuration.md (keep the two in step).
  */
+import { readFileSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { ConfigError } from "../errors/index.ts";
 
@@ -63,6 +64,8 @@ export interface RoostConfig {
   previews: PreviewsConfig;
   routines: RoutinesConfig;
   results: ResultsConfig;
+  /** The price table's own prices over the defaults (docs/usage.md#prices). @default none */
+  prices: PricesConfig;
 }
 
 /** Routines (docs/routines.md). */
@@ -89,6 +92,21 @@ export interface ResultsConfig {
   webhookAttempts: number;
   /** Wait before the first retry; it doubles each time (at most 10 min). @default 5000 */
   webhookRetryMs: number;
+}
+
+/** A model's price per million tokens, in the table's currency. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  /** Input tokens read from the provider's cache. @default the input price */
+  cachedInput?: number;
+}
+
+/** ROOST_PRICES: prices by exact model spec; `null` removes a default price. */
+export interface PricesConfig {
+  /** @default "USD" */
+  currency: string;
+  models: Record<string, ModelPrice | null>;
 }
 
 /** Port previews (docs/computers.md#port-previews). */
@@ -502,6 +520,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     timezone: resolveTimezone(source),
     memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
     compaction: resolveCompaction(source),
+    prices: resolvePrices(source),
     rateLimits: {
       requestsPerMinute: integer(source, "", "ROOST_RATE_LIMIT_PER_MINUTE", 3000, {
         min: 0,
@@ -659,4 +678,84 @@ function resolveLog(source: Source): LogConfig {
     );
   }
   return { level: level as LogConfig["level"], format: format as LogConfig["format"] };
+}
+
+const pricesHelp =
+  'ROOST_PRICES must be JSON (or the path of a JSON file) like {"currency":"USD","models":{"openai:gpt-4.1-mini":{"input":0.4,"output":1.6,"cachedInput":0.1}}}: prices per million tokens by model spec, null to remove a default';
+
+/** ROOST_PRICES: JSON text, or the path of a file holding it (docs/usage.md#prices). */
+function resolvePrices(source: Source): PricesConfig {
+  const value = pick(source, "", "ROOST_PRICES");
+  if (value === undefined) return { currency: "USD", models: {} };
+  let text = value;
+  if (!value.trimStart().startsWith("{")) {
+    try {
+      text = readFileSync(value, "utf8");
+    } catch (error) {
+      throw new ConfigError(
+        `ROOST_PRICES: cannot read the price file ${JSON.stringify(value)} (${(error as Error).message}); ${pricesHelp}`,
+      );
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      `ROOST_PRICES is not valid JSON (${(error as Error).message}); ${pricesHelp}`,
+    );
+  }
+  return parsePrices(parsed);
+}
+
+function parsePrices(parsed: unknown): PricesConfig {
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value);
+  if (!isObject(parsed)) throw new ConfigError(pricesHelp);
+  const unknownKeys = Object.keys(parsed).filter((key) => key !== "currency" && key !== "models");
+  if (unknownKeys.length > 0)
+    throw new ConfigError(
+      `ROOST_PRICES: unknown key ${JSON.stringify(unknownKeys[0])}; ${pricesHelp}`,
+    );
+  const currency = parsed.currency ?? "USD";
+  if (typeof currency !== "string" || !/^[A-Z]{3}$/.test(currency))
+    throw new ConfigError(
+      `ROOST_PRICES: currency must be a three-letter code such as USD, got ${JSON.stringify(currency)}`,
+    );
+  const models = parsed.models ?? {};
+  if (!isObject(models))
+    throw new ConfigError(`ROOST_PRICES: models must be an object; ${pricesHelp}`);
+  const result: Record<string, ModelPrice | null> = {};
+  for (const [spec, price] of Object.entries(models)) {
+    if (price === null) {
+      result[spec] = null;
+      continue;
+    }
+    const where = `ROOST_PRICES: the price of ${JSON.stringify(spec)}`;
+    if (!isObject(price))
+      throw new ConfigError(`${where} must be {input, output, cachedInput?} or null`);
+    const extra = Object.keys(price).filter(
+      (key) => key !== "input" && key !== "output" && key !== "cachedInput",
+    );
+    if (extra.length > 0)
+      throw new ConfigError(
+        `${where} has an unknown field ${JSON.stringify(extra[0])} (fields: input, output, cachedInput, per million tokens)`,
+      );
+    const amount = (field: string, required: boolean): number | undefined => {
+      const value = price[field];
+      if (value === undefined && !required) return undefined;
+      if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 1_000_000)
+        throw new ConfigError(
+          `${where}: ${field} must be a number of ${currency} per million tokens, 0 or more, got ${JSON.stringify(value)}`,
+        );
+      return value;
+    };
+    const cachedInput = amount("cachedInput", false);
+    result[spec] = {
+      input: amount("input", true)!,
+      output: amount("output", true)!,
+      ...(cachedInput === undefined ? {} : { cachedInput }),
+    };
+  }
+  return { currency, models: result };
 }

@@ -712,6 +712,32 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       expect(new Set(steps.slice(1).map((step) => step.turnId)).size).toBe(1);
     });
 
+    it("a hook that answers stop ends the turn as interrupted without the model call (LOOP11, a parked turn the owner stopped)", async () => {
+      await send("do it");
+      const model = scriptedModel((_request, index) =>
+        index === 0
+          ? { toolCalls: [{ id: "s", name: "shell", input: { command: "true" } }] }
+          : { text: "never" },
+      );
+      const outcomes: string[] = [];
+      await runConversation(
+        createMemoryDurable(),
+        deps(model, {
+          tools: shellTool(async () => ({ output: "ran", isError: false })),
+          beforeModelCall: [
+            async (_durable, call) => (call.index === 1 ? { stop: true } : undefined),
+          ],
+          afterTurn: [async (_durable, turn) => void outcomes.push(turn.outcome)],
+        }),
+        conversationId,
+      );
+      expect(model.requests).toHaveLength(1);
+      const steps = await store.listSteps(conversationId);
+      expect(steps.map((step) => step.kind)).toEqual(["message", "model", "tool", "interrupted"]);
+      expect(steps.at(-1)!.payload).toEqual({ reason: "owner", stopped: [] });
+      expect(outcomes).toEqual(["interrupted"]);
+    });
+
     it("a hook may choose the model of one call (a routine's triage model) and after-call hooks see what it used (LOOP11)", async () => {
       await send("anything new?");
       const cheap = scriptedModel(() => ({

@@ -27,8 +27,9 @@
  *   LOOP10 a turn knows what started it (its first message's source: chat, routine, webhook, another
  *         bot) and whom it works for; every hook and tool call of the turn is told.
  *   LOOP11 every model call passes the `beforeModelCall` hooks first (a budget may park the turn
- *         there, durably, and the same turn continues when it is let go) and the `afterModelCall`
- *         hooks after (usage records); both run in durable code, so they journal what they do.
+ *         there, durably, and the same turn continues when it is let go, or ends as interrupted
+ *         when the owner stopped it while parked) and the `afterModelCall` hooks after (usage
+ *         records); both run in durable code, so they journal what they do.
  *   LOOP12 a tool result may end the turn deliberately (`no_reply`): the turn's remaining calls of
  *         that model call still run and get results, then a `no_reply` step ends the turn.
  */
@@ -106,12 +107,13 @@ export interface LoopDependencies {
   /**
    * LOOP11: told before every model call, in durable code. May wait (durably: a budget parks the
    * turn until it is raised) and may choose the call's model (a routine's cheaper triage model);
-   * the last hook that names a model wins. @default none
+   * the last hook that names a model wins. A hook that answers `stop` ends the turn as interrupted
+   * without the call (the owner stopped a parked turn). @default none
    */
   beforeModelCall?: readonly ((
     durable: DurableContext,
     call: ModelCallInfo,
-  ) => Promise<{ model?: string | null } | undefined>)[];
+  ) => Promise<{ model?: string | null; stop?: true } | undefined>)[];
   /** LOOP11: told after every model call that answered, with what it used. @default none */
   afterModelCall?: readonly ((durable: DurableContext, call: ModelCallDone) => Promise<void>)[];
   /** Told when a turn settles, however it ended (a routine run finishing). @default none */
@@ -158,7 +160,7 @@ export interface ModelCallDone extends ModelCallInfo {
   spec: string | null;
   /** The model the provider reported. */
   model: string;
-  usage: { inputTokens: number; outputTokens: number };
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens?: number };
 }
 
 type InferOutcome =
@@ -381,6 +383,7 @@ function loadTurnContext(
       botId: bot.id,
       conversationId,
       turnId,
+      trigger: triggerOf(batch), // LOOP10: a source may offer tools by trigger (a triage's escalate)
     };
     const [steps, messages, tools] = await Promise.all([
       store.listSteps(conversationId, { afterSeq: fromSeq, limit: historyStepLimit + 1 }),
@@ -577,9 +580,18 @@ async function turnCalls(
       botModel: context.bot.model,
     };
     let spec = context.bot.model;
+    let stopBeforeCall = false;
     for (const hook of deps.beforeModelCall ?? []) {
       const chosen = await hook(durable, call); // LOOP11
       if (chosen?.model !== undefined) spec = chosen.model;
+      if (chosen?.stop === true) {
+        stopBeforeCall = true;
+        break;
+      }
+    }
+    if (stopBeforeCall) {
+      await stop(index, []); // LOOP7: nothing was running; the turn ends here
+      return "interrupted";
     }
 
     const outcome = await infer(
@@ -624,8 +636,14 @@ async function turnCalls(
       inputTokens: result.usage.inputTokens,
       outputTokens: result.usage.outputTokens,
     };
+    const cached = result.usage.cachedInputTokens;
     for (const hook of deps.afterModelCall ?? [])
-      await hook(durable, { ...call, spec, model: result.model, usage }); // LOOP11
+      await hook(durable, {
+        ...call,
+        spec,
+        model: result.model,
+        usage: cached === undefined ? usage : { ...usage, cachedInputTokens: cached },
+      }); // LOOP11
     if (result.toolCalls.length === 0) {
       await save(
         {

@@ -145,7 +145,14 @@ function toFinishReason(
 }
 
 function toUsage(usage: LanguageModelUsage | undefined): InferResult["usage"] {
-  return { inputTokens: usage?.inputTokens ?? 0, outputTokens: usage?.outputTokens ?? 0 };
+  const cached = usage?.inputTokenDetails?.cacheReadTokens;
+  return {
+    inputTokens: usage?.inputTokens ?? 0,
+    outputTokens: usage?.outputTokens ?? 0,
+    // Usage records price cached input at the cached price (docs/usage.md). Providers that do
+    // not report caching answer 0 here, so 0 says nothing and is left out.
+    ...(cached === undefined || cached === 0 ? {} : { cachedInputTokens: cached }),
+  };
 }
 
 /** Creates a `ModelClient` for `provider:model` through the AI SDK. Throws `ConfigError` when credentials are missing. */

@@ -190,4 +190,19 @@ describe("createDemoModel", () => {
       "cancelled",
     );
   });
+
+  test("a line `escalate <reason>` in a routine run's message calls escalate, only when it is offered (D2)", async () => {
+    const text =
+      "[Routine run run_1: sent by a schedule, not typed by a person]\ncheck the disk\nescalate the disk is full";
+    const offered = await model.infer(ask(text, [...allTools, tool("escalate")]));
+    expect(offered.toolCalls).toEqual([
+      expect.objectContaining({ name: "escalate", input: { reason: "the disk is full" } }),
+    ]);
+    const notOffered = await model.infer(ask(text));
+    expect(notOffered.toolCalls).toEqual([]);
+    const quiet = await model.infer(
+      ask("check the disk; nothing to escalate here", [...allTools, tool("escalate")]),
+    );
+    expect(quiet.toolCalls).toEqual([]);
+  });
 });

@@ -14,6 +14,7 @@
  *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
  *   `skill <name>`          → tool `skill` `{ name }`
  *   `tell <bot>: <text>`, `draft <kind> <to>: <text>`, `no reply` → results (demo-results.ts)
+ *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
  *                             fenced block (it stays marked as untrusted outside content)
@@ -88,6 +89,10 @@ function decide(text: string, request: InferRequest): DemoAction {
   const routineReply = routineRunReply(text);
   if (routineReply !== undefined) return { kind: "reply", text: routineReply };
   const trimmed = text.trim();
+  // Any line of a routine run's message (its instruction or payload) may ask the triage to escalate.
+  const escalate = /^escalate(?:\s+(.+))?$/im.exec(trimmed);
+  if (escalate !== null && isOffered(request, "escalate"))
+    return { kind: "tool", name: "escalate", input: { reason: escalate[1]?.trim() ?? "asked to" } };
   if (trimmed.startsWith("$ ")) {
     const command = trimmed.slice(2).trim();
     if (isOffered(request, "shell")) return { kind: "tool", name: "shell", input: { command } };

@@ -43,6 +43,8 @@ export type ModelMessage =
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, how many the provider read from its prompt cache, when it says. */
+  cachedInputTokens?: number;
 }
 
 export interface InferRequest {

@@ -56,16 +56,22 @@ import {
   createSkillSyncHook,
   createSkillTools,
 } from "../skills/index.ts";
+import {
+  createEscalateTool,
+  createPriceTable,
+  createUsageService,
+  type RoutineLookup,
+  type UsageService,
+} from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import {
+  createRoutineLookup,
   createRoutineObject,
   createRoutineService,
   createRunSettler,
   createSchedulerClient,
   defaultRoutineSettings,
-  noRunUsage,
   type RoutineSettings,
-  type RunUsage,
 } from "../routines/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
@@ -90,10 +96,10 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** The host as `roost up` prepared it (computers/host-setup.ts); probed again when absent. */
   host?: HostReport;
-  /** Tokens and cost of routine runs. @default none (the runs list shows null) */
-  runUsage?: RunUsage;
   /** Also told what routines and budgets notify the owner of (tests record it). @default none */
   notifier?: Notifier;
+  /** A routine's owner, budget and triage model. @default the routines in the store */
+  routineLookup?: RoutineLookup;
   /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
   results?: ResultsOptions;
 }
@@ -108,6 +114,8 @@ export interface Platform {
   readonly provider: ComputerProvider;
   /** Tells account owners things (notifications/): the routines and budget modules take it. */
   readonly notifier: Notifier;
+  /** Usage records and budgets; also the `RunUsage` the routines module reads runs' cost from. */
+  readonly usage: UsageService;
   close(): Promise<void>;
 }
 
@@ -256,6 +264,17 @@ export async function startPlatform(
               await extraNotifier.notify(notification);
             },
           };
+    // Usage per model call and the spend caps checked before each one (docs/usage.md).
+    const usage = createUsageService({
+      store,
+      events,
+      notifier,
+      routines: options.routineLookup ?? createRoutineLookup(store),
+      prices: createPriceTable(config.prices),
+      defaultSpec: () => models.defaultSpec,
+      release: (waiterId, answer) => kicker.wake(waiterId, answer),
+      logger: logger.child({ component: "usage" }),
+    });
     const routineSettings: RoutineSettings = {
       ...defaultRoutineSettings,
       ...config.routines,
@@ -265,7 +284,7 @@ export async function startPlatform(
       store,
       scheduler: createSchedulerClient(ingress),
       settings: routineSettings,
-      runUsage: options.runUsage ?? noRunUsage,
+      runUsage: usage,
       logger,
     });
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
@@ -294,6 +313,7 @@ export async function startPlatform(
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
+        createEscalateTool(usage),
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
@@ -319,7 +339,8 @@ export async function startPlatform(
         createMemorySection({ store, ranker }),
       ],
       compaction: config.compaction,
-      // A routine run's record follows the turn that answered it (routines/runs.ts RUN3).
+      beforeModelCall: [(durable, call) => usage.beforeModelCall(durable, call)],
+      afterModelCall: [(durable, call) => usage.afterModelCall(durable, call)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
         await durable.call(
@@ -453,12 +474,17 @@ export async function startPlatform(
     const api = createApi({
       memory,
       skills,
+      usage,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
       interrupt: (conversationId) => {
         const running = events.turnState(conversationId) === "working";
         events.publish({ type: "interrupt", conversationId, requestedAt: Date.now() });
+        // USG9: a turn parked at its budget is stopped through its durable promise.
+        void usage
+          .stopParked(conversationId)
+          .catch((error: unknown) => logger.warn("could not stop a parked turn", { error }));
         return running;
       },
       maxBodyBytes: config.maxBodyBytes,
@@ -563,15 +589,20 @@ export async function startPlatform(
     fetchApi = (request, env) => api.fetch(request, env);
 
     const sweepIntervalMs = options.sweepIntervalMs ?? 5000;
-    const sweep = async () => {
-      await kicker
-        .sweep()
-        .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error }));
-      // Routines stored while the engine could not be told are armed now (RTN2).
-      await routines
-        .armPending()
-        .catch((error: unknown) => logger.warn("arming stored routines failed", { error }));
-    };
+    const sweep = () =>
+      Promise.all([
+        kicker
+          .sweep()
+          .catch((error: unknown) => logger.warn("sweep of waiting messages failed", { error })),
+        // Routines stored while the engine could not be told are armed now (RTN2).
+        routines
+          .armPending()
+          .catch((error: unknown) => logger.warn("arming stored routines failed", { error })),
+        // USG8: parked turns whose budgets allow them again (a release that failed).
+        usage
+          .sweepParked()
+          .catch((error: unknown) => logger.warn("sweep of parked turns failed", { error })),
+      ]);
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();
@@ -586,12 +617,26 @@ export async function startPlatform(
       engine,
       provider,
       notifier: results.notifier,
+      usage,
       close: closeAll,
     };
   } catch (error) {
     await closeAll();
     throw error;
   }
+}
+
+/** Until the notifications module is wired: the owner's notification as a log line. */
+function loggingNotifier(logger: Logger): Notifier {
+  return {
+    notify: async (notification) =>
+      logger.info("notification", {
+        id: notification.id,
+        accountId: notification.accountId,
+        kind: notification.kind,
+        title: notification.title,
+      }),
+  };
 }
 
 /**

@@ -31,6 +31,8 @@ export interface Kicker {
   sweep(): Promise<number>;
   /** Stores a message and hands it to its loop; a failed kick is left to the sweep. */
   deliver(message: DeliveredMessage): Promise<{ message: Message; created: boolean }>;
+  /** Resolves a durable promise a loop waits on (a parked turn's); one already answered is fine. */
+  wake(waiterId: string, value?: unknown): Promise<void>;
 }
 
 export type DeliveredMessage = Parameters<Store["appendMessage"]>[0];
@@ -83,9 +85,9 @@ export function createKicker(
     }
   }
 
-  async function resolveWaiter(waiter: string) {
+  async function resolveWaiter(waiter: string, value: unknown = true) {
     try {
-      await ingress().resolveAwakeable(waiter, true, clients.serde.json);
+      await ingress().resolveAwakeable(waiter, value, clients.serde.json);
     } catch (error) {
       // A waiter whose loop already went on (or ended) is answered 4xx; the queued run covers it.
       if (error instanceof clients.HttpCallError && error.status < 500) return;
@@ -100,6 +102,7 @@ export function createKicker(
 
   return {
     kick,
+    wake: resolveWaiter,
     async deliver(input) {
       const { message, created, waiter } = await store.appendMessage(input);
       if (created) {

@@ -71,6 +71,67 @@ export interface Budget {
   costPerMonth?: number;
 }
 
+/** Which limit of which budget a turn reached (docs/usage.md). */
+export type BudgetLimit = keyof Budget;
+
+/**
+ * The turn parked before a model call because a budget was reached; it goes on by itself when
+ * the budget is raised or the period ends (docs/usage.md).
+ */
+export interface BudgetReachedPayload {
+  /** Whose budget: the bot's, or the routine's that started the turn. */
+  scope: "bot" | "routine";
+  /** The bot or routine id. */
+  scopeId: string;
+  limit: BudgetLimit;
+  /** The limit's value and what was used in its period (tokens, or cost in the price table's currency). */
+  allowed: number;
+  used: number;
+  /** When the period ends and the turn goes on by itself (ISO 8601, UTC). */
+  resumesAt: string;
+  /** One sentence for people: which limit, and how to raise it. */
+  message: string;
+}
+
+/** Tokens and cost over a period (cost null when no call had a price). */
+export interface UsageAmount {
+  tokens: number;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number | null;
+  calls: number;
+  /** Calls whose model has no price, left out of `cost`. */
+  unpricedCalls: number;
+}
+
+/** `GET /v1/bots/{id}/budget` and what `PUT` answers. */
+export interface BotBudgetView {
+  botId: string;
+  /** `{}` when the bot has no limits. */
+  budget: Budget;
+  /** Today and this month, UTC. */
+  today: UsageAmount;
+  thisMonth: UsageAmount;
+  /** Turns of this bot parked at a reached budget right now. */
+  parkedTurns: number;
+  currency: string;
+}
+
+export type UsageGroupBy = "bot" | "routine" | "trigger" | "day";
+
+/** `GET /v1/usage?groupBy=…&from=…&to=…` */
+export interface UsageReport {
+  groupBy: UsageGroupBy;
+  from: string;
+  to: string;
+  currency: string;
+  groups: (UsageAmount & {
+    /** The bot id, routine id, trigger kind (chat, routine, webhook, bot) or day (YYYY-MM-DD, UTC). */
+    key: string;
+    cachedTokens: number;
+  })[];
+}
+
 export interface MessagePayload {
   messageId: string;
   text: string;
@@ -147,7 +208,8 @@ export type Step =
   | (StepBase & { kind: "error"; payload: ErrorPayload })
   | (StepBase & { kind: "interrupted"; payload: InterruptedPayload })
   | (StepBase & { kind: "summary"; payload: SummaryPayload })
-  | (StepBase & { kind: "no_reply"; payload: NoReplyPayload });
+  | (StepBase & { kind: "no_reply"; payload: NoReplyPayload })
+  | (StepBase & { kind: "budget_reached"; payload: BudgetReachedPayload });
 export type StepKind = Step["kind"];
 
 /**

@@ -358,6 +358,67 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 16,
+    statements: [
+      // One row per model call that answered (usage-types.ts, USE1): idempotent by call id, so a
+      // replayed afterModelCall step never counts a call twice. No foreign keys: usage outlives a
+      // deleted bot or conversation (it is what was spent).
+      `CREATE TABLE usage_records (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        trigger_kind TEXT NOT NULL,
+        routine_id TEXT,
+        run_id TEXT,
+        person_id TEXT NOT NULL,
+        model_spec TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT,
+        cost DOUBLE PRECISION,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX usage_by_account ON usage_records (account_id, created_at)`,
+      `CREATE INDEX usage_by_bot ON usage_records (bot_id, created_at)`,
+      `CREATE INDEX usage_by_routine ON usage_records (routine_id, created_at)`,
+      `CREATE INDEX usage_by_run ON usage_records (run_id)`,
+      // Sums per bot and per routine per UTC day and month, kept with each record in its
+      // transaction (USE4): the budget check before every model call reads two rows, not a month
+      // of records (bench/usage.ts).
+      `CREATE TABLE usage_rollups (
+        scope TEXT NOT NULL,
+        scope_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        calls BIGINT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        cost DOUBLE PRECISION NOT NULL,
+        priced BIGINT NOT NULL,
+        unpriced BIGINT NOT NULL,
+        PRIMARY KEY (scope, scope_id, period))`,
+      // A bot's spend cap (Api.Budget as JSON); no row = no cap.
+      `CREATE TABLE bot_budgets (
+        bot_id TEXT PRIMARY KEY,
+        budget TEXT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      // Turns parked at a reached budget: the durable promise (awakeable) that lets each go on.
+      `CREATE TABLE budget_waits (
+        id TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        routine_id TEXT,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX budget_waits_by_bot ON budget_waits (bot_id)`,
+      `CREATE INDEX budget_waits_by_routine ON budget_waits (routine_id)`,
+      `CREATE INDEX budget_waits_by_conversation ON budget_waits (conversation_id)`,
+    ],
+  },
+  {
     version: 17,
     statements: [],
     // MEM5: each word indexed with its bot in front (log-words.ts), so a search reads one bot's

@@ -9,6 +9,7 @@ import { createMemoryQueries } from "./memory-queries.ts";
 import { createSkillQueries } from "./skill-queries.ts";
 import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
+import { createUsageQueries } from "./usage-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -307,6 +308,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createSkillQueries(driver, now, ids, insertAudit),
     ...createRoutineQueries(driver, now, ids, insertAudit),
     ...createResultsQueries(driver, now, insertAudit),
+    ...createUsageQueries(driver, now),
     kind: driver.kind,
 
     async migrate() {

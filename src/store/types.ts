@@ -23,6 +23,7 @@ import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
+import type { UsageStore } from "./usage-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -30,6 +31,7 @@ export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
+export type * from "./usage-types.ts";
 
 export interface Account {
   id: string;
@@ -108,6 +110,7 @@ export const stepKinds = [
   "interrupted",
   "summary",
   "no_reply",
+  "budget_reached",
 ] as const;
 export type StepKind = (typeof stepKinds)[number];
 
@@ -164,7 +167,7 @@ export interface BotPatch {
   notify?: boolean;
 }
 
-export interface Store extends MemoryStore, SkillStore, RoutineStore, ResultsStore {
+export interface Store extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -275,12 +275,16 @@ export function checkChatCompletion(
   return undefined;
 }
 
-function openAiUsage(reply: FakeCompletionReply): Record<string, number> {
+function openAiUsage(reply: FakeCompletionReply): Record<string, unknown> {
   const usage = usageOf(reply);
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
+    // As OpenAI reports prompt caching: the cached part of prompt_tokens.
+    ...(usage.cachedTokens === undefined
+      ? {}
+      : { prompt_tokens_details: { cached_tokens: usage.cachedTokens } }),
   };
 }
 

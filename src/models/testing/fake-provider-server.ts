@@ -43,8 +43,8 @@ export interface FakeCompletionReply {
   /** The reply text, sent as one delta per element. @default [] */
   textChunks?: readonly string[];
   toolCalls?: readonly FakeToolCall[];
-  /** @default { promptTokens: 10, completionTokens: 5 } */
-  usage?: { promptTokens: number; completionTokens: number };
+  /** @default { promptTokens: 10, completionTokens: 5 }; `cachedTokens`: of the prompt, read from cache */
+  usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number };
   /** In OpenAI's words; each fake maps it to its own. @default "tool_calls" with tool calls, else "stop" */
   finishReason?: "stop" | "tool_calls" | "length" | "content_filter";
   /** Pause between streamed chunks, to let tests act mid-stream. @default 0 */
@@ -225,6 +225,7 @@ export function argumentsText(call: FakeToolCall): string {
 export function usageOf(reply: FakeCompletionReply): {
   promptTokens: number;
   completionTokens: number;
+  cachedTokens?: number;
 } {
   return reply.usage ?? { promptTokens: 10, completionTokens: 5 };
 }

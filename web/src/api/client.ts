@@ -4,6 +4,8 @@
  */
 import type {
   Bot,
+  BotBudgetView,
+  Budget,
   Computer,
   Conversation,
   InterruptResult,
@@ -119,6 +121,11 @@ export function createApiClient(options: ApiClientOptions) {
     me: (signal?: AbortSignal) => json<Me>("GET", "/v1/me", { signal }),
     listBots: async () => (await json<{ bots: Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id: string) => json<Bot>("GET", `/v1/bots/${enc(id)}`),
+    /** The bot's budget with what it used today and this month (docs/usage.md). */
+    botBudget: (id: string, signal?: AbortSignal) =>
+      json<BotBudgetView>("GET", `/v1/bots/${enc(id)}/budget`, { signal }),
+    setBotBudget: (id: string, budget: Budget) =>
+      json<BotBudgetView>("PUT", `/v1/bots/${enc(id)}/budget`, { json: budget }),
     createBot: (input: {
       name: string;
       instructions: string;

@@ -8,6 +8,7 @@ import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
 import { MemoryLink } from "./memory-link.tsx";
+import { UsageLink } from "./usage-panel.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
 import { EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
 
@@ -140,6 +141,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
       >
         <ComputerControls />
         {bot !== undefined && <MemoryLink bot={bot} />}
+        {bot !== undefined && <UsageLink bot={bot} />}
         {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       {(snapshot.status === "reconnecting" || snapshot.status === "failed") && (

@@ -7,6 +7,7 @@ import { useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
 import { MemoryLink } from "./memory-link.tsx";
+import { UsageLink } from "./usage-panel.tsx";
 import { Avatar, BotNotFound, EditBotLink, Header, ModelBadge } from "./ui.tsx";
 
 export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
@@ -54,6 +55,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
       >
         <ComputerControls />
         {bot !== undefined && <MemoryLink bot={bot} />}
+        {bot !== undefined && <UsageLink bot={bot} />}
         {bot !== undefined && <EditBotLink bot={bot} />}
       </Header>
       <div className="timeline-wrap">

@@ -7,6 +7,7 @@ import { ChatView } from "./chat-view.tsx";
 import { NewChat } from "./new-chat.tsx";
 import { SkillPage, SkillsPage } from "./skills.tsx";
 import { Sidebar } from "./sidebar.tsx";
+import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
 // Its own chunk: the first load stays small, and a bot's memory is opened now and then.
@@ -39,7 +40,10 @@ export function Shell() {
   }, [route.name, bots, conversations]);
 
   const selectedBotId =
-    route.name === "bot" || route.name === "edit-bot" || route.name === "bot-memory"
+    route.name === "bot" ||
+    route.name === "edit-bot" ||
+    route.name === "bot-memory" ||
+    route.name === "bot-usage"
       ? route.botId
       : route.name === "conversation"
         ? conversations?.find((conversation) => conversation.id === route.conversationId)?.botId
@@ -102,6 +106,9 @@ export function Shell() {
           <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />
         </Suspense>
       );
+      break;
+    case "bot-usage":
+      view = <UsagePanel key={route.botId} botId={route.botId} onMenu={openNav} />;
       break;
     case "conversation":
       view = (

@@ -1,5 +1,13 @@
 /** The conversation as it happened: messages, the bot's text, tool cards, errors, and what is live. */
-import { AlertTriangle, ArrowDown, MinusCircle, RotateCcw, Square, Trash2 } from "lucide-react";
+import {
+  AlertTriangle,
+  ArrowDown,
+  MinusCircle,
+  PauseCircle,
+  RotateCcw,
+  Square,
+  Trash2,
+} from "lucide-react";
 import {
   memo,
   useCallback,
@@ -10,7 +18,14 @@ import {
   useRef,
   useState,
 } from "react";
-import type { Bot, InterruptedPayload, MessageSource, Step, ToolPayload } from "../api/types.ts";
+import type {
+  Bot,
+  BudgetReachedPayload,
+  InterruptedPayload,
+  MessageSource,
+  Step,
+  ToolPayload,
+} from "../api/types.ts";
 import { formatTime } from "../lib/format.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
@@ -223,6 +238,33 @@ const StoppedRow = memo(function StoppedRow({
   );
 });
 
+/** The turn paused at a reached budget (docs/usage.md); it goes on when the budget is raised. */
+const BudgetRow = memo(function BudgetRow({
+  payload,
+  time,
+  botId,
+}: {
+  payload: BudgetReachedPayload;
+  time: string;
+  botId: string | undefined;
+}) {
+  const href = botId === undefined ? undefined : paths.botUsage(botId);
+  return (
+    <div className="row row-interrupted row-budget" data-step="budget_reached" role="status">
+      <PauseCircle size={12} aria-hidden="true" />
+      <span>
+        <strong>Paused: budget reached.</strong> {payload.message}{" "}
+        {href !== undefined && payload.scope === "bot" && (
+          <a href={href} onClick={(event) => onLinkClick(event, href)}>
+            Raise the budget
+          </a>
+        )}
+      </span>
+      <span className="row-meta">{formatTime(time)}</span>
+    </div>
+  );
+});
+
 type Row =
   | {
       key: string;
@@ -244,7 +286,8 @@ type Row =
       stopped: boolean;
     }
   | { key: string; kind: "error"; code: string; message: string }
-  | { key: string; kind: "interrupted" | "no_reply"; text: string; time: string };
+  | { key: string; kind: "interrupted" | "no_reply"; text: string; time: string }
+  | { key: string; kind: "budget_reached"; payload: BudgetReachedPayload; time: string };
 
 function usageMeta(
   model: string,
@@ -347,6 +390,14 @@ export function buildRows(
           key: step.id,
           kind: "interrupted",
           text: describeStop(step.payload),
+          time: step.createdAt,
+        });
+        break;
+      case "budget_reached":
+        rows.push({
+          key: step.id,
+          kind: "budget_reached",
+          payload: step.payload,
           time: step.createdAt,
         });
         break;
@@ -472,6 +523,8 @@ export function Timeline({
   };
 
   const waiting = owesAnswer(snapshot);
+  // A turn parked at its budget is not thinking: its row says so and how to let it go on.
+  const parked = rows.at(-1)?.kind === "budget_reached";
   return (
     <div className="timeline-wrap">
       <div
@@ -539,6 +592,10 @@ export function Timeline({
               case "interrupted":
               case "no_reply":
                 return <StoppedRow key={row.key} text={row.text} time={row.time} step={row.kind} />;
+              case "budget_reached":
+                return (
+                  <BudgetRow key={row.key} payload={row.payload} time={row.time} botId={bot?.id} />
+                );
             }
           })}
           {snapshot.pending.map((message) => (
@@ -552,16 +609,20 @@ export function Timeline({
           {snapshot.streaming !== "" && (
             <AssistantText bot={bot} text={snapshot.streaming} streaming />
           )}
-          {snapshot.loaded && (working || waiting) && snapshot.streaming === "" && !runningTool && (
-            <div className="row row-bot row-thinking" aria-hidden="true">
-              <Avatar name={bot?.name ?? "Bot"} size="sm" />
-              <span className="thinking">
-                <span />
-                <span />
-                <span />
-              </span>
-            </div>
-          )}
+          {snapshot.loaded &&
+            (working || waiting) &&
+            snapshot.streaming === "" &&
+            !runningTool &&
+            !parked && (
+              <div className="row row-bot row-thinking" aria-hidden="true">
+                <Avatar name={bot?.name ?? "Bot"} size="sm" />
+                <span className="thinking">
+                  <span />
+                  <span />
+                  <span />
+                </span>
+              </div>
+            )}
         </div>
       </div>
       {showJump && (

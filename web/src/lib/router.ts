@@ -6,6 +6,7 @@
  *   /bots/:botId          a new chat with the bot
  *   /bots/:botId/edit     edit the bot
  *   /bots/:botId/memory   what the bot remembers (…/history: its revisions; …/inbox: proposals)
+ *   /bots/:botId/usage    what the bot used and cost today and this month, and its budget
  *   /c/:conversationId    a conversation
  *   /skills               the skill library: list, create, upload
  *   /skills/:name         one skill: its instructions, files, edit, delete
@@ -18,6 +19,7 @@ export type Route =
   | { name: "bot"; botId: string }
   | { name: "edit-bot"; botId: string }
   | { name: "bot-memory"; botId: string; tab: MemoryTab }
+  | { name: "bot-usage"; botId: string }
   | { name: "conversation"; conversationId: string }
   | { name: "skills" }
   | { name: "skill"; skillName: string }
@@ -42,6 +44,8 @@ export function parseRoute(path: string): Route {
     if (parts.length === 4 && (tab === "history" || tab === "inbox"))
       return { name: "bot-memory", botId: parts[1], tab };
   }
+  if (parts[0] === "bots" && parts[1] !== undefined && parts[2] === "usage" && parts.length === 3)
+    return { name: "bot-usage", botId: parts[1] };
   if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
     return { name: "conversation", conversationId: parts[1] };
   if (parts[0] === "skills" && parts.length === 1) return { name: "skills" };
@@ -80,6 +84,7 @@ export const paths = {
   editBot: (botId: string) => `/bots/${encodeURIComponent(botId)}/edit`,
   botMemory: (botId: string, tab: MemoryTab = "facts") =>
     `/bots/${encodeURIComponent(botId)}/memory${tab === "facts" ? "" : `/${tab}`}`,
+  botUsage: (botId: string) => `/bots/${encodeURIComponent(botId)}/usage`,
   conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
   skills: "/skills",
   skill: (name: string) => `/skills/${encodeURIComponent(name)}`,
