@@ -626,19 +626,6 @@ export async function startPlatform(
   }
 }
 
-/** Until the notifications module is wired: the owner's notification as a log line. */
-function loggingNotifier(logger: Logger): Notifier {
-  return {
-    notify: async (notification) =>
-      logger.info("notification", {
-        id: notification.id,
-        accountId: notification.accountId,
-        kind: notification.kind,
-        title: notification.title,
-      }),
-  };
-}
-
 /**
  * Ports a preview may not reach (PORT3): a local computer's own proxy forwarders; and where the
  * computer's loopback is the host's (the `process` provider), Roost's own ports.
