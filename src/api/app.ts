@@ -41,6 +41,8 @@ import {
 } from "./results-routes.ts";
 import type { UsageService } from "../usage/index.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
+import type { ApprovalsService } from "../policy/index.ts";
+import { registerApprovalRoutes } from "./approval-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -79,6 +81,8 @@ export interface ApiDependencies {
   results?: ResultsService;
   /** Usage and budgets (absent: no usage routes). */
   usage?: UsageService;
+  /** Tool policy and approvals (absent: no approval routes). */
+  approvals?: ApprovalsService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -182,6 +186,7 @@ const validatesOwnQuery = (path: string) =>
   path.endsWith("/memory/revisions") ||
   isResultsQueryRoute(path) ||
   path === "/v1/usage" ||
+  path === "/v1/approvals" ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -510,6 +515,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     });
   }
+  if (deps.approvals !== undefined)
+    registerApprovalRoutes(app as unknown as Parameters<typeof registerApprovalRoutes>[0], {
+      store,
+      approvals: deps.approvals,
+    });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
   if (deps.results !== undefined)

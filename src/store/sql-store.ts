@@ -10,6 +10,7 @@ import { createSkillQueries } from "./skill-queries.ts";
 import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
+import { createApprovalQueries } from "./approval-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -309,6 +310,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createRoutineQueries(driver, now, ids, insertAudit),
     ...createResultsQueries(driver, now, insertAudit),
     ...createUsageQueries(driver, now),
+    ...createApprovalQueries(driver, now),
     kind: driver.kind,
 
     async migrate() {

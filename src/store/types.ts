@@ -24,6 +24,7 @@ import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { UsageStore } from "./usage-types.ts";
+import type { ApprovalStore } from "./approval-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -32,6 +33,7 @@ export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./usage-types.ts";
+export type * from "./approval-types.ts";
 
 export interface Account {
   id: string;
@@ -111,6 +113,7 @@ export const stepKinds = [
   "summary",
   "no_reply",
   "budget_reached",
+  "approval",
 ] as const;
 export type StepKind = (typeof stepKinds)[number];
 
@@ -167,7 +170,8 @@ export interface BotPatch {
   notify?: boolean;
 }
 
-export interface Store extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore {
+export interface Store
+  extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore, ApprovalStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
