@@ -20,6 +20,7 @@ import {
 } from "react";
 import type {
   Bot,
+  ApprovalPayload,
   BudgetReachedPayload,
   InterruptedPayload,
   MessageSource,
@@ -31,6 +32,7 @@ import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
+import { ApprovalCard } from "./approval-card.tsx";
 import { DraftCard } from "./draft-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Avatar } from "./ui.tsx";
@@ -287,7 +289,9 @@ type Row =
     }
   | { key: string; kind: "error"; code: string; message: string }
   | { key: string; kind: "interrupted" | "no_reply"; text: string; time: string }
-  | { key: string; kind: "budget_reached"; payload: BudgetReachedPayload; time: string };
+  | { key: string; kind: "budget_reached"; payload: BudgetReachedPayload; time: string }
+  /** One card per approval: its pending step, updated in place by the settled one. */
+  | { key: string; kind: "approval"; payload: ApprovalPayload };
 
 function usageMeta(
   model: string,
@@ -401,6 +405,15 @@ export function buildRows(
           time: step.createdAt,
         });
         break;
+      case "approval": {
+        const earlier = rows.findIndex(
+          (row) => row.kind === "approval" && row.payload.approvalId === step.payload.approvalId,
+        );
+        const row = { key: step.id, kind: "approval" as const, payload: step.payload };
+        if (earlier === -1) rows.push(row);
+        else rows[earlier] = { ...row, key: rows[earlier]!.key };
+        break;
+      }
       case "no_reply":
         rows.push({
           key: step.id,
@@ -524,7 +537,10 @@ export function Timeline({
 
   const waiting = owesAnswer(snapshot);
   // A turn parked at its budget is not thinking: its row says so and how to let it go on.
-  const parked = rows.at(-1)?.kind === "budget_reached";
+  const last = rows.at(-1);
+  const parked =
+    last?.kind === "budget_reached" ||
+    (last?.kind === "approval" && last.payload.state === "pending");
   return (
     <div className="timeline-wrap">
       <div
@@ -596,6 +612,8 @@ export function Timeline({
                 return (
                   <BudgetRow key={row.key} payload={row.payload} time={row.time} botId={bot?.id} />
                 );
+              case "approval":
+                return <ApprovalCard key={row.key} payload={row.payload} />;
             }
           })}
           {snapshot.pending.map((message) => (
