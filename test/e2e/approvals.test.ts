@@ -19,6 +19,7 @@ import { startPlatform, type Platform } from "../../src/platform/index.ts";
 import type { Api } from "../../src/protocol/index.ts";
 import { defineToolSource, serverTool } from "../../src/tools/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
+import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
 import { waitFor } from "../support/wait.ts";
 
 interface Started {
@@ -31,10 +32,14 @@ interface Started {
 }
 
 let started: Started | undefined;
+let database: { url: string; drop(): Promise<void> } | undefined;
 afterEach(async () => {
   await started?.close();
   started = undefined;
+  await database?.drop(); // after the platform that used it
+  database = undefined;
 });
+const postgres = await postgresAvailable();
 
 async function start(script: Script, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "roost-approvals-"));
@@ -130,8 +135,17 @@ async function parkedApproval(api: Started["api"], conversationId: string) {
 }
 
 describe("approvals: park, answer, resume (real Restate)", () => {
-  it("an approved call runs once in the same turn; the card, the notification and the audit say so", async () => {
-    const { api, platform, notified, runs, model } = await start(callThenAnswer("count"));
+  it("an approved call runs once in the same turn; the card, the notification and the audit say so", () =>
+    approveOnce({}));
+
+  // In CI (CI=true) postgresAvailable() fails loudly instead of skipping.
+  it.runIf(postgres.ok)("the same on Postgres", async () => {
+    database = await createTestDatabase();
+    await approveOnce({ ROOST_STORE: "postgres", ROOST_DATABASE_URL: database.url });
+  });
+
+  async function approveOnce(env: Record<string, string>) {
+    const { api, platform, notified, runs, model } = await start(callThenAnswer("count"), env);
     const bot = await api.createBot("careful");
     await api.call("PUT", `/v1/bots/${bot.id}/tool-policy`, {
       rules: [{ tool: "count", decision: "ask" }],
@@ -182,7 +196,7 @@ describe("approvals: park, answer, resume (real Restate)", () => {
     expect(audit.map((entry) => entry.action)).toEqual(
       expect.arrayContaining(["bot.tool_policy", "approval.request", "approval.decide"]),
     );
-  });
+  }
 
   it("a denial with remember: the tool never runs, the model is told why, and a deny rule for the pattern is stored", async () => {
     const { api, runs, model } = await start(
@@ -311,6 +325,48 @@ describe("approvals: park, answer, resume (real Restate)", () => {
     );
     const policy = await api.call<Api.ToolPolicyView>("GET", `/v1/bots/${bot.id}/tool-policy`);
     expect(policy.rules).toEqual([{ tool: "count", decision: "ask" }]);
+    await api.call("POST", `/v1/approvals/${approval.id}`, { decision: "deny" });
+    await api.waitForSteps(conversation.id, "reply");
+  });
+
+  it("flood: fifty policy writes at once leave one of them whole; an overlong pattern is refused and loses nothing", async () => {
+    const { api, platform, token } = await start(callThenAnswer("count"));
+    const bot = await api.createBot("flooded");
+    const policies = Array.from({ length: 50 }, (_, index) => ({
+      rules: Array.from({ length: 1 + (index % 5) }, (_, rule) => ({
+        tool: `tool_${index}_${rule}`,
+        decision: "deny",
+      })),
+      useDefaults: index % 2 === 0,
+      reviewModel: null,
+    }));
+    const answers = await Promise.all(
+      policies.map((policy) =>
+        raw(platform.url, token, "PUT", `/v1/bots/${bot.id}/tool-policy`, policy),
+      ),
+    );
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    const stored = await api.call<Api.ToolPolicyView>("GET", `/v1/bots/${bot.id}/tool-policy`);
+    expect(policies).toContainEqual({
+      rules: stored.rules,
+      useDefaults: stored.useDefaults,
+      reviewModel: stored.reviewModel,
+    });
+
+    await api.call("PUT", `/v1/bots/${bot.id}/tool-policy`, {
+      rules: [{ tool: "count", decision: "ask" }],
+    });
+    const conversation = await api.createConversation(bot.id);
+    await api.send(conversation.id, "count once");
+    const approval = await parkedApproval(api, conversation.id);
+    const long = await raw(platform.url, token, "POST", `/v1/approvals/${approval.id}`, {
+      decision: "approve",
+      remember: "x".repeat(501),
+    });
+    expect(long.status).toBe(400);
+    expect((await api.call<Api.Approval>("GET", `/v1/approvals/${approval.id}`)).state).toBe(
+      "pending",
+    );
     await api.call("POST", `/v1/approvals/${approval.id}`, { decision: "deny" });
     await api.waitForSteps(conversation.id, "reply");
   });
