@@ -1,7 +1,8 @@
 /**
  * The approval card in Debian's Chromium against the real platform (embedded Restate, the demo
  * model): a call the bot's policy asks about shows a card with the tool, the call, the reason and
- * Approve / Deny; Approve lets the same turn run it and the card says Approved.
+ * Approve / Deny; Approve (with "remember") lets the same turn run it, the card says Approved and
+ * the bot's policy gains the remembered rule.
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -55,12 +56,24 @@ describe.skipIf(!existsSync(chromiumPath))(
         expect(text).toContain("this bot's policy asks before every memory call");
         await expect.poll(() => card.textContent()).toContain("The bot says: you asked");
         await screenshot(page, "desktop-approval-card");
+        await card.getByRole("checkbox").check();
+        await card.getByRole("textbox", { name: "Pattern to remember" }).fill('*"tier":"note"*');
         await card.getByRole("button", { name: "Approve" }).click();
         await expect.poll(() => card.textContent(), { timeout: 20_000 }).toContain("Approved");
         await api().waitForSteps(conversation.id, "reply");
         const list = await api().call<ApprovalList>("GET", "/v1/approvals");
         expect(list.approvals.map((approval: Approval) => approval.state)).toEqual(["approved"]);
         expect(await card.getByRole("button", { name: "Approve" }).count()).toBe(0);
+        await expect.poll(() => card.textContent()).toContain("Remembered for calls matching");
+        const policy = await api().call<{ rules: unknown[] }>(
+          "GET",
+          `/v1/bots/${bot.id}/tool-policy`,
+        );
+        expect(policy.rules).toContainEqual({
+          tool: "memory",
+          match: '*"tier":"note"*',
+          decision: "allow",
+        });
       } finally {
         await page.close();
       }

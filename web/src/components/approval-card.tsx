@@ -24,11 +24,21 @@ export function describeCall(input: unknown): string {
   return typeof field === "string" ? field : JSON.stringify(input);
 }
 
+/** A starting pattern for "remember": the call's command or path, as the rules match it. */
+function patternFor(input: unknown): string {
+  const fields = (input ?? {}) as Record<string, unknown>;
+  const field = fields.command ?? fields.path;
+  return typeof field === "string" ? field.slice(0, 500) : "";
+}
+
 export function ApprovalCard({ payload }: { payload: ApprovalPayload }) {
   const { api } = useSession();
   const [approval, setApproval] = useState<Approval>();
   const [problem, setProblem] = useState<string>();
   const [busy, setBusy] = useState(false);
+  // "Remember": also add a rule for calls matching this pattern (docs/approvals.md "Patterns").
+  const [remember, setRemember] = useState(false);
+  const [pattern, setPattern] = useState(() => patternFor(payload.input));
   const id = payload.approvalId;
 
   const load = useCallback(
@@ -53,7 +63,13 @@ export function ApprovalCard({ payload }: { payload: ApprovalPayload }) {
     setBusy(true);
     setProblem(undefined);
     try {
-      setApproval(await api.decideApproval(id, { decision }));
+      const trimmed = pattern.trim();
+      setApproval(
+        await api.decideApproval(
+          id,
+          remember && trimmed !== "" ? { decision, remember: trimmed } : { decision },
+        ),
+      );
     } catch (error) {
       setProblem(error instanceof Error ? error.message : String(error));
       if (error instanceof ApiError && error.status === 409) void load();
@@ -79,6 +95,11 @@ export function ApprovalCard({ payload }: { payload: ApprovalPayload }) {
       </header>
       <pre className="approval-call">{describeCall(payload.input)}</pre>
       <p className="approval-reason">{payload.reason}</p>
+      {approval?.remembered != null && (
+        <p className="approval-reason muted">
+          Remembered for calls matching “{approval.remembered}”.
+        </p>
+      )}
       {approval?.botReason != null && (
         <p className="approval-bot-reason">
           <strong>The bot says:</strong> {approval.botReason}
@@ -93,6 +114,24 @@ export function ApprovalCard({ payload }: { payload: ApprovalPayload }) {
         <p className="notice notice-error" role="alert">
           {problem}
         </p>
+      )}
+      {state === "pending" && (
+        <label className="approval-remember">
+          <input
+            type="checkbox"
+            checked={remember}
+            onChange={(event) => setRemember(event.target.checked)}
+          />{" "}
+          Remember my answer for {payload.tool} calls matching{" "}
+          <input
+            type="text"
+            className="approval-pattern"
+            aria-label="Pattern to remember"
+            value={pattern}
+            maxLength={500}
+            onChange={(event) => setPattern(event.target.value)}
+          />
+        </label>
       )}
       {state === "pending" && (
         <div className="approval-actions">
