@@ -159,6 +159,14 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
     return text === "" ? null : text.slice(0, 2000);
   }
 
+  /** REV2: the latest tool result of the turn (outside content the call may follow), cut short. */
+  async function outsideContentOf(conversationId: string, turnId: string): Promise<string[]> {
+    const step = await store.latestStepOfKind(conversationId, "tool");
+    if (step === undefined || step.turnId !== turnId) return [];
+    const output = (step.payload as unknown as Api.ToolPayload).output;
+    return typeof output === "string" && output !== "" ? [output.slice(-4000)] : [];
+  }
+
   async function saveStep(record: ApprovalRecord, id: string) {
     const saved = await store.appendStep({
       conversationId: record.conversationId,
@@ -232,6 +240,9 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
           tool: call.name,
           input: redact(call.input, context),
           botReason: botReason === null ? null : redact(botReason, context),
+          outside: (await outsideContentOf(context.conversationId, context.turnId)).map((text) =>
+            redact(text, context),
+          ),
         });
         const merged = stronger(decision, review.decision);
         if (review.decision === merged && merged !== "allow") {

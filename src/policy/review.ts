@@ -6,8 +6,9 @@
  * Invariants:
  *   REV1 reviewed: shell, MCP tools (`mcp_*`), routine and trigger writes, and delegation
  *        (`message_bot`, helpers); never memory writes, never anything else.
- *   REV2 the reviewer sees the call and the bot's stated reason only inside a block marked
- *        untrusted, after the (secrets) redaction hook: never a secret, never the bot's prompt.
+ *   REV2 the reviewer sees the call, the bot's stated reason and the outside content the turn
+ *        read just before (the latest tool result) only inside a block marked untrusted, after
+ *        the (secrets) redaction hook: never a secret, never the bot's prompt.
  *   REV3 a reviewer that fails, or answers something unreadable, asks (a person decides); it
  *        never allows by default.
  *   REV4 the demo reviewer (`reviewModel: "demo"`) is deterministic: the same call always gets the
@@ -22,6 +23,8 @@ export interface ReviewRequest {
   input: unknown;
   /** What the bot said before the call (untrusted: it may repeat outside content). */
   botReason: string | null;
+  /** Outside content the turn read just before (the latest tool result), redacted. @default none */
+  outside?: string[];
 }
 
 export type Reviewer = (request: ReviewRequest, signal?: AbortSignal) => Promise<Api.ReviewVerdict>;
@@ -52,6 +55,8 @@ export function demoReview(request: ReviewRequest): Api.ReviewVerdict {
   const text = JSON.stringify(request.input ?? null);
   if (injection.test(text) || injection.test(request.botReason ?? ""))
     return verdict("deny", "the call repeats an instruction to ignore earlier instructions");
+  if ((request.outside ?? []).some((content) => injection.test(content)))
+    return verdict("ask", "the turn just read outside content that tries to give instructions");
   if (request.tool === "shell") {
     const raw =
       typeof request.input === "object" && request.input !== null
@@ -88,6 +93,7 @@ export function createModelReviewer(model: ModelClient): Reviewer {
       tool: request.tool,
       input: request.input,
       agentSaid: request.botReason,
+      outsideContentReadBefore: request.outside ?? [],
     });
     try {
       const result = await model.infer({
