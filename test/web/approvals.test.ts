@@ -55,6 +55,9 @@ describe.skipIf(!existsSync(chromiumPath))(
         expect(text).toContain("memory");
         expect(text).toContain("this bot's policy asks before every memory call");
         await expect.poll(() => card.textContent()).toContain("The bot says: you asked");
+        expect(await page.locator(".tool-status-text").first().textContent()).toBe(
+          "Waiting for approval",
+        );
         await screenshot(page, "desktop-approval-card");
         await card.getByRole("checkbox").check();
         await card.getByRole("textbox", { name: "Pattern to remember" }).fill('*"tier":"note"*');

@@ -537,6 +537,11 @@ export function Timeline({
 
   const waiting = owesAnswer(snapshot);
   // A turn parked at its budget is not thinking: its row says so and how to let it go on.
+  const awaitingApproval = new Set(
+    rows.flatMap((row) =>
+      row.kind === "approval" && row.payload.state === "pending" ? [row.payload.callId] : [],
+    ),
+  );
   const last = rows.at(-1);
   const parked =
     last?.kind === "budget_reached" ||
@@ -597,6 +602,7 @@ export function Timeline({
                         row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined
                       }
                       stopped={row.stopped}
+                      awaitingApproval={awaitingApproval.has(row.call.id)}
                     />
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
                       <DraftCard draftId={draftIdOf(row.result)!} />
