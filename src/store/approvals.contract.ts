@@ -37,6 +37,20 @@ export function approvalsContract(
   }
 
   describe(`approvals store contract: ${name}`, () => {
+    it("deleting a bot deletes its tool policy", () =>
+      withStore(async (store) => {
+        const account = await store.createAccount({ name: "a", isAdmin: false });
+        const bot = await store.createBot({
+          accountId: account.id,
+          name: "b",
+          instructions: "",
+          model: null,
+        });
+        await store.setToolPolicy(bot.id, { rules: [], useDefaults: false, reviewModel: null });
+        await store.deleteBot({ id: bot.id, actorAccountId: account.id });
+        expect(await store.getToolPolicy(bot.id)).toBeUndefined();
+      }));
+
     it("a tool policy round-trips and a second PUT replaces it whole", () =>
       withStore(async (store) => {
         expect(await store.getToolPolicy("bot_1")).toBeUndefined();

@@ -560,6 +560,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           [id],
         );
         await tx.run("DELETE FROM routines WHERE bot_id = ?", [id]);
+        // Its tool policy goes too; its approvals stay, like the audit log (a record of decisions).
+        await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,
