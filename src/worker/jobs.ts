@@ -8,10 +8,13 @@
  *   <stateDir>/jobs/<jobId>/stderr
  *   <stateDir>/jobs/<jobId>/exit       the exit status, written by the wrapper when the command ends
  *
- * Commands run as `sh -c WRAPPER` in a new session (so the job is its own process group) and
- * write straight to the files, so they keep running, and their output and exit status are kept,
- * when the worker dies. The wrapper claims the job by creating `pid` exclusively (noclobber): if
- * two wrappers are ever started for one job (a restart racing a start), only one runs the command.
+ * A job is one process: `bash -c WRAPPER` in a new session (so the job is its own process group).
+ * The wrapper claims the job by creating `pid` exclusively (noclobber): if two wrappers are ever
+ * started for one job (a restart racing a start), only one runs the command. It then runs the
+ * command in a subshell (a fork of itself, not a second program: no exec, no profile read; the
+ * shell is not a login shell, decision 0021) and writes its exit status. The command writes
+ * straight to the files, so it keeps running, and its output and exit status are kept, when the
+ * worker dies.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -21,14 +24,22 @@ import { withDiskRoom } from "./disk-reserve.ts";
 import { writeFileAtomic, isErrno } from "./fs-atomic.ts";
 import { charBoundary } from "./read-tool.ts";
 
+/** The shell commands run in (a non-login bash: decision 0021). */
+const bashPath = "bash";
+
 /** Exit status of a wrapper that found the job already claimed by another wrapper. */
 export const claimLostStatus = 97;
 
+/**
+ * `$1` is the command and `$2` the job's directory. The command's text is spliced into an `eval`
+ * after `set --`, so it sees no positional parameters (as under `bash -c COMMAND`), and the
+ * wrapper's noclobber is off again before it runs.
+ */
 const wrapperScript = [
   "set -C",
   `{ printf '%s\\n' "$$" > "$2/pid"; } 2>/dev/null || exit ${claimLostStatus}`,
   "set +C",
-  'bash -lc "$1"',
+  '( eval "set --; $1" )',
   "status=$?",
   `printf '%s\\n' "$status" > "$2/exit"`,
   'exit "$status"',
@@ -94,12 +105,16 @@ export async function spawnJob(
     }
   });
   try {
-    const child = spawn("/bin/sh", ["-c", wrapperScript, "roost-job", meta.command, dir], {
-      cwd: meta.cwd,
-      env,
-      detached: true,
-      stdio: ["ignore", stdout.fd, stderr.fd],
-    });
+    const child = spawn(
+      bashPath,
+      ["--norc", "--noprofile", "-c", wrapperScript, "bash", meta.command, dir],
+      {
+        cwd: meta.cwd,
+        env,
+        detached: true,
+        stdio: ["ignore", stdout.fd, stderr.fd],
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);

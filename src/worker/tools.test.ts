@@ -169,6 +169,22 @@ describe("shell", () => {
     expect(output.stdout).toBe("hello/none\n");
   });
 
+  it("runs the command as `bash -c` would: no wrapper state, no login profile, `exit` and `exec` kept", async () => {
+    // A login shell would read ~/.profile (decision 0021: commands run in a non-login bash).
+    writeFileSync(path.join(home, ".profile"), "echo profile-was-read\n");
+    const script = [
+      'echo "args=$#:$0:${1-unset}"',
+      "case $- in *C*) echo noclobber-on;; *) echo noclobber-off;; esac",
+      "shopt -q login_shell && echo login || echo non-login",
+      'echo x > "$HOME/once"; echo y > "$HOME/once" && cat "$HOME/once"',
+    ].join("\n");
+    const output = completed(await shellTool({ command: script }, context()));
+    expect(output.stdout).toBe("args=0:bash:unset\nnoclobber-off\nnon-login\ny\n");
+    expect(completed(await shellTool({ command: "exit 7" }, context())).exitCode).toBe(7);
+    const exec = completed(await shellTool({ command: "exec sh -c 'echo $0; exit 5'" }, context()));
+    expect(exec).toMatchObject({ exitCode: 5, stdout: "sh\n" });
+  });
+
   it("runs in a cwd relative to the workspace, and refuses one that does not exist", async () => {
     mkdirSync(path.join(workspace, "sub"));
     expect(completed(await shellTool({ command: "pwd", cwd: "sub" }, context())).stdout).toBe(
