@@ -62,7 +62,7 @@ describe("done-log journal", () => {
   });
 
   it("upgrade from the file-per-record format: its started and done records keep their meaning", async () => {
-    const legacy = (folder: string, record: object & { callId: string }) => {
+    const legacy = (folder: string, record: { callId: string; [field: string]: unknown }) => {
       mkdirSync(path.join(stateDir, "calls", folder), { recursive: true });
       writeFileSync(
         path.join(stateDir, "calls", folder, `${callKey(record.callId)}.json`),

@@ -195,17 +195,13 @@ export async function openDoneLog(
 
   /** Copies the live records to a new journal and swaps it in (DL5). */
   async function compact(): Promise<void> {
-    const live = [...index.values()]
-      .flatMap((entry) =>
-        entry.done !== undefined
-          ? entry.done.expired
-            ? []
-            : [entry.done]
-          : entry.started === undefined
-            ? []
-            : [entry.started],
-      )
-      .sort((a, b) => a.offset - b.offset);
+    const live: Located[] = [];
+    for (const entry of index.values()) {
+      if (entry.done !== undefined) {
+        if (!entry.done.expired) live.push(entry.done);
+      } else if (entry.started !== undefined) live.push(entry.started);
+    }
+    live.sort((a, b) => a.offset - b.offset);
     const chunks: Buffer[] = [];
     for (const at of live) chunks.push(await readAt(at));
     await writeFileAtomic(file, Buffer.concat(chunks), durable);

@@ -33,6 +33,7 @@ import {
   readStreamText,
   readTail,
   signalJob,
+  type StreamText,
   spawnJob,
 } from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
@@ -169,6 +170,8 @@ interface JobEnd {
   /** The job vanished without an exit status. */
   lost: boolean;
   endedAt: number;
+  /** Each stream's whole output when the pump read all of it and it fits a result (else read from its file). */
+  output: Partial<Record<"stdout" | "stderr", StreamText>>;
 }
 
 interface SuperviseOptions {
@@ -189,6 +192,8 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   const killGraceMs = supervise.options.killGraceMs ?? 2000;
   const paths = jobPaths(dir);
   const pump = await createStreamPump(paths, context, supervise.fromStart);
+  /** Filled in `finally`, after the last pump: the returned object is this one. */
+  const output: JobEnd["output"] = {};
 
   let child = supervise.child;
   let childExited: Promise<number | null> | undefined;
@@ -235,12 +240,16 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           pid = claimedBy;
           continue;
         }
-        const recorded = await readNumber(paths.exit);
+        // The wrapper exits with the status it recorded; the file is read only when it did not
+        // get that far (killed), or the status is the claim's.
+        const recorded =
+          typeof code === "number" && killedFor === undefined ? code : await readNumber(paths.exit);
         return {
           exitCode: recorded ?? (killedFor === undefined ? code : null),
           killedFor,
           lost: false,
           endedAt: context.now(),
+          output,
         };
       }
       // Attached to a job this process did not start: look for its exit status.
@@ -254,22 +263,33 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           killedFor,
           lost: false,
           endedAt: job.exitedAt ?? context.now(),
+          output,
         };
       }
       if (pid !== undefined && !(await isJobAlive(pid, dir))) {
         const exitCode = await readNumber(paths.exit); // it may have written its status just before exiting
         if (exitCode !== undefined)
-          return { exitCode, killedFor, lost: false, endedAt: context.now() };
-        return { exitCode: null, killedFor, lost: killedFor === undefined, endedAt: context.now() };
+          return { exitCode, killedFor, lost: false, endedAt: context.now(), output };
+        return {
+          exitCode: null,
+          killedFor,
+          lost: killedFor === undefined,
+          endedAt: context.now(),
+          output,
+        };
       }
       if (pid === undefined && context.now() - meta.startedAt > 5000) {
-        return { exitCode: null, killedFor, lost: true, endedAt: context.now() };
+        return { exitCode: null, killedFor, lost: true, endedAt: context.now(), output };
       }
     }
   } finally {
     context.signal.removeEventListener("abort", onAbort);
     clearTimeout(deadlineTimer);
     await pump.pump();
+    for (const name of ["stdout", "stderr"] as const) {
+      const whole = pump.whole(name);
+      if (whole !== undefined) output[name] = whole;
+    }
     await pump.close();
   }
 }
@@ -294,8 +314,10 @@ async function finishForeground(
       `the command stopped before it finished and left no exit status (the computer restarted while it ran); it was not run again. Partial output is in ${paths.stdout} and ${paths.stderr}`,
     );
   }
-  const stdout = await readStreamText(paths.stdout, toolLimits.shellOutputBytes);
-  const stderr = await readStreamText(paths.stderr, toolLimits.shellOutputBytes);
+  const stdout =
+    end.output.stdout ?? (await readStreamText(paths.stdout, toolLimits.shellOutputBytes));
+  const stderr =
+    end.output.stderr ?? (await readStreamText(paths.stderr, toolLimits.shellOutputBytes));
   const output: ShellOutput = {
     kind: "completed",
     exitCode: end.exitCode,
@@ -327,6 +349,11 @@ async function finishForeground(
 
 interface StreamPump {
   pump(): Promise<void>;
+  /**
+   * The stream's whole output, when it was read from its first byte to the size last seen and
+   * fits a result: the result then needs no second read of the file.
+   */
+  whole(name: "stdout" | "stderr"): StreamText | undefined;
   close(): Promise<void>;
 }
 
@@ -347,6 +374,9 @@ async function createStreamPump(
         offset,
         decoder: new StringDecoder("utf8"),
         handle: undefined as fs.FileHandle | undefined,
+        /** What was read, while it still fits a result; undefined after that. */
+        kept: fromStart ? ([] as Buffer[]) : undefined,
+        size: 0,
       };
     }),
   );
@@ -357,12 +387,16 @@ async function createStreamPump(
       stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
       if (stream.handle === undefined) continue;
       const { size } = await stream.handle.stat();
+      stream.size = size;
       const length = Math.min(size - stream.offset, budget, 256 * 1024);
       if (length <= 0) continue;
       const buffer = Buffer.alloc(length);
       const { bytesRead } = await stream.handle.read(buffer, 0, length, stream.offset);
       stream.offset += bytesRead;
       budget -= bytesRead;
+      if (stream.kept !== undefined && stream.offset <= toolLimits.shellOutputBytes)
+        stream.kept.push(buffer.subarray(0, bytesRead));
+      else stream.kept = undefined;
       const text = stream.decoder.write(buffer.subarray(0, bytesRead));
       if (text.length > 0) context.emit(stream.name, text);
     }
@@ -371,6 +405,16 @@ async function createStreamPump(
     pump() {
       busy = busy.then(pumpOnce, pumpOnce);
       return busy;
+    },
+    whole(name) {
+      const stream = streams.find((candidate) => candidate.name === name);
+      if (stream?.handle === undefined || stream.kept === undefined) return undefined;
+      if (stream.offset !== stream.size) return undefined;
+      return {
+        text: Buffer.concat(stream.kept).toString("utf8"),
+        bytes: stream.offset,
+        truncated: false,
+      };
     },
     async close() {
       await busy.catch(() => undefined);
