@@ -15,6 +15,16 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { stripTypeScriptTypes } from "node:module";
 import { join, resolve } from "node:path";
 
+/**
+ * Node options of a worker inside a computer, where its memory counts once per awake computer
+ * (decision 0021). `--lite-mode` leaves out V8's optimizing compilers and their code: the worker
+ * waits on sockets, files and child processes, so it loses little speed and ~10 MiB of RSS.
+ * `--max-semi-space-size=1` (MiB) keeps the young generation small: its garbage is
+ * collected a little more often, and ~10 MiB of RSS an idle worker never needs are not held.
+ * Measured in bench/tool-roundtrip.ts and bench/wake-local.ts.
+ */
+export const workerNodeOptions: readonly string[] = ["--lite-mode", "--max-semi-space-size=1"];
+
 /** The folders the worker's code comes from, relative to `src/`. */
 const workerFolders = ["worker", "protocol"] as const;
 export const workerBuildDir = join("node_modules", ".cache", "roost-worker");
