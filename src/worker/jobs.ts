@@ -31,7 +31,10 @@ const bashPath = "bash";
 export const claimLostStatus = 97;
 
 /**
- * `$1` is the command and `$2` the job's directory. The command's text is spliced into an `eval`
+ * `$1` is the command, `$2` the job's directory and `$3` the prelude (or empty). The subshell
+ * sources the prelude first (the local provider's moves the subshell, and so the command, into
+ * the computer's `user` cgroup, while the wrapper stays out of its limits and so can still record
+ * the status of a command the OOM killer ended). The command's text is spliced into an `eval`
  * after `set --`, so it sees no positional parameters (as under `bash -c COMMAND`), and the
  * wrapper's noclobber is off again before it runs.
  */
@@ -39,7 +42,7 @@ const wrapperScript = [
   "set -C",
   `{ printf '%s\\n' "$$" > "$2/pid"; } 2>/dev/null || exit ${claimLostStatus}`,
   "set +C",
-  '( eval "set --; $1" )',
+  '( if [ -n "$3" ]; then . "$3"; fi; eval "set --; $1" )',
   "status=$?",
   `printf '%s\\n' "$status" > "$2/exit"`,
   'exit "$status"',
@@ -90,6 +93,7 @@ export async function spawnJob(
   dir: string,
   meta: JobMeta,
   env: Readonly<Record<string, string>>,
+  prelude?: string,
 ): Promise<ChildProcess> {
   const paths = jobPaths(dir);
   // On a full disk, the worker's reserve makes room for the job's folder (disk-reserve.ts).
@@ -107,7 +111,7 @@ export async function spawnJob(
   try {
     const child = spawn(
       bashPath,
-      ["--norc", "--noprofile", "-c", wrapperScript, "bash", meta.command, dir],
+      ["--norc", "--noprofile", "-c", wrapperScript, "bash", meta.command, dir, prelude ?? ""],
       {
         cwd: meta.cwd,
         env,

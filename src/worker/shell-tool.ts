@@ -83,11 +83,14 @@ export async function shellTool(
       background,
     };
     if (context.previous === undefined) await context.markStarted();
-    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch(
-      (error: unknown) => {
-        throw toToolFailure(error, `bash in ${cwd}`);
-      },
-    );
+    child = await spawnJob(
+      dir,
+      meta,
+      { ...context.commandEnv, ...input.env },
+      context.jobPrelude,
+    ).catch((error: unknown) => {
+      throw toToolFailure(error, `bash in ${cwd}`);
+    });
   }
 
   if (background) {

@@ -159,6 +159,33 @@ describe("shell", () => {
     expect((await failure(running)).code).toBe("cancelled");
   });
 
+  it("sources the job prelude in the command's own subshell, not in the wrapper that records its status", async () => {
+    const prelude = path.join(root, "prelude.sh");
+    writeFileSync(prelude, 'echo "$BASHPID" > "$HOME/prelude-pid"; prelude_var=set\n');
+    const output = completed(
+      await shellTool(
+        { command: 'echo "$BASHPID ${prelude_var-unset}"; exit 4' },
+        context({ jobPrelude: prelude }),
+      ),
+    );
+    const [commandPid, variable] = output.stdout.trim().split(" ");
+    expect(readFileSync(path.join(home, "prelude-pid"), "utf8").trim()).toBe(commandPid);
+    expect(variable).toBe("set");
+    expect(output.exitCode).toBe(4);
+    // The wrapper (the job's pid, whose exit status is recorded) is another process.
+    const started = await shellTool(
+      { command: 'echo "$BASHPID" > "$HOME/command-pid"', background: true },
+      context({ jobPrelude: prelude }),
+    );
+    if (started.kind !== "started") throw new Error("expected a started background job");
+    const commandPidFile = path.join(home, "command-pid");
+    for (let tries = 0; !existsSync(commandPidFile) && tries < 200; tries += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const backgroundPid = readFileSync(commandPidFile, "utf8").trim();
+    expect(readFileSync(path.join(home, "prelude-pid"), "utf8").trim()).toBe(backgroundPid);
+    expect(backgroundPid).not.toBe(String(started.pid));
+  });
+
   it("passes extra environment variables and does not leak anything else", async () => {
     const output = completed(
       await shellTool(
