@@ -149,7 +149,7 @@ export interface SandboxSpec {
   workerState: string;
   /** The provider's runtime folder for this computer (holds `etc/` and `roost/`). */
   runtimeDir: string;
-  /** The `user` cgroup.procs files (host paths) the login profile writes to. */
+  /** The `user` cgroup.procs files (host paths) the job prelude and the login profile write to. */
   userProcs: readonly string[];
   env: Readonly<Record<string, string>>;
   tmpBytes: number;
