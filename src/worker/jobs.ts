@@ -20,8 +20,8 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { withDiskRoom } from "./disk-reserve.ts";
-import { writeFileAtomic, isErrno } from "./fs-atomic.ts";
+import { freeReserveIfLow, withDiskRoom } from "./disk-reserve.ts";
+import { isErrno } from "./fs-atomic.ts";
 import { charBoundary } from "./read-tool.ts";
 
 /** The shell commands run in (a non-login bash: decision 0021). */
@@ -86,8 +86,10 @@ export function jobPaths(dir: string) {
 
 /**
  * Starts the wrapper for a job; `env` is the command's whole environment. `job.json` is written
- * atomically but not fsync'd: the call's durable fact is its `started` record, and the job's
- * own files (pid, output, exit) are written by the shell without fsync anyway.
+ * in place and not fsync'd: the call's durable fact is its `started` record, and the job's own
+ * files (pid, output, exit) are written by the shell without fsync anyway. A torn `job.json` (the
+ * worker died while writing it, so before it started the wrapper) reads as no job: the job is
+ * then started, and the claim still lets only one wrapper run it.
  */
 export async function spawnJob(
   dir: string,
@@ -96,10 +98,13 @@ export async function spawnJob(
   prelude?: string,
 ): Promise<ChildProcess> {
   const paths = jobPaths(dir);
-  // On a full disk, the worker's reserve makes room for the job's folder (disk-reserve.ts).
-  const [stdout, stderr] = await withDiskRoom(path.dirname(path.dirname(dir)), async () => {
+  // On a full disk, the worker's reserve makes room for the job's folder and the command's
+  // output (disk-reserve.ts).
+  const stateDir = path.dirname(path.dirname(dir));
+  await freeReserveIfLow(stateDir);
+  const [stdout, stderr] = await withDiskRoom(stateDir, async () => {
     await fs.mkdir(dir, { recursive: true });
-    await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
+    await fs.writeFile(paths.meta, JSON.stringify(meta));
     const out = await fs.open(paths.stdout, "a");
     try {
       return [out, await fs.open(paths.stderr, "a")] as const;

@@ -232,8 +232,11 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           childExited,
           sleep(pollMs).then(() => "running" as const),
         ]);
-        await pump.pump();
-        if (code === "running") continue;
+        if (code === "running") {
+          await pump.pump();
+          continue;
+        }
+        // Ended: its last output is read once, in `finally`.
         const claimedBy =
           code === claimLostStatus ? await readClaim(paths.pid, context) : undefined;
         if (claimedBy !== undefined && claimedBy !== child.pid) {
