@@ -138,7 +138,10 @@ async function timedToolWake(id: string): Promise<number> {
 }
 
 /** Sum of a field of /proc/PID/smaps_rollup (Rss: every page mapped; Pss: shared pages split among their users). */
-async function memoryBytes(pids: number[], field: "Rss" | "Pss"): Promise<number> {
+async function memoryBytes(
+  pids: number[],
+  field: "Rss" | "Pss" | "Private_Clean" | "Private_Dirty",
+): Promise<number> {
   let total = 0;
   for (const pid of pids) {
     const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
@@ -219,8 +222,11 @@ try {
   const usage = (await provider.usage("bench-wake"))!;
   const rss = await memoryBytes(usage.pids, "Rss");
   const pss = await memoryBytes(usage.pids, "Pss");
+  const uss =
+    (await memoryBytes(usage.pids, "Private_Clean")) +
+    (await memoryBytes(usage.pids, "Private_Dirty"));
   console.log(
-    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
+    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split; USS ${mib(uss)}, pages only they map), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
   );
   const byName = new Map<string, number>();
   for (const pid of usage.pids) {
@@ -262,10 +268,14 @@ try {
       )
     ).flat();
     let memory = 0;
-    for (const id of ["bench-probe", ...awakeIds])
-      memory += (await provider.usage(id))?.memoryBytes ?? 0;
+    let pssAll = 0;
+    for (const id of ["bench-probe", ...awakeIds]) {
+      const usage = await provider.usage(id);
+      memory += usage?.memoryBytes ?? 0;
+      pssAll += await memoryBytes(usage?.pids ?? [], "Pss");
+    }
     console.log(
-      `  ${String(level).padStart(2)} awake: ${summarize("wake to first tool result", wakeSamples)}; ${summarize("round trip, others idle", quiet)}; ${summarize(`round trip, all ${level} calling`, busy)}; cgroup memory of all ${mib(memory)}`,
+      `  ${String(level).padStart(2)} awake: ${summarize("wake to first tool result", wakeSamples)}; ${summarize("round trip, others idle", quiet)}; ${summarize(`round trip, all ${level} calling`, busy)}; cgroup memory of all ${mib(memory)}, PSS per computer ${mib(pssAll / level)}`,
     );
   }
   await provider.sleep("bench-probe");
