@@ -19,6 +19,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { freeReserveIfLow, withDiskRoom } from "./disk-reserve.ts";
 import { isErrno } from "./fs-atomic.ts";
@@ -97,6 +98,28 @@ export async function spawnJob(
   env: Readonly<Record<string, string>>,
   prelude?: string,
 ): Promise<ChildProcess> {
+  const { child, output } = await spawnJobWithOutput(dir, meta, env, prelude);
+  await output.stdout.close();
+  await output.stderr.close();
+  return child;
+}
+
+/** The job's output files, open for reading as well (the one who holds them closes them). */
+export interface JobOutput {
+  stdout: FileHandle;
+  stderr: FileHandle;
+}
+
+/**
+ * `spawnJob`, handing over the output files it opened for the command, so that whoever streams
+ * the output reads them without opening them again.
+ */
+export async function spawnJobWithOutput(
+  dir: string,
+  meta: JobMeta,
+  env: Readonly<Record<string, string>>,
+  prelude?: string,
+): Promise<{ child: ChildProcess; output: JobOutput }> {
   const paths = jobPaths(dir);
   // On a full disk, the worker's reserve makes room for the job's folder and the command's
   // output (disk-reserve.ts).
@@ -105,9 +128,9 @@ export async function spawnJob(
   const [stdout, stderr] = await withDiskRoom(stateDir, async () => {
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(paths.meta, JSON.stringify(meta));
-    const out = await fs.open(paths.stdout, "a");
+    const out = await fs.open(paths.stdout, "a+");
     try {
-      return [out, await fs.open(paths.stderr, "a")] as const;
+      return [out, await fs.open(paths.stderr, "a+")] as const;
     } catch (error) {
       await out.close();
       throw error;
@@ -128,10 +151,11 @@ export async function spawnJob(
       child.once("spawn", resolve);
       child.once("error", reject);
     });
-    return child;
-  } finally {
+    return { child, output: { stdout, stderr } };
+  } catch (error) {
     await stdout.close();
     await stderr.close();
+    throw error;
   }
 }
 

@@ -33,8 +33,9 @@ import {
   readStreamText,
   readTail,
   signalJob,
+  spawnJobWithOutput,
+  type JobOutput,
   type StreamText,
-  spawnJob,
 } from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
 
@@ -61,6 +62,8 @@ export async function shellTool(
   const paths = jobPaths(dir);
 
   let child: ChildProcess | undefined;
+  /** The output files our own child writes, already open (fresh foreground start only). */
+  let output: JobOutput | undefined;
   let meta: JobMeta;
   const existing = context.previous === undefined ? undefined : await readJob(dir);
   const recovered = existing?.pid !== undefined;
@@ -83,7 +86,7 @@ export async function shellTool(
       background,
     };
     if (context.previous === undefined) await context.markStarted();
-    child = await spawnJob(
+    const started = await spawnJobWithOutput(
       dir,
       meta,
       { ...context.commandEnv, ...input.env },
@@ -91,6 +94,11 @@ export async function shellTool(
     ).catch((error: unknown) => {
       throw toToolFailure(error, `bash in ${cwd}`);
     });
+    child = started.child;
+    if (background) {
+      await started.output.stdout.close();
+      await started.output.stderr.close();
+    } else output = started.output;
   }
 
   if (background) {
@@ -98,7 +106,15 @@ export async function shellTool(
     const pid = await waitForClaim(paths.pid, () => context.now());
     return { kind: "started", jobId, pid, stdoutPath: paths.stdout, stderrPath: paths.stderr };
   }
-  const end = await superviseJob({ dir, meta, child, context, options, fromStart: !recovered });
+  const end = await superviseJob({
+    dir,
+    meta,
+    child,
+    output,
+    context,
+    options,
+    fromStart: !recovered,
+  });
   return finishForeground(dir, meta, end, recovered, context);
 }
 
@@ -180,6 +196,8 @@ interface JobEnd {
 interface SuperviseOptions {
   dir: string;
   meta: JobMeta;
+  /** The output files, open, when `child` is ours (the pump reads and closes them). */
+  output: JobOutput | undefined;
   /** Our own child (fresh start); undefined when attaching to a job a previous worker started. */
   child: ChildProcess | undefined;
   context: ToolContext;
@@ -194,7 +212,7 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   const pollMs = supervise.options.pollMs ?? 50;
   const killGraceMs = supervise.options.killGraceMs ?? 2000;
   const paths = jobPaths(dir);
-  const pump = await createStreamPump(paths, context, supervise.fromStart);
+  const pump = await createStreamPump(paths, context, supervise.fromStart, supervise.output);
   /** Filled in `finally`, after the last pump: the returned object is this one. */
   const output: JobEnd["output"] = {};
 
@@ -368,6 +386,7 @@ async function createStreamPump(
   paths: ReturnType<typeof jobPaths>,
   context: ToolContext,
   fromStart: boolean,
+  open?: JobOutput,
 ): Promise<StreamPump> {
   let budget = toolLimits.streamMaxBytes;
   const streams = await Promise.all(
@@ -379,7 +398,7 @@ async function createStreamPump(
         file,
         offset,
         decoder: new StringDecoder("utf8"),
-        handle: undefined as fs.FileHandle | undefined,
+        handle: open?.[name],
         /** What was read, while it still fits a result; undefined after that. */
         kept: fromStart ? ([] as Buffer[]) : undefined,
         size: 0,
