@@ -15,6 +15,7 @@ import {
   createProcessProvider,
   detectHost,
   insidePaths,
+  workerNodeOptions,
   prepareWorkerBuild,
   unprivilegedLimits,
   type ComputerProvider,
@@ -122,7 +123,13 @@ export async function startComputerRuntime(
     log,
     ...(workerBuild === undefined
       ? {}
-      : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
+      : {
+          workerArgv: [
+            insidePaths.node,
+            ...workerNodeOptions,
+            `${insidePaths.roost}/${workerBuild.relativeEntry}`,
+          ],
+        }),
     sockets: {
       gateway: (computerId, socketPath) => gateway.listenComputer(computerId, socketPath),
       egress: async (computerId, paths) => {

@@ -852,6 +852,7 @@ class LocalComputerProvider implements LocalProvider {
       ROOST_WORKER_TOKEN_FILE: insidePaths.tokenFile,
       ROOST_WORKER_STATE_DIR: insidePaths.workerState,
       ROOST_WORKSPACE: insidePaths.workspace,
+      ROOST_JOB_PRELUDE: insidePaths.jobPrelude,
     });
     return env;
   }

@@ -7,6 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
 import type { LocalIsolation } from "../provider.ts";
+import { workerNodeOptions } from "../worker-build.ts";
 import type { CgroupLimits } from "./cgroups.ts";
 import { minimumDiskBytes } from "./disk-image.ts";
 import { insidePaths } from "./sandbox.ts";
@@ -86,7 +87,7 @@ export interface LocalProviderOptions {
   roostRoot?: string;
   /** The Node binary mounted at /opt/node/bin/node. @default process.execPath */
   nodePath?: string;
-  /** The worker's command line inside the sandbox. @default node /opt/roost/src/worker/main.ts */
+  /** The worker's command line inside the sandbox. @default node, workerNodeOptions, /opt/roost/src/worker/main.ts */
   workerArgv?: readonly string[];
   /** Paths of the host tools. @default found in PATH folders and the usual sbin and bin folders */
   tools?: Partial<HostTools>;
@@ -189,7 +190,11 @@ export function resolveLocalProviderOptions(
     cgroupName: options.cgroupName ?? "roost",
     roostRoot: path.resolve(options.roostRoot ?? thisCheckout),
     nodePath: path.resolve(options.nodePath ?? process.execPath),
-    workerArgv: options.workerArgv ?? [insidePaths.node, `${insidePaths.roost}/src/worker/main.ts`],
+    workerArgv: options.workerArgv ?? [
+      insidePaths.node,
+      ...workerNodeOptions,
+      `${insidePaths.roost}/src/worker/main.ts`,
+    ],
     tools: options.tools ?? {},
     searchPath: options.searchPath,
   };
