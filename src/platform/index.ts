@@ -39,6 +39,13 @@ import { createGateway } from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
+import {
+  createRequestSecretTool,
+  createSecretCipher,
+  createSecretRedaction,
+  createSecretsService,
+  loadSecretsKey,
+} from "../secrets/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
 import {
   createLexicalRanker,
@@ -299,7 +306,16 @@ export async function startPlatform(
       store,
       logger: skillsLogger,
     });
+    // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
+    // from every result (docs/secrets.md).
+    const secrets = createSecretsService({
+      store,
+      cipher: createSecretCipher(
+        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+      ),
+    });
     const tools = createToolRouter({
+      ...createSecretRedaction(secrets),
       sources: [
         ...(options.toolSources ?? [
           createComputerTools({
@@ -308,8 +324,10 @@ export async function startPlatform(
             events,
             providerKind: provider.kind,
             prepare: syncSkills,
+            secrets,
           }),
         ]),
+        createRequestSecretTool({ store, secrets, notifier }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
@@ -475,6 +493,7 @@ export async function startPlatform(
       memory,
       skills,
       usage,
+      secrets,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),

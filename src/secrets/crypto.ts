@@ -63,7 +63,10 @@ export function parseSecretsKey(text: string): Buffer {
 }
 
 /** SECR5: the key given by the environment, or the data dir's key file (made on first use). */
-export async function loadSecretsKey(options: { dataDir: string; key?: string }): Promise<Buffer> {
+export async function loadSecretsKey(options: {
+  dataDir: string;
+  key?: string | undefined;
+}): Promise<Buffer> {
   if (options.key !== undefined) return parseSecretsKey(options.key);
   const file = path.join(options.dataDir, "secrets-key");
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });

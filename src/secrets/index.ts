@@ -20,6 +20,7 @@ export {
 export {
   brokerHostsProblem,
   brokerPlaceholder,
+  createBrokeredSecrets,
   createSecretsService,
   maxSecretBytes,
   maxSecretsPerOwner,
@@ -29,3 +30,9 @@ export {
   type BrokeredSecret,
   type SecretsService,
 } from "./service.ts";
+export {
+  createRequestSecretTool,
+  createSecretRedaction,
+  requestSecretToolName,
+  type SecretRedaction,
+} from "./hooks.ts";

@@ -227,3 +227,19 @@ export function createSecretsService(deps: {
     },
   };
 }
+
+/**
+ * For the egress proxy's vault (decision 0024): a computer's brokered secrets, values decrypted.
+ * A computer serves one account, so it is the account's (user and every bot's) brokered secrets.
+ */
+export function createBrokeredSecrets(deps: {
+  store: Pick<Store, "getComputer">;
+  secrets: Pick<SecretsService, "brokeredFor">;
+}): { forComputer(computerId: string): Promise<BrokeredSecret[]> } {
+  return {
+    async forComputer(computerId) {
+      const computer = await deps.store.getComputer(computerId);
+      return computer === undefined ? [] : deps.secrets.brokeredFor(computer.accountId);
+    },
+  };
+}
