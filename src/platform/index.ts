@@ -85,7 +85,7 @@ import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
 import type { Notifier } from "../notifications/index.ts";
-import { createLogger, type Logger } from "../log/index.ts";
+import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
@@ -314,6 +314,8 @@ export async function startPlatform(
         await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
       ),
     });
+    const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
+    cleanups.push(async () => unregisterLogRedaction());
     const tools = createToolRouter({
       ...createSecretRedaction(secrets),
       sources: [
@@ -529,6 +531,7 @@ export async function startPlatform(
         }
       },
       computers: {
+        fileRedaction: (accountId) => secrets.fileRedaction(accountId), // SECR13
         forAccount: async (accountId) => {
           const computer = await store.ensureComputer(accountId, provider.kind);
           return {

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  createByteRedactionStream,
   createRedactor,
   createStreamRedactor,
   minFragmentChars,
@@ -160,5 +161,36 @@ describe("fuzz", () => {
         expect(fragment(tail!, false), `seed ${seed} tail`).toBe(false);
       }
     }
+  });
+});
+
+describe("SECR13 bytes", () => {
+  it("a file's bytes: values (UTF-8, base64) replaced across chunks, every other byte unchanged", async () => {
+    const secret = "clé-secrète-Ω42";
+    const binary = Uint8Array.from({ length: 300 }, (_, index) => (index * 37) % 256);
+    const whole = Buffer.concat([
+      Buffer.from(binary),
+      Buffer.from(`A=${secret}\n`, "utf8"),
+      Buffer.from(binary),
+      Buffer.from(Buffer.from(secret).toString("base64")),
+    ]);
+    const chunks: Uint8Array[] = [];
+    for (let at = 0; at < whole.length; at += 7) chunks.push(whole.subarray(at, at + 7));
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(chunk);
+        controller.close();
+      },
+    }).pipeThrough(createByteRedactionStream([secret]));
+    const out = Buffer.from(await new Response(body).arrayBuffer());
+    expect(out.includes(Buffer.from(secret, "utf8"))).toBe(false);
+    expect(out).toEqual(
+      Buffer.concat([
+        Buffer.from(binary),
+        Buffer.from(`A=${redactedMark}\n`),
+        Buffer.from(binary),
+        Buffer.from(redactedMark),
+      ]),
+    );
   });
 });

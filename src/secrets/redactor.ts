@@ -73,9 +73,20 @@ export function encodingsOf(value: string): string[] {
   return [...forms].filter((form) => form.length >= 4).sort((a, b) => b.length - a.length);
 }
 
-export function createRedactor(values: readonly string[]): Redactor {
+/**
+ * `bytes`: the redactor works on bytes read as latin1 text (one character per byte), so it can
+ * redact a file's bytes without decoding them (a binary file passes unchanged where no value is).
+ */
+export function createRedactor(
+  values: readonly string[],
+  options: { bytes?: boolean } = {},
+): Redactor {
+  const asBytes = (form: string) =>
+    options.bytes === true ? Buffer.from(form, "utf8").toString("latin1") : form;
   const usable = [...new Set(values)].filter((value) => value.length > 0);
-  const forms = [...new Set(usable.flatMap(encodingsOf))].sort((a, b) => b.length - a.length);
+  const forms = [...new Set(usable.flatMap(encodingsOf).map(asBytes))].sort(
+    (a, b) => b.length - a.length,
+  );
   if (forms.length === 0) {
     return {
       empty: true,
@@ -90,7 +101,9 @@ export function createRedactor(values: readonly string[]): Redactor {
   const longest = forms[0]!.length;
   // SECR2: pieces of the plain and URL-encoded forms at a cut (base64 pieces are not text a
   // person reads back, and their cores already cover all but the edge characters).
-  const cutForms = [...new Set(usable.flatMap((value) => [value, encodeURIComponent(value)]))];
+  const cutForms = [
+    ...new Set(usable.flatMap((value) => [value, encodeURIComponent(value)]).map(asBytes)),
+  ];
 
   function redactCuts(text: string): string {
     let result = text;
@@ -184,4 +197,22 @@ export function createStreamRedactor(redactor: Redactor): StreamRedactor {
       return redactor.whole(rest);
     },
   };
+}
+
+/** SECR3 for bytes: a stream of a file's bytes with every value (and encoding) replaced. */
+export function createByteRedactionStream(
+  values: readonly string[],
+): TransformStream<Uint8Array, Uint8Array> {
+  const stream = createStreamRedactor(createRedactor(values, { bytes: true }));
+  const encode = (text: string) => new Uint8Array(Buffer.from(text, "latin1"));
+  return new TransformStream({
+    transform(chunk, controller) {
+      const out = stream.push(Buffer.from(chunk).toString("latin1"));
+      if (out !== "") controller.enqueue(encode(out));
+    },
+    flush(controller) {
+      const out = stream.end();
+      if (out !== "") controller.enqueue(encode(out));
+    },
+  });
 }

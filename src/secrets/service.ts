@@ -13,12 +13,14 @@
  *         proxy swaps it, decision 0024), never its value.
  *   SECR10 the redactor covers every secret of the account (user and every bot's, brokered ones
  *         too): one computer serves all of the account's bots, so any of them may print any value.
+ *   SECR13 a file downloaded through the API passes the same redaction, on its bytes (a value's
+ *         UTF-8 bytes and encodings; other bytes unchanged), so the API never answers a value.
  */
 import { InvalidRequestError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { SecretRecord, SecretScope, Store } from "../store/index.ts";
 import type { SecretCipher } from "./crypto.ts";
-import { createRedactor, type Redactor } from "./redactor.ts";
+import { createByteRedactionStream, createRedactor, type Redactor } from "./redactor.ts";
 
 /** SECR7 @default 25 */
 export const maxSecretsPerOwner = 25;
@@ -130,6 +132,10 @@ export interface SecretsService {
   redactorFor(accountId: string): Promise<Redactor>;
   /** Every brokered secret of the account, with its value, for the egress proxy (decision 0024). */
   brokeredFor(accountId: string): Promise<BrokeredSecret[]>;
+  /** A file's bytes downloaded through the API, redacted (SECR13); undefined: no secrets. */
+  fileRedaction(accountId: string): Promise<TransformStream<Uint8Array, Uint8Array> | undefined>;
+  /** Redacts every value this process has loaded a redactor for (log lines: LOG3). */
+  redactLoaded(text: string): string;
 }
 
 const rowKey = (record: Pick<SecretRecord, "scope" | "ownerId" | "name">) =>
@@ -213,6 +219,17 @@ export function createSecretsService(deps: {
       const redactor = createRedactor(records.map(open));
       redactors.set(accountId, { key, redactor });
       return redactor;
+    },
+
+    async fileRedaction(accountId) {
+      const records = await store.listAccountSecrets(accountId);
+      return records.length === 0 ? undefined : createByteRedactionStream(records.map(open));
+    },
+
+    redactLoaded(text) {
+      let result = text;
+      for (const { redactor } of redactors.values()) result = redactor.whole(result);
+      return result;
     },
 
     async brokeredFor(accountId) {

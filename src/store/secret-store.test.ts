@@ -2,53 +2,11 @@
  * The secrets part of the store (secret-types.ts, SST1–SST3) on SQLite and on Postgres: the same
  * cases run against both real databases, racing writers included.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createTestDatabase, postgresAvailable } from "../../test/support/postgres.ts";
-import { createPostgresDriver } from "./postgres-driver.ts";
-import { createSqlStore } from "./sql-store.ts";
-import { createSqliteDriver } from "./sqlite-driver.ts";
+import { storeOpeners } from "./testing/openers.ts";
 import type { PutSecretInput, Store } from "./types.ts";
 
-const postgres = await postgresAvailable();
-
-type Opener = () => Promise<{ store: Store; close: () => Promise<void> }>;
-const openers: [string, Opener | undefined][] = [
-  [
-    "sqlite",
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), "roost-secrets-"));
-      const store = createSqlStore(createSqliteDriver(join(dir, "roost.db")));
-      await store.migrate();
-      return {
-        store,
-        close: async () => {
-          await store.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  ],
-  [
-    "postgres",
-    postgres.ok
-      ? async () => {
-          const database = await createTestDatabase();
-          const store = createSqlStore(createPostgresDriver(database.url));
-          await store.migrate();
-          return {
-            store,
-            close: async () => {
-              await store.close();
-              await database.drop();
-            },
-          };
-        }
-      : undefined,
-  ],
-];
+const openers = await storeOpeners("roost-secrets-");
 
 async function owners(store: Store) {
   const account = await store.createAccount({ name: "a", isAdmin: false });

@@ -87,6 +87,13 @@ describe(`secrets end to end (${testComputerProvider} provider, demo model)`, ()
         `$ test "$(cat app.env)" = "KEY=$DEMO_TOKEN" && echo intact`,
       );
       expect(String(intact.payload.output)).toContain("intact");
+      // SECR13: a download through the API is redacted too.
+      const download = await fetch(
+        `${roost.url}/v1/computers/me/files/content?path=${encodeURIComponent("/workspace/app.env")}`,
+        { headers: { authorization: `Bearer ${roost.token()}` } },
+      );
+      expect(download.status).toBe(200);
+      expect(await download.text()).toBe("KEY=[REDACTED]\n");
 
       // SECR12: a missing secret becomes the owner's card; no value passes the tool.
       const requested = await turn(conversation.id, "request secret STRIPE_KEY to charge the card");
