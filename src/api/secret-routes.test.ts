@@ -150,6 +150,11 @@ describe.each([
       ["HOSTS", { value, broker: { hosts: [] } }, /1 to 20 host names/],
       ["HOSTS", { value, broker: { hosts: ["https://api.example.com/"] } }, /no scheme/],
       ["HOSTS", { value, broker: { hosts: ["API.example.com"] } }, /lower case/],
+      ["HOSTS", { value, broker: { hosts: ["127.0.0.1"] } }, /no scheme, port, path, address/],
+      ["HOSTS", { value, broker: { hosts: ["localhost"] } }, /such as localhost/],
+      ["HOSTS", { value, broker: { hosts: ["metadata.google.internal"] } }, /\*\.internal/],
+      ["HOSTS", { value, broker: { hosts: ["10.0.0.1"] } }, /address/],
+      ["HOSTS", { value, broker: { hosts: Array(21).fill("a.example.com") } }, /1 to 20/],
     ];
     for (const [name, body, message] of cases) {
       const answer = await call("PUT", `${base()}/${encodeURIComponent(name)}`, body);

@@ -88,16 +88,32 @@ export function secretValueProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** Names that only ever mean this machine or a private network. */
+const privateTopLabels = new Set(["localhost", "local", "internal", "arpa", "lan", "home"]);
+
 const hostPattern =
   /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** A brokered secret's hosts: lower-case DNS names, 1–20 of them. */
+/**
+ * A brokered secret's hosts: 1–20 lower-case DNS names with a dot and a top-level label that is
+ * not a number: never an address or a single-label name (`localhost`), so a value can never be
+ * swapped into a request to the host or a private network by name (the egress policy refuses
+ * those addresses too, EGR; this keeps the intent out of the store).
+ */
 export function brokerHostsProblem(hosts: readonly string[]): string | undefined {
   if (hosts.length === 0 || hosts.length > maxBrokerHosts)
     return `broker.hosts lists 1 to ${maxBrokerHosts} host names`;
-  const bad = hosts.find((host) => !hostPattern.test(host));
+  const bad = hosts.find((host) => {
+    const topLabel = host.slice(host.lastIndexOf(".") + 1);
+    return (
+      !hostPattern.test(host) ||
+      !host.includes(".") ||
+      /^\d+$/.test(topLabel) ||
+      privateTopLabels.has(topLabel)
+    );
+  });
   if (bad !== undefined)
-    return `broker.hosts holds host names like api.example.com (lower case, no scheme, port or path); ${JSON.stringify(bad.slice(0, 100))} is not one`;
+    return `broker.hosts holds public host names like api.example.com (lower case, no scheme, port, path, address, single-label or private name such as localhost or *.internal); ${JSON.stringify(bad.slice(0, 100))} is not one`;
   return undefined;
 }
 

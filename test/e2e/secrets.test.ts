@@ -3,7 +3,8 @@
  * as an environment variable, every result, event and step shows `[REDACTED]` instead (plain and
  * base64), a write of the mark over the value is refused and the file keeps it (CT9), a
  * `request_secret` becomes the owner's notification, and afterwards no file of the data dir
- * outside the computer's own disk, Restate's journal included, holds the value.
+ * outside the computer's own disk, Restate's journal included, holds the value; after a restart the
+ * value still reaches the shell.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
@@ -128,6 +129,10 @@ describe(`secrets end to end (${testComputerProvider} provider, demo model)`, ()
     }
     // The search can see what Restate's journal holds: the command's own text is in it.
     expect(markerSeen).toBe(true);
+
+    // SECR5: after a restart the key file opens what was sealed before it.
     await roost.start();
+    const after = await turn(conversation.id, `$ echo "again \${#DEMO_TOKEN} $DEMO_TOKEN"`);
+    expect(String(after.payload.output)).toContain(`again ${value.length} [REDACTED]`);
   });
 });
