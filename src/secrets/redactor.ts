@@ -108,20 +108,10 @@ export function createRedactor(
   function redactCuts(text: string): string {
     let result = text;
     for (const form of cutForms) {
-      for (let length = form.length - 1; length >= minFragmentChars; length -= 1) {
-        const head = form.slice(0, length);
-        if (result.endsWith(head)) {
-          result = result.slice(0, result.length - length) + redactedMark;
-          break;
-        }
-      }
-      for (let length = form.length - 1; length >= minFragmentChars; length -= 1) {
-        const tail = form.slice(form.length - length);
-        if (result.startsWith(tail)) {
-          result = redactedMark + result.slice(length);
-          break;
-        }
-      }
+      const head = headAtEnd(result, form);
+      if (head > 0) result = result.slice(0, result.length - head) + redactedMark;
+      const tail = tailAtStart(result, form);
+      if (tail > 0) result = redactedMark + result.slice(tail);
     }
     return result;
   }
@@ -164,6 +154,27 @@ export function createRedactor(
       })),
     value,
   };
+}
+
+/** SECR2: the length of the longest piece of `form`'s start (≥ minFragmentChars) that ends `text`. */
+function headAtEnd(text: string, form: string): number {
+  const from = text.length - Math.min(text.length, form.length - 1);
+  const seed = form.slice(0, minFragmentChars);
+  for (let at = text.indexOf(seed, from); at !== -1; at = text.indexOf(seed, at + 1))
+    if (form.startsWith(text.slice(at))) return text.length - at;
+  return 0;
+}
+
+/** SECR2: the length of the longest piece of `form`'s end (≥ minFragmentChars) that starts `text`. */
+function tailAtStart(text: string, form: string): number {
+  const window = Math.min(text.length, form.length - 1);
+  const seed = form.slice(-minFragmentChars);
+  for (let at = text.lastIndexOf(seed, window - minFragmentChars); at >= 0; at -= 1) {
+    at = text.lastIndexOf(seed, at);
+    if (at < 0) break;
+    if (form.endsWith(text.slice(0, at + minFragmentChars))) return at + minFragmentChars;
+  }
+  return 0;
 }
 
 export interface StreamRedactor {
