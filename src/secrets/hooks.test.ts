@@ -88,6 +88,15 @@ describe("injection (SECR9) and the redactor's reach (SECR10)", () => {
     expect(redactor.text("first-value-1")).toBe("first-value-1");
   });
 
+  it("a bad value for an existing name is refused and the stored value is kept", async () => {
+    await put("bot", botId, "KEPT", "kept-value-123");
+    await expect(put("bot", botId, "KEPT", "short")).rejects.toThrow(/8 to 4096 bytes/);
+    await expect(
+      put("bot", botId, "KEPT", "other-value-123", { hosts: ["localhost"] }),
+    ).rejects.toThrow(/localhost/);
+    expect(await secrets.envFor(accountId, botId)).toEqual({ KEPT: "kept-value-123" });
+  });
+
   it("a sealed value moved to another row does not open (SECR6)", async () => {
     await put("bot", botId, "MOVED", "moved-value-123");
     const [record] = await store.listSecrets("bot", botId);
