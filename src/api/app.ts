@@ -41,6 +41,8 @@ import {
 } from "./results-routes.ts";
 import type { UsageService } from "../usage/index.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
+import type { SecretsService } from "../secrets/index.ts";
+import { registerSecretRoutes } from "./secret-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -79,6 +81,8 @@ export interface ApiDependencies {
   results?: ResultsService;
   /** Usage and budgets (absent: no usage routes). */
   usage?: UsageService;
+  /** Secrets per bot and per user (absent: no secrets routes). */
+  secrets?: SecretsService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -510,6 +514,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     });
   }
+  if (deps.secrets !== undefined)
+    registerSecretRoutes(app as unknown as Parameters<typeof registerSecretRoutes>[0], {
+      store,
+      secrets: deps.secrets,
+    });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
   if (deps.results !== undefined)

@@ -66,6 +66,17 @@ export interface RoostConfig {
   results: ResultsConfig;
   /** The price table's own prices over the defaults (docs/usage.md#prices). @default none */
   prices: PricesConfig;
+  /** Secrets (docs/secrets.md). */
+  secrets: SecretsConfig;
+}
+
+/** Secrets (docs/secrets.md). */
+export interface SecretsConfig {
+  /**
+   * The key that seals secret values (32 bytes, base64), from `ROOST_SECRETS_KEY`; every node of a
+   * scale-mode deployment needs the same one. @default the data dir's `secrets-key` file (0600)
+   */
+  key: string | undefined;
 }
 
 /** Routines (docs/routines.md). */
@@ -542,6 +553,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
     routines: resolveRoutines(source),
+    secrets: { key: pick(source, "", "ROOST_SECRETS_KEY") },
   };
 }
 

@@ -39,6 +39,13 @@ import { createGateway } from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
+import {
+  createRequestSecretTool,
+  createSecretCipher,
+  createSecretRedaction,
+  createSecretsService,
+  loadSecretsKey,
+} from "../secrets/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
 import {
   createLexicalRanker,
@@ -78,7 +85,7 @@ import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
 import type { Notifier } from "../notifications/index.ts";
-import { createLogger, type Logger } from "../log/index.ts";
+import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
@@ -299,7 +306,18 @@ export async function startPlatform(
       store,
       logger: skillsLogger,
     });
+    // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
+    // from every result (docs/secrets.md).
+    const secrets = createSecretsService({
+      store,
+      cipher: createSecretCipher(
+        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+      ),
+    });
+    const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
+    cleanups.push(async () => unregisterLogRedaction());
     const tools = createToolRouter({
+      ...createSecretRedaction(secrets),
       sources: [
         ...(options.toolSources ?? [
           createComputerTools({
@@ -308,8 +326,10 @@ export async function startPlatform(
             events,
             providerKind: provider.kind,
             prepare: syncSkills,
+            secrets,
           }),
         ]),
+        createRequestSecretTool({ store, secrets, notifier }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
@@ -475,6 +495,7 @@ export async function startPlatform(
       memory,
       skills,
       usage,
+      secrets,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
@@ -510,6 +531,7 @@ export async function startPlatform(
         }
       },
       computers: {
+        fileRedaction: (accountId) => secrets.fileRedaction(accountId), // SECR13
         forAccount: async (accountId) => {
           const computer = await store.ensureComputer(accountId, provider.kind);
           return {

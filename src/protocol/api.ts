@@ -591,7 +591,14 @@ export interface DraftList {
 }
 
 export type NotificationKind =
-  "finished" | "needs_input" | "missed_run" | "budget_reached" | "routines_paused" | "draft";
+  | "finished"
+  | "needs_input"
+  | "missed_run"
+  | "budget_reached"
+  | "routines_paused"
+  | "draft"
+  // Secrets (docs/secrets.md): a bot asked for a secret it does not have (request_secret).
+  | "secret_request";
 
 export interface Notification {
   id: string;
@@ -654,4 +661,29 @@ export interface DraftDelivery {
   /** The same for every retry of one send: de-duplicate by it. */
   deliveryId: string;
   draft: Draft;
+}
+
+// Secrets (docs/secrets.md): names and metadata only; a value is written, never read back.
+
+/** `PUT /v1/bots/{id}/secrets/{NAME}` and `PUT /v1/me/secrets/{NAME}`. */
+export interface PutSecretRequest {
+  /** 8–4,096 bytes. */
+  value: string;
+  /** Brokered: the computer sees `roost-secret:NAME`; the egress proxy swaps in the value for these hosts only. */
+  broker?: { hosts: string[] };
+}
+export interface SecretView {
+  name: string;
+  /** `bot`: this bot's; `user`: shared by all of the account's bots. */
+  scope: "bot" | "user";
+  /** Set for a bot's secret. */
+  botId?: string;
+  broker: { hosts: string[] } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface SecretList {
+  secrets: SecretView[];
+  /** At most this many per bot, and per user. */
+  limit: number;
 }

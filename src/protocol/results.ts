@@ -11,6 +11,7 @@ export const attentionKinds: readonly NotificationKind[] = [
   "missed_run",
   "budget_reached",
   "routines_paused",
+  "secret_request",
 ];
 
 export const draftKinds: readonly DraftKind[] = ["email", "slack", "message"];

@@ -10,6 +10,7 @@ import { createSkillQueries } from "./skill-queries.ts";
 import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
+import { createSecretQueries } from "./secret-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -309,6 +310,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createRoutineQueries(driver, now, ids, insertAudit),
     ...createResultsQueries(driver, now, insertAudit),
     ...createUsageQueries(driver, now),
+    ...createSecretQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -558,6 +560,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           [id],
         );
         await tx.run("DELETE FROM routines WHERE bot_id = ?", [id]);
+        // Its secrets (SST1): their sealed values are of no use to anyone else.
+        await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

@@ -23,6 +23,7 @@ import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
+import type { SecretStore } from "./secret-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 
 export type MessageSource = Api.MessageSource;
@@ -31,6 +32,7 @@ export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
+export type * from "./secret-types.ts";
 export type * from "./usage-types.ts";
 
 export interface Account {
@@ -167,7 +169,8 @@ export interface BotPatch {
   notify?: boolean;
 }
 
-export interface Store extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore {
+export interface Store
+  extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore, SecretStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
