@@ -114,6 +114,20 @@ describe("VLT3 redaction fuzz: values split across chunks, at chunk ends, in eve
     }
   });
 
+  it("a value inside a longer base64 text is redacted at every offset (Basic credentials)", async () => {
+    const value = "sk-0123456789abcdef";
+    for (const prefix of ["", "u:", "us:", "use:", "Bearer "]) {
+      for (const alphabet of ["base64", "base64url"] as const) {
+        const encoded = Buffer.from(`${prefix}${value}!tail`).toString(alphabet);
+        const out = await through([Buffer.from(encoded)], redactionPatterns([value]));
+        expect(out).toContain("[REDACTED]");
+        const rest = out.split("[REDACTED]").join("");
+        // What is left cannot be decoded back into the value.
+        expect(Buffer.from(rest, alphabet).toString("latin1")).not.toContain(value.slice(0, 8));
+      }
+    }
+  });
+
   it("a value at the very end of the stream (the last, short chunk) is redacted", async () => {
     const value = "abcdefgh12345678";
     expect(

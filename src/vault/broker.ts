@@ -10,8 +10,9 @@
  *   VLT2 Headers are swapped (the plain placeholder, and inside `Basic` credentials); the body
  *      only for a secret brokered with `body: true`. The request line (URL) never is.
  *   VLT3 What comes back from a brokered host passes a redactor before the computer sees it: the
- *      computer's brokered values, plain, base64 (standard and URL-safe) and URL-encoded, become
- *      `[REDACTED]`, in headers and across body chunk boundaries.
+ *      computer's brokered values, plain, base64 (standard and URL-safe, alone or at any offset
+ *      inside a longer base64 text) and URL-encoded, become `[REDACTED]`, in headers and across
+ *      body chunk boundaries.
  */
 import { Transform, type TransformCallback } from "node:stream";
 
@@ -157,10 +158,19 @@ export function redactionPatterns(values: readonly string[]): Buffer[] {
   };
   for (const value of values) {
     add(value);
-    const base64 = Buffer.from(value, "utf8").toString("base64");
-    add(base64);
-    add(base64.replace(/=+$/, ""));
-    add(Buffer.from(value, "utf8").toString("base64url"));
+    const bytes = Buffer.from(value, "utf8");
+    for (const alphabet of ["base64", "base64url"] as const) {
+      add(bytes.toString(alphabet));
+      // Inside a longer base64 text (`Basic` credentials, "Bearer <value>" encoded) the value
+      // starts at one of three byte offsets; each gives a fixed run of characters between the
+      // groups it shares with its neighbours.
+      for (let offset = 0; offset < 3; offset += 1) {
+        const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString(alphabet);
+        const start = 4 * Math.ceil(offset / 3);
+        const end = 4 * Math.floor((offset + bytes.length) / 3);
+        if (end - start >= 8) add(encoded.slice(start, end));
+      }
+    }
     add(encodeURIComponent(value));
   }
   // Longest first, so a value that contains another is redacted whole.
