@@ -53,7 +53,13 @@ import {
 } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
-import { connect as tlsConnect, rootCertificates, TLSSocket } from "node:tls";
+import {
+  connect as tlsConnect,
+  createSecureContext,
+  rootCertificates,
+  TLSSocket,
+  type SecureContext,
+} from "node:tls";
 import { ConfigError } from "../errors/index.ts";
 import { createThrottledWarning, silentLogger, type Logger } from "../log/index.ts";
 import {
@@ -755,6 +761,16 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     }
   }
 
+  let upstreamSecureContext: SecureContext | undefined;
+  /** Built once: parsing the public roots for every connection would cost milliseconds each. */
+  function upstreamContext(): SecureContext {
+    const extra = options.intercept?.upstreamCa ?? [];
+    upstreamSecureContext ??= createSecureContext(
+      extra.length === 0 ? {} : { ca: [...rootCertificates, ...extra] },
+    );
+    return upstreamSecureContext;
+  }
+
   /** E10: a checked address, then TLS that verifies the upstream's chain and name. */
   async function openTlsUpstream(
     computerId: string,
@@ -768,12 +784,11 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       clientSocket,
       addresses,
     );
-    const extra = options.intercept?.upstreamCa ?? [];
     const secure = tlsConnect({
       socket: plain,
       host: target.host,
       ...(normalizeIp(target.host) === undefined ? { servername: target.host } : {}),
-      ...(extra.length === 0 ? {} : { ca: [...rootCertificates, ...extra] }),
+      secureContext: upstreamContext(),
       ALPNProtocols: ["http/1.1"],
       rejectUnauthorized: true,
     });
