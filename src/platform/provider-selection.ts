@@ -65,6 +65,8 @@ export interface ComputerRuntimeOptions {
    * store provides them. @default none: nothing is intercepted, every tunnel is untouched
    */
   brokeredSecrets?: BrokeredSecrets;
+  /** The secrets redactor, applied to brokered hosts' response headers too. @default none */
+  redact?: (text: string) => string;
   /** The host as `roost up` found it after preparing it (host-setup.ts); probed here when absent. */
   host?: HostReport;
 }
@@ -115,6 +117,7 @@ export async function startComputerRuntime(
     authority,
     upstreamCa: config.vault.upstreamCa,
     onSwap: swapAudit,
+    ...(options.redact === undefined ? {} : { redact: options.redact }),
     logger,
   });
   const egress = createEgressProxy({

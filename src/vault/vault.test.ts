@@ -117,9 +117,11 @@ async function startVault(options: { upstreamCa?: string[]; maxConnections?: num
   });
   const proxy: EgressProxy = createEgressProxy({
     resolve: (hostname) =>
-      hostname.endsWith(".vault.test")
-        ? Promise.resolve([publicAddress])
-        : Promise.reject(Object.assign(new Error("not found"), { code: "ENOTFOUND" })),
+      hostname === "loopback.vault.test"
+        ? Promise.resolve(["127.0.0.1"]) // the Roost host itself (P3)
+        : hostname.endsWith(".vault.test")
+          ? Promise.resolve([publicAddress])
+          : Promise.reject(Object.assign(new Error("not found"), { code: "ENOTFOUND" })),
     connect: (address, port) =>
       connect({ host: address === publicAddress ? "127.0.0.1" : address, port }),
     onRequest: (entry) => {
@@ -310,6 +312,36 @@ describe("other computers, bad input, floods and races (attacks)", () => {
     expect((await authority.trustFor("cmp_b")).caPem).not.toBe(
       (await authority.trustFor("cmp_a")).caPem,
     );
+  });
+
+  it("a brokered host the egress policy refuses stays refused: 403 before any TLS, no swap", async () => {
+    const origin = await startHttpsOrigin("api.vault.test");
+    const { proxy, http, swaps, entries, computerCa } = await startVault();
+    proxy.setPolicy("cmp_a", { mode: "allowlist-only", allow: ["other.vault.test:*"] });
+    const result = await httpsThroughProxy(http, `https://api.vault.test:${origin.port}/`, {
+      ca: [computerCa],
+      headers: withPlaceholder,
+    });
+    expect(result.status).toBe(403);
+    expect(result.headers["x-roost-egress"]).toBe("denied");
+    expect(origin.seen).toEqual([]);
+    expect(swaps).toEqual([]);
+    const entry = await waitFor(() => entries[0]);
+    expect(entry.intercepted).toBeUndefined();
+  });
+
+  it("a brokered host whose name points at the Roost host (loopback) is refused, never swapped (P3 before E9)", async () => {
+    const origin = await startHttpsOrigin("api.vault.test");
+    const { http, secrets, swaps, computerCa } = await startVault();
+    secrets.set("cmp_a", [{ ...token, hosts: ["loopback.vault.test"] }]);
+    const result = await httpsThroughProxy(http, `https://loopback.vault.test:${origin.port}/`, {
+      ca: [computerCa],
+      headers: withPlaceholder,
+    });
+    expect(result.status).toBe(403);
+    expect(result.body).toMatch(/the Roost host itself/);
+    expect(origin.seen).toEqual([]);
+    expect(swaps).toEqual([]);
   });
 
   it("an absolute-form request inside the TLS session is refused with 400", async () => {
