@@ -111,7 +111,7 @@ export function createVaultAuthority(options: VaultAuthorityOptions): VaultAutho
     });
     const suffix = randomBytes(6).toString("hex");
     await writeNew(`${keyFile}.${suffix}`, made.keyPem, 0o600); // VCA1
-    await writeNew(`${certFile}.${suffix}`, made.certPem, 0o644);
+    await writeNew(`${certFile}.${suffix}`, made.certPem, 0o600); // nothing in the data dir is open to others
     // VCA3: the key first, so a cert on disk always has its key.
     await rename(`${keyFile}.${suffix}`, keyFile);
     await rename(`${certFile}.${suffix}`, certFile);
