@@ -52,7 +52,7 @@ import {
   type Socket,
 } from "node:net";
 import { networkInterfaces } from "node:os";
-import type { Duplex } from "node:stream";
+import { PassThrough, type Duplex } from "node:stream";
 import {
   connect as tlsConnect,
   createSecureContext,
@@ -631,6 +631,17 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     started: number;
     base: EntryBase;
   }
+  /** A request in an intercepted session to a host that has no brokered secret any more. */
+  const passThrough: EgressInterception = {
+    serverContext: () => {
+      throw new Error("roost egress: no server context for a pass-through request");
+    },
+    swapsBody: false,
+    requestHeaders: (rawHeaders) => [...rawHeaders],
+    requestBody: (body) => body,
+    responseHeaders: (rawHeaders) => [...rawHeaders],
+    responseBody: () => new PassThrough(),
+  };
   /** The TLS sessions the vault terminates, by their server-side socket (E10). */
   const sessions = new WeakMap<Duplex, TlsSession>();
   const interceptServer = createServer({
@@ -718,9 +729,13 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       request.socket.destroy();
       return;
     }
-    const { computerId, target, addresses, interception } = session;
+    const { computerId, target, addresses } = session;
     const base = baseEntry(computerId, method, target);
     try {
+      // E9 per request: a secret removed since the CONNECT is not swapped into this one; the
+      // session's certificate stays (the computer already trusts it for this host).
+      const interception =
+        (await options.intercept?.interceptionFor(computerId, target)) ?? passThrough;
       const raw = request.url ?? "";
       if (!raw.startsWith("/")) {
         throw new ProxyFailure(

@@ -418,6 +418,36 @@ describe("other computers, bad input, floods and races (attacks)", () => {
     ]);
   });
 
+  it("race: a secret removed while a keep-alive session is open is not swapped into its next request", async () => {
+    const origin = await startHttpsOrigin("api.vault.test");
+    const { http, secrets, computerCa } = await startVault();
+    const tunnel = await connectThroughProxy(http, `api.vault.test:${origin.port}`);
+    const { connect: tlsConnect } = await import("node:tls");
+    const secure = tlsConnect({
+      socket: tunnel.socket,
+      servername: "api.vault.test",
+      ca: [computerCa],
+    });
+    await new Promise((resolve) => secure.once("secureConnect", resolve));
+    let received = "";
+    secure.on("data", (chunk: Buffer) => (received += chunk.toString()));
+    const ask = async (path: string, count: number) => {
+      secure.write(
+        `GET ${path} HTTP/1.1\r\nHost: api.vault.test\r\nAuthorization: ${placeholderFor("API_TOKEN")}\r\n\r\n`,
+      );
+      await waitFor(() => origin.seen.length === count && /\r\n0\r\n\r\n$/.test(received));
+    };
+    await ask("/first", 1);
+    secrets.set("cmp_a", []);
+    received = "";
+    await ask("/second", 2);
+    secure.destroy();
+    expect(origin.seen.map((seen) => seen.headers.authorization)).toEqual([
+      value,
+      placeholderFor("API_TOKEN"),
+    ]);
+  });
+
   it("a policy change closes an open intercepted session at once (E5)", async () => {
     const origin = await startHttpsOrigin("api.vault.test");
     const { proxy, http, computerCa, entries } = await startVault();
