@@ -1,6 +1,7 @@
 /**
- * Writes the vault's swaps to the audit log: one `vault.swap` row per request and secret, target
- * = the computer's id, detail = { name, host, port, method, where } (VLT5: never the value).
+ * Writes the vault's swaps to the audit log: one `vault.swap` row per request and secret, for the
+ * secret's account when known, target = the computer's id, detail = { name, host, port, method,
+ * where, at } (VLT5: never the value).
  */
 import type { Store } from "../store/index.ts";
 import type { VaultSwap } from "./vault.ts";
@@ -14,7 +15,7 @@ export function swapAuditTo(store: Pick<Store, "audit">): {
   const sink = (swap: VaultSwap): Promise<void> => {
     const write = store
       .audit({
-        accountId: null,
+        accountId: swap.accountId ?? null,
         action: "vault.swap",
         target: swap.computerId,
         detail: {

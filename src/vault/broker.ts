@@ -26,6 +26,8 @@ export interface BrokeredSecret {
   hosts: readonly string[];
   /** Swap the placeholder in request bodies too (buffered, at most 1 MiB). @default false */
   body?: boolean;
+  /** The secret owner's account, for the audit row of each swap. @default none (null in the row) */
+  accountId?: string;
 }
 
 /**

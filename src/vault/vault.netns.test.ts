@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../test/support/wait.ts";
-import { createEgressProxy } from "../egress/index.ts";
+import { auditTo, createEgressProxy } from "../egress/index.ts";
 import {
   createNamespace,
   deleteNamespace,
@@ -181,9 +181,10 @@ describe.skipIf(skipReason !== undefined)("vault with test hosts in network name
     const computerDir = path.join(dir, "computer");
     const store = await openStore({ kind: "sqlite", path: path.join(dir, "roost.db") });
     const audit = swapAuditTo(store);
+    const egressAudit = auditTo(store);
     const authority = createVaultAuthority({ dir: path.join(dir, "vault") });
     const secrets = createFixedBrokeredSecrets({
-      cmp_a: [{ name: "API_TOKEN", value, hosts: ["api.vault.test"] }],
+      cmp_a: [{ name: "API_TOKEN", value, hosts: ["api.vault.test"], accountId: "acc_owner" }],
     });
     const proxy = createEgressProxy({
       resolve: (hostname) =>
@@ -191,6 +192,7 @@ describe.skipIf(skipReason !== undefined)("vault with test hosts in network name
           ? Promise.resolve([testHost.innerAddress])
           : Promise.reject(Object.assign(new Error("not found"), { code: "ENOTFOUND" })),
       allowPrivate: [`${subnet}.0/24`],
+      onRequest: egressAudit,
       intercept: createVault({
         secrets,
         authority,
@@ -277,6 +279,9 @@ describe.skipIf(skipReason !== undefined)("vault with test hosts in network name
         (row) => row.action === "vault.swap",
       );
       expect(rows).toHaveLength(2);
+      expect(rows.every((row) => row.accountId === "acc_owner" && row.target === "cmp_a")).toBe(
+        true,
+      );
       expect(rows.map((row) => row.detail)).toEqual(
         expect.arrayContaining([
           expect.objectContaining({
@@ -293,7 +298,15 @@ describe.skipIf(skipReason !== undefined)("vault with test hosts in network name
           }),
         ]),
       );
-      expect(JSON.stringify(await store.listAudit({ limit: 500 }))).not.toContain(value);
+      await proxy.close();
+      await egressAudit.flush();
+      const all = await store.listAudit({ limit: 500 });
+      expect(JSON.stringify(all)).not.toContain(value);
+      // The proxy's own log marks what the vault looked inside, and only that.
+      const allowed = all.filter((row) => row.action === "egress.allowed");
+      const looked = allowed.filter((row) => row.detail.intercepted === true);
+      expect(new Set(looked.map((row) => row.detail.host))).toEqual(new Set(["api.vault.test"]));
+      expect(allowed.some((row) => row.detail.host === "other.vault.test")).toBe(true);
     } finally {
       await proxy.close();
       await audit.flush();

@@ -369,6 +369,36 @@ describe("other computers, bad input, floods and races (attacks)", () => {
     expect(origin.seen).toEqual([]);
   });
 
+  it("a WebSocket upgrade to a brokered host is a 501, and garbage inside TLS just closes; nothing is sent", async () => {
+    const origin = await startHttpsOrigin("api.vault.test");
+    const { http, computerCa } = await startVault();
+    const { connect: tlsConnect } = await import("node:tls");
+    const session = async (bytes: string) => {
+      const tunnel = await connectThroughProxy(http, `api.vault.test:${origin.port}`);
+      const secure = tlsConnect({
+        socket: tunnel.socket,
+        servername: "api.vault.test",
+        ca: [computerCa],
+      });
+      await new Promise((resolve) => secure.once("secureConnect", resolve));
+      return new Promise<string>((resolve) => {
+        let received = "";
+        secure.on("data", (chunk: Buffer) => (received += chunk.toString()));
+        secure.on("error", () => resolve(received));
+        secure.on("close", () => resolve(received));
+        secure.write(bytes);
+      });
+    };
+    const upgrade = await session(
+      `GET /ws HTTP/1.1\r\nHost: api.vault.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: ${placeholderFor("API_TOKEN")}\r\n\r\n`,
+    );
+    expect(upgrade).toMatch(/^HTTP\/1\.1 501/);
+    expect(upgrade).toContain("not brokered");
+    const garbage = await session("\x00\x01 not http at all\r\n\r\n");
+    expect(garbage).not.toContain(value);
+    expect(origin.seen).toEqual([]);
+  });
+
   it("a body over the swap limit is refused with 413 and nothing is sent", async () => {
     const origin = await startHttpsOrigin("api.vault.test");
     const { http, secrets, computerCa } = await startVault();

@@ -30,6 +30,8 @@ import {
 /** One swap of a placeholder for its value (VLT5). */
 export interface VaultSwap {
   computerId: string;
+  /** The secret's account, when the source gave one. */
+  accountId?: string;
   name: string;
   host: string;
   port: number;
@@ -83,10 +85,13 @@ export function createVault(options: VaultOptions): EgressInterceptor {
       );
       // Every brokered value of the computer, not only this host's: redaction costs little.
       const patterns = redactionPatterns(all.map((secret) => secret.value));
+      const accounts = new Map(forHost.map((secret) => [secret.name, secret.accountId]));
       const reportAll = (used: Set<string>, method: string, where: VaultSwap["where"]) => {
-        for (const name of used)
+        for (const name of used) {
+          const accountId = accounts.get(name);
           report({
             computerId,
+            ...(accountId === undefined ? {} : { accountId }),
             name,
             host: target.host,
             port: target.port,
@@ -94,6 +99,7 @@ export function createVault(options: VaultOptions): EgressInterceptor {
             where,
             at: now(),
           });
+        }
       };
       const interception: EgressInterception = {
         serverContext: () => context,
