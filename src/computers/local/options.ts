@@ -53,7 +53,21 @@ export interface SandboxSockets {
    * `listenComputer`). Absent: the computer reaches nothing but the gateway, and no proxy
    * variables are set.
    */
-  egress?(computerId: string, paths: { http: string; socks: string }): Promise<SocketListener>;
+  egress?(
+    computerId: string,
+    paths: { http: string; socks: string },
+  ): Promise<SocketListener & { trust?: EgressTrust }>;
+}
+
+/**
+ * Certificates the egress side asks the computer to trust: the vault's CA for this computer
+ * (docs/vault.md). The provider mounts them read-only and points the usual variables at them.
+ */
+export interface EgressTrust {
+  /** The computer's CA alone (NODE_EXTRA_CA_CERTS). */
+  caPem: string;
+  /** The public roots and the computer's CA (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO, CURL_CA_BUNDLE). */
+  bundlePem: string;
 }
 
 export interface LocalProviderOptions {
