@@ -117,6 +117,20 @@ describe.each([
     expect(put.body.broker).toEqual({ hosts: ["api.github.com"] });
   });
 
+  it("SECR14: a brokered name is one secret across the account's computer: a second owner of it is a 409", async () => {
+    const other = scope === "bot" ? "/v1/me/secrets" : `/v1/bots/${alice.botId}/secrets`;
+    const broker = { hosts: ["api.github.com"] };
+    expect((await call("PUT", `${base()}/SHARED_TOKEN`, { value, broker })).status).toBe(201);
+    const clash = await call("PUT", `${other}/SHARED_TOKEN`, { value: `${value}-x`, broker });
+    expect(clash.status).toBe(409);
+    expect(clash.body.error?.message).toMatch(/must be unique: pick another name/);
+    expect(clash.text).not.toContain(value);
+    // Not brokered, the same name is fine (injected as a value, the bot's own first).
+    expect((await call("PUT", `${other}/SHARED_TOKEN`, { value: `${value}-y` })).status).toBe(201);
+    // Replacing the brokered one itself is not a clash.
+    expect((await call("PUT", `${base()}/SHARED_TOKEN`, { value, broker })).status).toBe(200);
+  });
+
   it("DELETE removes it; a second DELETE is 404", async () => {
     await call("PUT", `${base()}/TOKEN_A`, { value });
     expect((await call("DELETE", `${base()}/TOKEN_A`)).status).toBe(204);

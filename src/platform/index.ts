@@ -211,6 +211,16 @@ export async function startPlatform(
       config.computers.gatewayUrl ??
       `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
 
+    // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
+    // from every result (docs/secrets.md).
+    const secrets = createSecretsService({
+      store,
+      cipher: createSecretCipher(
+        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+      ),
+    });
+    const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
+    cleanups.push(async () => unregisterLogRedaction());
     // Roost's own ports, which no computer may reach through the egress proxy (P3).
     const platformPorts = new Set<number>([port, ...restatePorts(config), ...storePorts(config)]);
     const runtime: ComputerRuntime =
@@ -218,6 +228,21 @@ export async function startPlatform(
         ? await startComputerRuntime(config, store, {
             logger,
             gateway,
+            // The vault (decision 0024): the computer's account's brokered secrets, read at each
+            // request so a deleted secret is never swapped in again.
+            brokeredSecrets: {
+              forComputer: async (computerId) => {
+                const computer = await store.getComputer(computerId);
+                if (computer === undefined) return [];
+                return (await secrets.brokeredFor(computer.accountId)).map((secret) => ({
+                  name: secret.name,
+                  value: secret.value,
+                  hosts: secret.hosts,
+                  accountId: computer.accountId,
+                }));
+              },
+            },
+            redact: (text) => secrets.redactLoaded(text),
             platformPorts: () => platformPorts,
             ...(options.host === undefined ? {} : { host: options.host }),
           })
@@ -306,16 +331,6 @@ export async function startPlatform(
       store,
       logger: skillsLogger,
     });
-    // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
-    // from every result (docs/secrets.md).
-    const secrets = createSecretsService({
-      store,
-      cipher: createSecretCipher(
-        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
-      ),
-    });
-    const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
-    cleanups.push(async () => unregisterLogRedaction());
     const tools = createToolRouter({
       ...createSecretRedaction(secrets),
       sources: [

@@ -16,7 +16,7 @@
  *   SECR13 a file downloaded through the API passes the same redaction, on its bytes (a value's
  *         UTF-8 bytes and encodings; other bytes unchanged), so the API never answers a value.
  */
-import { InvalidRequestError } from "../errors/index.ts";
+import { InvalidRequestError, RoostError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { SecretRecord, SecretScope, Store } from "../store/index.ts";
 import type { SecretCipher } from "./crypto.ts";
@@ -191,6 +191,21 @@ export function createSecretsService(deps: {
         throw new InvalidRequestError(issue[1]!, {
           issues: [{ path: issue[0], message: issue[1] }],
         }); // SECR7, SECR8
+      if (input.broker !== undefined) {
+        // SECR14: the proxy cannot tell which bot's process sent a request, so a brokered name is
+        // one secret across the account's computer.
+        const clash = (await store.listAccountSecrets(input.accountId)).find(
+          (record) =>
+            record.name === input.name &&
+            record.brokerHosts !== null &&
+            (record.scope !== input.scope || record.ownerId !== input.ownerId),
+        );
+        if (clash !== undefined)
+          throw new RoostError(
+            "conflict",
+            `${input.name} is already a brokered secret of ${clash.scope === "user" ? "your user secrets" : "another of your bots"}; all your bots share one computer, so a brokered name must be unique: pick another name, or delete that one first`,
+          );
+      }
       const outcome = await store.putSecret({
         scope: input.scope,
         ownerId: input.ownerId,
