@@ -55,6 +55,18 @@ describe(`secrets end to end (${testComputerProvider} provider, demo model)`, ()
     return steps.filter((step) => step.kind === "tool").at(-1)!;
   }
 
+  it("a brokered secret is only its placeholder inside the computer (the vault tests cover the swap)", async () => {
+    const bot = await api.createBot("brokered");
+    await api.call("PUT", `/v1/bots/${bot.id}/secrets/BROKERED_TOKEN`, {
+      value,
+      broker: { hosts: ["api.example.com"] },
+    });
+    const conversation = await api.createConversation(bot.id);
+    const shell = await turn(conversation.id, `$ echo "token=$BROKERED_TOKEN"`);
+    expect(String(shell.payload.output)).toContain("token=roost-secret:BROKERED_TOKEN");
+    expect(String(shell.payload.output)).not.toContain("[REDACTED]");
+  });
+
   it("the shell gets the value; results, events and steps show [REDACTED]; the journal never holds it", async () => {
     const bot = await api.createBot("secrets");
     await api.call("PUT", `/v1/bots/${bot.id}/secrets/DEMO_TOKEN`, { value });
