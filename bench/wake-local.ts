@@ -6,14 +6,20 @@
  *      on 127.0.0.1 (hello + call);
  *   2. host memory per awake idle computer (worker, supervisor and the egress forwarders): RSS
  *      and PSS of its processes and its cgroups' memory usage;
- *   3. how many computers can be awake before the wake latency (to the first tool result)
- *      doubles, stopping at --max-awake;
+ *   3. with 1, 10 and 50 computers awake (--levels): the wake latency of one more (to its first
+ *      tool result), the `shell true` round trip on one awake computer while the others idle,
+ *      and the round trip when every awake computer runs calls at the same time;
  *   4. the cost of a new computer's disk: create() of a computer never seen (its ext4 image made
  *      and mounted, its slot claimed), the image's size on the host, a sleep() after it (fstrim
  *      and unmount), and attaching a sleeping one's image and detaching it again (what a wake and
- *      a sleep add), over --creates computers.
+ *      a sleep add), over --creates computers;
+ *   5. what --sleeping (100) computers cost while asleep: their processes, mounts, cgroups, memory,
+ *      the host's open files and sockets for them, and their disk space.
+ *
+ * `--node-options ''` starts workers without the production Node options (workerNodeOptions in
+ * src/computers/worker-build.ts), which gives the figures before decision 0021.
  */
-import { readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import {
@@ -21,7 +27,7 @@ import {
   insidePaths,
   type LocalProvider,
 } from "../src/computers/local/index.ts";
-import { prepareWorkerBuild } from "../src/computers/worker-build.ts";
+import { prepareWorkerBuild, workerNodeOptions } from "../src/computers/worker-build.ts";
 import { createEgressProxy } from "../src/egress/index.ts";
 import {
   isolationUnavailableReason,
@@ -30,20 +36,27 @@ import {
   startTestGateway,
   type TestGateway,
 } from "../src/computers/local/testing/index.ts";
-import { percentile, summarize } from "./support.ts";
+import { summarize } from "./support.ts";
 
 const { values } = parseArgs({
   options: {
     wakes: { type: "string", default: "20" },
-    "max-awake": { type: "string", default: "30" },
-    step: { type: "string", default: "5" },
+    levels: { type: "string", default: "1,10,50" },
+    calls: { type: "string", default: "50" },
     creates: { type: "string", default: "10" },
+    sleeping: { type: "string", default: "100" },
+    "node-options": { type: "string" },
   },
 });
 const wakes = Number(values.wakes);
-const maxAwake = Number(values["max-awake"]);
-const step = Number(values.step);
+const levels = values.levels.split(",").map(Number);
+const callsPerProbe = Number(values.calls);
 const creates = Number(values.creates);
+const sleeping = Number(values.sleeping);
+const nodeOptions =
+  values["node-options"] === undefined
+    ? workerNodeOptions
+    : values["node-options"].split(" ").filter((option) => option !== "");
 
 const reason = await isolationUnavailableReason();
 if (reason !== undefined) {
@@ -59,11 +72,20 @@ const dataDir = await makeTempDir("roost-bench-local-");
 const workerBuild = await prepareWorkerBuild();
 const egress = createEgressProxy();
 const gateways = new Map<string, TestGateway>();
+// A cgroup folder of its own, so other Roost processes on this host do not count in section 5.
+const cgroupName = `roost-bench-${process.pid}`;
 const provider: LocalProvider = await createLocalProvider({
   dataDir: dataDir.path,
+  cgroupName,
   ...(workerBuild === undefined
     ? {}
-    : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
+    : {
+        workerArgv: [
+          insidePaths.node,
+          ...nodeOptions,
+          `${insidePaths.roost}/${workerBuild.relativeEntry}`,
+        ],
+      }),
   sockets: {
     gateway: async (id, socketPath) => (await gatewayFor(id)).listenComputer(id, socketPath),
     egress: (id, paths) => egress.listenComputer(id, paths),
@@ -116,7 +138,10 @@ async function timedToolWake(id: string): Promise<number> {
 }
 
 /** Sum of a field of /proc/PID/smaps_rollup (Rss: every page mapped; Pss: shared pages split among their users). */
-async function memoryBytes(pids: number[], field: "Rss" | "Pss"): Promise<number> {
+async function memoryBytes(
+  pids: number[],
+  field: "Rss" | "Pss" | "Private_Clean" | "Private_Dirty",
+): Promise<number> {
   let total = 0;
   for (const pid of pids) {
     const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
@@ -127,6 +152,44 @@ async function memoryBytes(pids: number[], field: "Rss" | "Pss"): Promise<number
 }
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** `calls` sequential `shell true` round trips on an awake computer, in ms. */
+async function roundTrips(gateway: TestGateway, calls: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let index = 0; index < calls; index++) {
+    const start = performance.now();
+    shellStdout(await gateway.call("shell", { command: "true" }));
+    samples.push(performance.now() - start);
+  }
+  return samples;
+}
+
+/** What the host holds for computers: processes in Roost's cgroups, mounts, cgroups, and this process's files. */
+async function hostFootprint() {
+  const v2 = await stat("/sys/fs/cgroup/cgroup.controllers").then(
+    () => true,
+    () => false,
+  );
+  const root = v2 ? `/sys/fs/cgroup/${cgroupName}` : `/sys/fs/cgroup/pids/${cgroupName}`;
+  let processes = 0;
+  let cgroups = 0;
+  const walk = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    const procs = await readFile(path.join(dir, "cgroup.procs"), "utf8").catch(() => "");
+    processes += procs.split("\n").filter(Boolean).length;
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue;
+      cgroups += 1;
+      await walk(path.join(dir, entry.name));
+    }
+  };
+  await walk(root);
+  const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
+    .split("\n")
+    .filter((line) => line.includes(dataDir.path)).length;
+  const fds = (await readdir("/proc/self/fd")).length;
+  return { processes, cgroups, mounts, fds, rss: process.memoryUsage().rss };
+}
 
 try {
   // 1. Wake latency, one computer, asleep → first result.
@@ -159,8 +222,11 @@ try {
   const usage = (await provider.usage("bench-wake"))!;
   const rss = await memoryBytes(usage.pids, "Rss");
   const pss = await memoryBytes(usage.pids, "Pss");
+  const uss =
+    (await memoryBytes(usage.pids, "Private_Clean")) +
+    (await memoryBytes(usage.pids, "Private_Dirty"));
   console.log(
-    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
+    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split; USS ${mib(uss)}, pages only they map), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
   );
   const byName = new Map<string, number>();
   for (const pid of usage.pids) {
@@ -172,51 +238,48 @@ try {
   );
   await provider.sleep("bench-wake");
 
-  // 3. Awake computers until the wake latency doubles.
-  const baseline = percentile(
-    [...toolOnly].sort((a, b) => a - b),
-    0.5,
-  );
+  // 3. Wake latency and tool round trip with 1, 10 and 50 computers awake.
+  console.log(`node options of the workers: ${nodeOptions.join(" ") || "(none)"}`);
   console.log(
-    `awake computers vs wake latency to the first tool result (baseline p50 ${baseline.toFixed(1)} ms):`,
+    `awake computers vs wake latency and \`shell true\` round trip (${callsPerProbe} calls):`,
   );
-  let awake = 0;
-  let doubledAt: number | undefined;
   await createComputer("bench-probe");
-  while (awake <= maxAwake) {
-    const samples: number[] = [];
-    for (let index = 0; index < 3; index++) {
-      samples.push(await timedToolWake("bench-probe"));
-      await provider.sleep("bench-probe");
-    }
-    const median = percentile(
-      samples.sort((a, b) => a - b),
-      0.5,
-    );
-    let memory = 0;
-    for (let index = 0; index < awake; index++)
-      memory += (await provider.usage(`bench-awake-${index}`))?.memoryBytes ?? 0;
-    console.log(
-      `  ${String(awake).padStart(2)} awake: wake p50 ${median.toFixed(1)} ms (cgroup memory of the awake ones ${mib(memory)})`,
-    );
-    if (median >= 2 * baseline) {
-      doubledAt = awake;
-      break;
-    }
-    if (awake === maxAwake) break;
-    const next = Math.min(maxAwake, awake + step);
-    for (; awake < next; awake++) {
-      const id = `bench-awake-${awake}`;
+  const awakeIds: string[] = [];
+  for (const level of levels) {
+    // `level` computers awake in all: the probe and level - 1 others.
+    while (awakeIds.length < level - 1) {
+      const id = `bench-awake-${awakeIds.length}`;
       await createComputer(id);
       await timedToolWake(id);
+      awakeIds.push(id);
     }
     await new Promise((resolve) => setTimeout(resolve, 2000)); // let them settle to idle
+    const wakeSamples: number[] = [];
+    for (let index = 0; index < 3; index++) {
+      await provider.sleep("bench-probe");
+      wakeSamples.push(await timedToolWake("bench-probe"));
+    }
+    const probe = await gatewayFor("bench-probe");
+    const quiet = await roundTrips(probe, callsPerProbe);
+    const everyone = [probe, ...(await Promise.all(awakeIds.map((id) => gatewayFor(id))))];
+    const busy = (
+      await Promise.all(
+        everyone.map((gateway) => roundTrips(gateway, Math.max(5, callsPerProbe / 5))),
+      )
+    ).flat();
+    let memory = 0;
+    let pssAll = 0;
+    for (const id of ["bench-probe", ...awakeIds]) {
+      const usage = await provider.usage(id);
+      memory += usage?.memoryBytes ?? 0;
+      pssAll += await memoryBytes(usage?.pids ?? [], "Pss");
+    }
+    console.log(
+      `  ${String(level).padStart(2)} awake: ${summarize("wake to first tool result", wakeSamples)}; ${summarize("round trip, others idle", quiet)}; ${summarize(`round trip, all ${level} calling`, busy)}; cgroup memory of all ${mib(memory)}, PSS per computer ${mib(pssAll / level)}`,
+    );
   }
-  console.log(
-    doubledAt === undefined
-      ? `wake latency did not double with up to ${maxAwake} awake computers`
-      : `wake latency doubled with ${doubledAt} awake computers`,
-  );
+  await provider.sleep("bench-probe");
+  for (const id of awakeIds) await provider.sleep(id);
 
   // 4. A new computer's disk.
   const createMs: number[] = [];
@@ -245,6 +308,33 @@ try {
   console.log(`  ${summarize("create() (image made and mounted, slot claimed)", createMs)}`);
   console.log(`  ${summarize("sleep() right after (fstrim and unmount)", detachMs)}`);
   console.log(`  host space per new image: ${mib(hostBytes / Math.max(1, creates))}`);
+
+  // 5. What sleeping computers cost.
+  const before = await hostFootprint();
+  let sleepingBytes = 0;
+  for (let index = 0; index < sleeping; index++) {
+    const id = `bench-sleeping-${index}`;
+    const paths = await provider.create(id);
+    created.push(id);
+    await timedToolWake(id); // woken once, so each has a worker's state on its disk
+    await provider.sleep(id);
+    // This bench gives each computer a gateway of its own (the platform has one for all): close
+    // it, so that the host's open files count what the provider keeps, not the bench.
+    await gateways.get(id)?.close();
+    gateways.delete(id);
+    sleepingBytes += (await stat(path.join(paths.root, "../../disk.img"))).blocks * 512;
+  }
+  const after = await hostFootprint();
+  let usages = 0;
+  for (let index = 0; index < sleeping; index++)
+    if ((await provider.usage(`bench-sleeping-${index}`)) !== undefined) usages += 1;
+  console.log(`${sleeping} sleeping computers (each woken once, then put to sleep):`);
+  console.log(
+    `  awake according to the provider: ${usages}; processes in Roost's cgroups ${before.processes} → ${after.processes}; mounts under the data dir ${before.mounts} → ${after.mounts}; computer cgroups ${before.cgroups} → ${after.cgroups}`,
+  );
+  console.log(
+    `  host process: open files ${before.fds} → ${after.fds}, RSS ${mib(before.rss)} → ${mib(after.rss)}; disk: ${mib(sleepingBytes / Math.max(1, sleeping))} per computer on the host`,
+  );
 } finally {
   for (const id of created)
     await provider.destroy(id).catch((error: unknown) => console.error(String(error)));

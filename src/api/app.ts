@@ -43,6 +43,8 @@ import type { UsageService } from "../usage/index.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
 import type { ApprovalsService } from "../policy/index.ts";
 import { registerApprovalRoutes } from "./approval-routes.ts";
+import type { SecretsService } from "../secrets/index.ts";
+import { registerSecretRoutes } from "./secret-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -83,6 +85,8 @@ export interface ApiDependencies {
   usage?: UsageService;
   /** Tool policy and approvals (absent: no approval routes). */
   approvals?: ApprovalsService;
+  /** Secrets per bot and per user (absent: no secrets routes). */
+  secrets?: SecretsService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -519,6 +523,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     registerApprovalRoutes(app as unknown as Parameters<typeof registerApprovalRoutes>[0], {
       store,
       approvals: deps.approvals,
+    });
+  if (deps.secrets !== undefined)
+    registerSecretRoutes(app as unknown as Parameters<typeof registerSecretRoutes>[0], {
+      store,
+      secrets: deps.secrets,
     });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

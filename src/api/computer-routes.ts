@@ -51,6 +51,11 @@ export interface ComputerService {
   }>;
   /** Whether the computer's worker is connected to this server now. */
   isConnected(computerId: string): boolean;
+  /**
+   * SECR13: redacts the account's secrets from a downloaded file's bytes (undefined: none to
+   * redact; the download then keeps its length). @default no redaction
+   */
+  fileRedaction?(accountId: string): Promise<TransformStream<Uint8Array, Uint8Array> | undefined>;
   /** The account's own machine becomes its computer, with this worker token's hash (C8). */
   useSelfHosted(
     computerId: string,
@@ -334,18 +339,23 @@ export function registerComputerRoutes(
         "/workspace is a folder; list it with GET /v1/computers/me/files",
       );
     const computerId = await awakeComputer(context.get("account"));
+    const redaction = await computers.fileRedaction?.(context.get("account").id);
     const download = await computers.files.download(computerId, path, context.req.raw.signal);
     const name = path.slice(path.lastIndexOf("/") + 1);
-    return new Response(download.body, {
-      headers: {
-        "content-type": "application/octet-stream",
-        "content-length": String(download.size),
-        "content-disposition": attachmentDisposition(name), // FILES4
-        "last-modified": new Date(download.modifiedAt).toUTCString(),
-        "cache-control": "private, no-store",
-        "x-content-type-options": "nosniff",
+    return new Response(
+      redaction === undefined ? download.body : download.body.pipeThrough(redaction),
+      {
+        headers: {
+          "content-type": "application/octet-stream",
+          // SECR13: a redacted file's length is known only at its end.
+          ...(redaction === undefined ? { "content-length": String(download.size) } : {}),
+          "content-disposition": attachmentDisposition(name), // FILES4
+          "last-modified": new Date(download.modifiedAt).toUTCString(),
+          "cache-control": "private, no-store",
+          "x-content-type-options": "nosniff",
+        },
       },
-    });
+    );
   });
 
   app.put("/v1/computers/me/files/content", async (context) => {

@@ -199,6 +199,20 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_EGRESS_ALLOW_PRIVATE",
     default: "none",
   },
+  "vault-dir": {
+    type: "string",
+    value: "DIR",
+    description: "where each computer's vault CA is kept (its key mode 0600)",
+    env: "ROOST_VAULT_DIR",
+    default: "$ROOST_DATA_DIR/vault",
+  },
+  "vault-upstream-ca-file": {
+    type: "string",
+    value: "FILE",
+    description: "PEM CA certificates trusted for brokered hosts besides the public roots",
+    env: "ROOST_VAULT_UPSTREAM_CA_FILE",
+    default: "none",
+  },
   "preview-url": {
     type: "string",
     value: "URL",

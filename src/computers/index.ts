@@ -34,7 +34,7 @@ export {
   type LocalProvider,
   type LocalProviderOptions,
 } from "./local/index.ts";
-export { prepareWorkerBuild, type WorkerBuild } from "./worker-build.ts";
+export { prepareWorkerBuild, workerNodeOptions, type WorkerBuild } from "./worker-build.ts";
 export {
   detectHost,
   chooseComputerProvider,

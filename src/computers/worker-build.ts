@@ -15,6 +15,22 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { stripTypeScriptTypes } from "node:module";
 import { join, resolve } from "node:path";
 
+/**
+ * Node options of a worker inside a computer, where its memory counts once per awake computer
+ * (decision 0021). `--max-semi-space-size=1` (MiB) keeps the young generation small: its garbage
+ * is collected a little more often, and ~10 MiB of RSS an idle worker never needs are not held.
+ * `--no-opt --no-maglev` leave out V8's optimizing compilers (their code and their work; the
+ * baseline compiler stays): the worker waits on sockets, files and child processes, and loses
+ * no measurable speed. Not `--lite-mode`: it saves ~2 MiB more but turns WebAssembly off, which
+ * Node's TypeScript stripper needs when a worker runs from the sources.
+ * Measured in bench/tool-roundtrip.ts and bench/wake-local.ts.
+ */
+export const workerNodeOptions: readonly string[] = [
+  "--max-semi-space-size=1",
+  "--no-opt",
+  "--no-maglev",
+];
+
 /** The folders the worker's code comes from, relative to `src/`. */
 const workerFolders = ["worker", "protocol"] as const;
 export const workerBuildDir = join("node_modules", ".cache", "roost-worker");

@@ -3,6 +3,7 @@
  * Roost reads `process.env`; everything receives the resolved, validated `RoostConfig`.
  * Documented in docs/configuration.md (keep the two in step).
  */
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { ConfigError } from "../errors/index.ts";
@@ -56,6 +57,7 @@ export interface RoostConfig {
   approvalTimeoutMs: number;
   computers: ComputersConfig;
   egress: EgressConfig;
+  vault: VaultConfig;
   log: LogConfig;
   /** The users' timezone (IANA name) until accounts have their own; the prompt states the date in it. @default UTC */
   timezone: string;
@@ -68,6 +70,17 @@ export interface RoostConfig {
   results: ResultsConfig;
   /** The price table's own prices over the defaults (docs/usage.md#prices). @default none */
   prices: PricesConfig;
+  /** Secrets (docs/secrets.md). */
+  secrets: SecretsConfig;
+}
+
+/** Secrets (docs/secrets.md). */
+export interface SecretsConfig {
+  /**
+   * The key that seals secret values (32 bytes, base64), from `ROOST_SECRETS_KEY`; every node of a
+   * scale-mode deployment needs the same one. @default the data dir's `secrets-key` file (0600)
+   */
+  key: string | undefined;
 }
 
 /** Routines (docs/routines.md). */
@@ -157,6 +170,17 @@ export interface EgressConfig {
    * has an IP rule for them. Never loopback, link-local or Roost's own ports. @default none
    */
   allowPrivate: string[];
+}
+
+/** The vault at the network boundary (docs/vault.md). */
+export interface VaultConfig {
+  /** Where each computer's CA lives (key mode 0600). @default `<dataDir>/vault` */
+  dir: string;
+  /**
+   * Certificates (PEM, one entry per certificate) trusted for upstreams of brokered hosts besides
+   * Node's bundled public roots, read from ROOST_VAULT_UPSTREAM_CA_FILE at start. @default none
+   */
+  upstreamCa: string[];
 }
 
 export interface LogConfig {
@@ -525,6 +549,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     ),
     computers: resolveComputers(source, dataDir),
     egress: resolveEgress(source),
+    vault: resolveVault(source, dataDir),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
     memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
@@ -551,6 +576,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       }),
     },
     routines: resolveRoutines(source),
+    secrets: { key: pick(source, "", "ROOST_SECRETS_KEY") },
   };
 }
 
@@ -671,6 +697,37 @@ function resolveEgress(source: Source): EgressConfig {
     }
   }
   return { allowPrivate };
+}
+
+function resolveVault(source: Source, dataDir: string): VaultConfig {
+  const dir = pick(source, "vault-dir", "ROOST_VAULT_DIR") ?? `${dataDir}/vault`;
+  const file = pick(source, "vault-upstream-ca-file", "ROOST_VAULT_UPSTREAM_CA_FILE");
+  if (file === undefined) return { dir, upstreamCa: [] };
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new ConfigError(
+      `ROOST_VAULT_UPSTREAM_CA_FILE: cannot read ${JSON.stringify(file)} (${(error as Error).message}); give the path of a PEM file of CA certificates`,
+    );
+  }
+  const upstreamCa =
+    text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (upstreamCa.length === 0) {
+    throw new ConfigError(
+      `ROOST_VAULT_UPSTREAM_CA_FILE: ${JSON.stringify(file)} holds no PEM certificate (-----BEGIN CERTIFICATE----- …); give a file of CA certificates`,
+    );
+  }
+  for (const [index, pem] of upstreamCa.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch (error) {
+      throw new ConfigError(
+        `ROOST_VAULT_UPSTREAM_CA_FILE: certificate ${index + 1} in ${JSON.stringify(file)} cannot be parsed (${(error as Error).message})`,
+      );
+    }
+  }
+  return { dir, upstreamCa: upstreamCa.map((pem) => `${pem}\n`) };
 }
 
 function resolveLog(source: Source): LogConfig {

@@ -42,6 +42,7 @@ export function auditDetail(entry: EgressLogEntry): Record<string, unknown> {
   if (entry.resolvedAddress !== undefined) detail.resolvedAddress = entry.resolvedAddress;
   if (entry.reason !== undefined) detail.reason = entry.reason;
   if (entry.code !== undefined) detail.code = entry.code;
+  if (entry.intercepted === true) detail.intercepted = true;
   return detail;
 }
 

@@ -17,6 +17,7 @@ export {
   type ParsedIp,
 } from "./addresses.ts";
 export { auditDetail, auditTo, type EgressAuditOptions, type EgressAuditSink } from "./audit.ts";
+export type { EgressInterception, EgressInterceptor } from "./intercept.ts";
 export { defaultHostGroups, defaultHostPorts, defaultHosts } from "./defaults.ts";
 export {
   checkAddress,

@@ -27,6 +27,13 @@
  *   E8 A computer holds at most `maxConnectionsPerComputer` sockets to the proxy at once, idle
  *      and half-sent ones included; further ones are closed at once, and logged, so one
  *      computer cannot use up the server's file descriptors.
+ *   E9 With an interceptor (the vault, intercept.ts), a plain request or a CONNECT is looked
+ *      inside only for a host the interceptor claims, and only after the checks of E2/E3 passed;
+ *      every other request is forwarded, and every other tunnel tunnelled, untouched.
+ *   E10 An intercepted TLS session is answered with the interceptor's certificate; each request
+ *      in it goes to the CONNECT's host and a checked address (its Host header rewritten, the
+ *      policy re-checked), over TLS that verifies the upstream's certificate chain (Node's roots
+ *      plus `upstreamCa`) and host name; a failed verification is a 502 naming the reason.
  */
 import { lookup } from "node:dns/promises";
 import { rm } from "node:fs/promises";
@@ -45,7 +52,14 @@ import {
   type Socket,
 } from "node:net";
 import { networkInterfaces } from "node:os";
-import type { Duplex } from "node:stream";
+import { PassThrough, type Duplex } from "node:stream";
+import {
+  connect as tlsConnect,
+  createSecureContext,
+  rootCertificates,
+  TLSSocket,
+  type SecureContext,
+} from "node:tls";
 import { ConfigError } from "../errors/index.ts";
 import { createThrottledWarning, silentLogger, type Logger } from "../log/index.ts";
 import {
@@ -71,6 +85,7 @@ import {
   type EgressPolicyInput,
   type EgressTarget,
 } from "./policy.ts";
+import type { EgressInterception, EgressInterceptor } from "./intercept.ts";
 import { encodeSocksReply, readSocksHandshake, socksReply, type SocksReplyCode } from "./socks.ts";
 
 /** Why the proxy refused or failed a request, beyond the policy's own denial codes. */
@@ -98,6 +113,8 @@ export interface EgressLogEntry {
   /** Bytes read from the destination. */
   bytesDown: number;
   durationMs: number;
+  /** Set when the vault looked inside the request or TLS session (E9). */
+  intercepted?: true;
 }
 
 /** The two sockets of one computer (host paths). */
@@ -159,6 +176,8 @@ export interface EgressProxyOptions {
   maxHeaderSize?: number;
   /** Sockets one computer may hold to the proxy at once, both protocols, idle ones included (E8). @default 256 */
   maxConnectionsPerComputer?: number;
+  /** Looks inside the requests of the hosts it claims (the vault; E9, E10). @default none */
+  intercept?: EgressInterceptor;
   now?: () => number;
   /** @default silent */
   logger?: Logger;
@@ -526,8 +545,9 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     computerId: string,
     target: EgressTarget,
     clientSocket: Socket,
+    resolved?: readonly string[],
   ): Promise<{ upstreamSocket: Socket; address: string }> {
-    const addresses = await resolveChecked(computerId, target);
+    const addresses = resolved ?? (await resolveChecked(computerId, target));
     const { socket: upstreamSocket, address } = await connectTo(
       target,
       addresses,
@@ -564,7 +584,10 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
           `roost egress: ${formatTarget(target)}: the request came through this proxy already; refusing to loop.`,
         ); // E6
       }
-      const { upstreamSocket, address } = await openTunnel(computerId, target, socket);
+      const addresses = await resolveChecked(computerId, target);
+      const interception = await options.intercept?.interceptionFor(computerId, target); // E9
+      const body = interception?.swapsBody === true ? await readBody(request, target) : undefined;
+      const { upstreamSocket, address } = await openTunnel(computerId, target, socket, addresses);
       forward(request, response, {
         computerId,
         target,
@@ -573,20 +596,265 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
         upstreamSocket,
         started,
         base,
+        interception,
+        ...(body === undefined ? {} : { body }),
       });
     } catch (error) {
-      const failure = failureOf(error);
-      logRefusal(base, failure, started);
-      if (!response.headersSent && !response.destroyed) {
-        const { body, marker } = refusalBody(failure);
-        response.writeHead(failure.status, {
-          "content-type": "text/plain; charset=utf-8",
-          "content-length": Buffer.byteLength(body),
-          [egressHeader]: marker,
-        });
-        response.end(body);
-      }
+      refuseRequest(response, base, error, started);
     }
+  }
+
+  function refuseRequest(
+    response: ServerResponse,
+    base: EntryBase,
+    error: unknown,
+    started: number,
+  ): void {
+    const failure = failureOf(error);
+    logRefusal(base, failure, started);
+    if (!response.headersSent && !response.destroyed) {
+      const { body, marker } = refusalBody(failure);
+      response.writeHead(failure.status, {
+        "content-type": "text/plain; charset=utf-8",
+        "content-length": Buffer.byteLength(body),
+        [egressHeader]: marker,
+      });
+      response.end(body);
+    }
+  }
+
+  interface TlsSession {
+    computerId: string;
+    target: EgressTarget;
+    addresses: readonly string[];
+    interception: EgressInterception;
+    started: number;
+    base: EntryBase;
+  }
+  /** A request in an intercepted session to a host that has no brokered secret any more. */
+  const passThrough: EgressInterception = {
+    serverContext: () => {
+      throw new Error("roost egress: no server context for a pass-through request");
+    },
+    swapsBody: false,
+    requestHeaders: (rawHeaders) => [...rawHeaders],
+    requestBody: (body) => body,
+    responseHeaders: (rawHeaders) => [...rawHeaders],
+    responseBody: () => new PassThrough(),
+  };
+  /** The TLS sessions the vault terminates, by their server-side socket (E10). */
+  const sessions = new WeakMap<Duplex, TlsSession>();
+  const interceptServer = createServer({
+    maxHeaderSize,
+    headersTimeout: headersTimeoutMs, // E7
+    requestTimeout: 0,
+    keepAliveTimeout: 5_000,
+  });
+  interceptServer.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    void handleIntercepted(request, response);
+  });
+  interceptServer.on("clientError", (_error: Error, socket: Duplex) => socket.destroy());
+  interceptServer.on("upgrade", (_request: IncomingMessage, socket: Duplex) => {
+    const body =
+      "roost vault: protocol upgrades (WebSocket) are not brokered; brokered hosts take plain HTTP/1.1 requests.\n";
+    socket.end(
+      `HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Roost-Egress: error\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+
+  /** E10: answer the computer's TLS with the interceptor's certificate and serve HTTP inside. */
+  function terminateTls(clientSocket: Socket, head: Buffer, session: TlsSession): void {
+    const { computerId, target, addresses, started, base } = session;
+    if (head.length > 0) clientSocket.unshift(head);
+    const secure = new TLSSocket(clientSocket, {
+      isServer: true,
+      secureContext: session.interception.serverContext(),
+      ALPNProtocols: ["http/1.1"],
+    });
+    sessions.set(secure, session);
+    let endReason: string | undefined;
+    let finished = false;
+    const flow: Flow = {
+      computerId,
+      target,
+      address: addresses[0] ?? target.host,
+      close: (reason) => {
+        endReason ??= reason;
+        secure.destroy();
+        clientSocket.destroy();
+      },
+    };
+    flows.add(flow);
+    const handshake = setTimeout(() => {
+      endReason ??= `roost vault: the TLS handshake for ${formatTarget(target)} did not finish in ${headersTimeoutMs} ms; closed.`;
+      secure.destroy();
+    }, headersTimeoutMs); // E7
+    secure.once("secure", () => clearTimeout(handshake));
+    secure.on("error", (error: Error & { code?: string }) => {
+      endReason ??= `roost vault: TLS with the computer failed (${error.code ?? error.message}); does it trust its vault CA (SSL_CERT_FILE)?`;
+      secure.destroy();
+    });
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(handshake);
+      flows.delete(flow);
+      clientSocket.destroy();
+      emit({
+        ...base,
+        ...(addresses[0] === undefined ? {} : { resolvedAddress: addresses[0] }),
+        decision: "allowed",
+        ...(endReason === undefined ? {} : { reason: endReason }),
+        status: 200,
+        bytesUp: 0,
+        bytesDown: 0,
+        durationMs: now() - started,
+        intercepted: true,
+      });
+    };
+    secure.on("close", finish);
+    clientSocket.on("close", finish);
+    interceptServer.emit("connection", secure);
+  }
+
+  async function handleIntercepted(
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<void> {
+    const started = now();
+    const session = sessions.get(request.socket);
+    const method = request.method ?? "GET";
+    if (session === undefined) {
+      request.socket.destroy();
+      return;
+    }
+    const { computerId, target, addresses } = session;
+    const base = baseEntry(computerId, method, target);
+    try {
+      // E9 per request: a secret removed since the CONNECT is not swapped into this one; the
+      // session's certificate stays (the computer already trusts it for this host).
+      const interception =
+        (await options.intercept?.interceptionFor(computerId, target)) ?? passThrough;
+      const raw = request.url ?? "";
+      if (!raw.startsWith("/")) {
+        throw new ProxyFailure(
+          400,
+          "bad-request",
+          `roost vault: inside an HTTPS connection send origin-form request targets (/path), not ${JSON.stringify(raw.slice(0, 100))}.`,
+        );
+      }
+      if (String(request.headers.via ?? "").includes(viaToken)) {
+        throw new ProxyFailure(
+          403,
+          "proxy-loop",
+          `roost egress: ${formatTarget(target)}: the request came through this proxy already; refusing to loop.`,
+        ); // E6
+      }
+      // E10: the CONNECT's host, whatever Host the computer sent inside.
+      const url = new URL(`https://${formatTarget(target)}${raw}`);
+      const body = interception.swapsBody ? await readBody(request, target) : undefined;
+      const { upstreamSocket, address } = await openTlsUpstream(
+        computerId,
+        target,
+        addresses,
+        request.socket,
+      );
+      forward(request, response, {
+        computerId,
+        target,
+        url,
+        address,
+        upstreamSocket,
+        started,
+        base,
+        interception,
+        ...(body === undefined ? {} : { body }),
+      });
+    } catch (error) {
+      refuseRequest(response, base, error, started);
+    }
+  }
+
+  let upstreamSecureContext: SecureContext | undefined;
+  /** Built once: parsing the public roots for every connection would cost milliseconds each. */
+  function upstreamContext(): SecureContext {
+    const extra = options.intercept?.upstreamCa ?? [];
+    upstreamSecureContext ??= createSecureContext(
+      extra.length === 0 ? {} : { ca: [...rootCertificates, ...extra] },
+    );
+    return upstreamSecureContext;
+  }
+
+  /** E10: a checked address, then TLS that verifies the upstream's chain and name. */
+  async function openTlsUpstream(
+    computerId: string,
+    target: EgressTarget,
+    addresses: readonly string[],
+    clientSocket: Socket,
+  ): Promise<{ upstreamSocket: Socket; address: string }> {
+    const { upstreamSocket: plain, address } = await openTunnel(
+      computerId,
+      target,
+      clientSocket,
+      addresses,
+    );
+    const secure = tlsConnect({
+      socket: plain,
+      host: target.host,
+      ...(normalizeIp(target.host) === undefined ? { servername: target.host } : {}),
+      secureContext: upstreamContext(),
+      ALPNProtocols: ["http/1.1"],
+      rejectUnauthorized: true,
+    });
+    plain.on("error", () => secure.destroy());
+    try {
+      await new Promise<void>((resolvePromise, reject) => {
+        const timer = setTimeout(
+          () => reject(Object.assign(new Error("TLS handshake timed out"), { code: "ETIMEDOUT" })),
+          connectTimeoutMs,
+        ); // E7
+        secure.once("secureConnect", () => {
+          clearTimeout(timer);
+          secure.removeAllListeners("error");
+          resolvePromise();
+        });
+        secure.once("error", (error: Error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
+      });
+    } catch (error) {
+      secure.destroy();
+      plain.destroy();
+      const code = (error as { code?: string }).code ?? "";
+      throw new ProxyFailure(
+        502,
+        "upstream-failed",
+        `roost vault: TLS to ${formatTarget(target)} failed: ${code === "" ? "" : `${code}: `}${(error as Error).message}. The upstream's certificate must chain to a trusted root (ROOST_VAULT_UPSTREAM_CA_FILE adds one) and name the host.`,
+        { resolvedAddress: address },
+      );
+    }
+    return { upstreamSocket: secure, address };
+  }
+
+  /** The whole body of a request whose body the vault rewrites, at most `maxBodyBytes`. */
+  async function readBody(request: IncomingMessage, target: EgressTarget): Promise<Buffer> {
+    const limit = options.intercept?.maxBodyBytes ?? 1_048_576;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of request as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        throw new ProxyFailure(
+          413,
+          "bad-request",
+          `roost vault: request bodies to ${target.host} are rewritten in memory, at most ${limit} bytes; send a smaller body, or broker the secret without body swapping.`,
+        );
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
   }
 
   function forward(
@@ -600,17 +868,42 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       upstreamSocket: Socket;
       started: number;
       base: EntryBase;
+      interception: EgressInterception | undefined;
+      /** The whole request body, read already, when the interception rewrites it. */
+      body?: Buffer;
     },
   ): void {
-    const { computerId, target, url, address, upstreamSocket, started, base } = flowInfo;
+    const { computerId, target, url, address, upstreamSocket, started, base, interception } =
+      flowInfo;
+    const method = request.method ?? "GET";
+    const body =
+      flowInfo.body === undefined ? undefined : interception?.requestBody(flowInfo.body, method);
     let endReason: string | undefined;
     let status = 502;
     let finished = false;
+    let headers = requestHeaders(request.rawHeaders, url);
+    if (interception !== undefined) {
+      // Redaction needs the response as sent: ask for no content coding.
+      headers = interception.requestHeaders(
+        [
+          ...filterHeaders(headers, (name) => name === "accept-encoding"),
+          "Accept-Encoding",
+          "identity",
+        ],
+        method,
+      );
+      if (body !== undefined)
+        headers = [
+          ...filterHeaders(headers, (name) => name === "content-length"),
+          "Content-Length",
+          String(body.length),
+        ];
+    }
 
     const upstream = httpRequest({
-      method: request.method ?? "GET",
+      method,
       path: `${url.pathname}${url.search}`,
-      headers: requestHeaders(request.rawHeaders, url),
+      headers,
       createConnection: () => upstreamSocket,
       maxHeaderSize,
     });
@@ -642,6 +935,7 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
         bytesUp: upstreamSocket.bytesWritten,
         bytesDown: upstreamSocket.bytesRead,
         durationMs: now() - started,
+        ...(interception === undefined ? {} : { intercepted: true as const }),
       });
     };
 
@@ -668,12 +962,28 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
 
     upstream.on("response", (upstreamResponse) => {
       status = upstreamResponse.statusCode ?? 502;
-      response.writeHead(
-        status,
-        upstreamResponse.statusMessage,
-        responseHeaders(upstreamResponse.rawHeaders),
-      );
-      upstreamResponse.pipe(response);
+      if (interception === undefined) {
+        response.writeHead(
+          status,
+          upstreamResponse.statusMessage,
+          responseHeaders(upstreamResponse.rawHeaders),
+        );
+        upstreamResponse.pipe(response);
+      } else {
+        // Redaction may change the length: the body goes out chunked (or until close).
+        const kept = filterHeaders(
+          upstreamResponse.rawHeaders,
+          (name) => name === "content-length",
+        );
+        response.writeHead(
+          status,
+          upstreamResponse.statusMessage,
+          interception.responseHeaders(kept),
+        );
+        const redactor = interception.responseBody();
+        redactor.on("error", () => request.socket.destroy());
+        upstreamResponse.pipe(redactor).pipe(response);
+      }
       upstreamResponse.on("error", () => request.socket.destroy());
     });
     upstream.on("error", (error) => {
@@ -681,7 +991,11 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
       endReason ??= `roost egress: ${formatTarget(target)} failed (${code}).`;
       sendError(502, endReason);
     });
-    request.pipe(upstream);
+    if (body !== undefined) {
+      upstream.end(body);
+    } else {
+      request.pipe(upstream);
+    }
     response.on("close", finish);
     request.on("error", () => upstream.destroy());
   }
@@ -698,7 +1012,28 @@ export function createEgressProxy(options: EgressProxyOptions = {}): EgressProxy
     const base = baseEntry(computerId, "CONNECT", "target" in parsed ? parsed.target : undefined);
     try {
       if ("error" in parsed) throw new ProxyFailure(400, "bad-request", parsed.error);
-      const { upstreamSocket, address } = await openTunnel(computerId, parsed.target, clientSocket);
+      const addresses = await resolveChecked(computerId, parsed.target);
+      const interception = await options.intercept?.interceptionFor(computerId, parsed.target); // E9
+      if (interception !== undefined) {
+        if (clientSocket.destroyed)
+          throw new ProxyFailure(499, "upstream-failed", "roost egress: the client went away.");
+        clientSocket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        terminateTls(clientSocket, head, {
+          computerId,
+          target: parsed.target,
+          addresses,
+          interception,
+          started,
+          base,
+        });
+        return;
+      }
+      const { upstreamSocket, address } = await openTunnel(
+        computerId,
+        parsed.target,
+        clientSocket,
+        addresses,
+      );
       clientSocket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       tunnel(clientSocket, upstreamSocket, head, {
         target: parsed.target,

@@ -7,6 +7,8 @@
  *   LOG1 no token reaches a log line: fields named like credentials are replaced, and API tokens,
  *        worker tokens and bearer credentials inside any text are replaced by `[REDACTED]`.
  *   LOG2 a log call never throws, whatever its fields hold.
+ *   LOG3 secret values (secrets/) never reach a log line either: every registered redaction
+ *        (`registerLogRedaction`) runs on every text after the credential patterns.
  */
 import pino from "pino";
 
@@ -44,10 +46,19 @@ const credentialPatterns: RegExp[] = [
   /\bsk-[A-Za-z0-9_-]{16,}/g, // provider keys in echoed error texts
 ];
 
-/** LOG1: credentials inside free text become `[REDACTED]`. */
+const redactions = new Set<(text: string) => string>();
+
+/** LOG3: adds a redaction every log line passes (secret values); the answer removes it. */
+export function registerLogRedaction(redact: (text: string) => string): () => void {
+  redactions.add(redact);
+  return () => void redactions.delete(redact);
+}
+
+/** LOG1, LOG3: credentials and secret values inside free text become `[REDACTED]`. */
 export function redactCredentials(text: string): string {
   let result = text;
   for (const pattern of credentialPatterns) result = result.replace(pattern, "[REDACTED]");
+  for (const redact of redactions) result = redact(result);
   return result;
 }
 

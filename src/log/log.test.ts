@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLogger, redactCredentials } from "./index.ts";
+import { createLogger, redactCredentials, registerLogRedaction } from "./index.ts";
 
 function capture() {
   const lines: string[] = [];
@@ -59,5 +59,21 @@ describe("logger", () => {
     expect(redactCredentials("Authorization: Bearer abc.def-ghi_jkl")).toBe(
       "Authorization: [REDACTED]",
     );
+  });
+});
+
+describe("LOG3 registered redactions", () => {
+  it("a registered redaction runs on messages and fields until it is removed", () => {
+    const lines: string[] = [];
+    const logger = createLogger({ destination: { write: (text: string) => lines.push(text) } });
+    const remove = registerLogRedaction((text) =>
+      text.replaceAll("value-of-a-secret", "[REDACTED]"),
+    );
+    logger.warn("saw value-of-a-secret", { output: "x value-of-a-secret y" });
+    remove();
+    logger.warn("after value-of-a-secret");
+    expect(lines[0]).not.toContain("value-of-a-secret");
+    expect(lines[0]).toContain("x [REDACTED] y");
+    expect(lines[1]).toContain("after value-of-a-secret");
   });
 });

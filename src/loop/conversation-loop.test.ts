@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createMemoryDurable } from "../engine/testing/index.ts";
 import { ModelError, RoostError } from "../errors/index.ts";
 import { createEventHub, type ConversationEvent } from "../events/index.ts";
+import { createMemoryLogger } from "../log/testing/index.ts";
 import type { InferRequest, InferResult, ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import { z } from "zod";
@@ -294,6 +295,29 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       code: "model_error",
       message: expect.stringContaining("ROOST_OPENAI_API_KEY"),
     });
+  });
+
+  it("logs a model failure and a failed tool call, with the conversation and turn ids", async () => {
+    await send("$ false");
+    let calls = 0;
+    const model = scriptedModel(() => {
+      calls++;
+      if (calls === 1)
+        return { toolCalls: [{ id: "c1", name: "shell", input: { command: "false" } }] };
+      throw new ModelError("openai: 429 Too Many Requests: the rate limit was reached");
+    });
+    const logger = createMemoryLogger();
+    const tools = shellTool(async () => ({ output: "exit code 1", isError: true }));
+    await runConversation(createMemoryDurable(), deps(model, { tools, logger }), conversationId);
+    const failedTool = logger.entries.find((entry) => entry.message === "tool call failed")!;
+    expect(failedTool).toMatchObject({ level: "warn", fields: { conversationId, tool: "shell" } });
+    expect(failedTool.fields.turnId).toEqual(expect.any(String));
+    const failedModel = logger.entries.find((entry) => entry.message === "model call failed")!;
+    expect(failedModel).toMatchObject({
+      level: "error",
+      fields: { conversationId, code: "model_error", error: expect.stringContaining("429") },
+    });
+    expect(failedModel.fields.turnId).toBe(failedTool.fields.turnId);
   });
 
   it("ends a turn whose step keeps failing with an error step, and goes on with the next message", async () => {

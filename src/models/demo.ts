@@ -15,6 +15,7 @@
  *   `skill <name>`          → tool `skill` `{ name }`
  *   `tell <bot>: <text>`, `draft <kind> <to>: <text>`, `no reply` → results (demo-results.ts)
  *   `because <reason>: <command>`, `call <tool> <json>` → policy and approvals (demo-policy.ts)
+ *   `request secret <NAME> [reason]` → tool `request_secret` (demo-secrets.ts)
  *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
@@ -31,6 +32,7 @@
 import { createHash } from "node:crypto";
 import { decidePolicyCommand } from "./demo-policy.ts";
 import { decideResultCommand } from "./demo-results.ts";
+import { decideSecretCommand } from "./demo-secrets.ts";
 import { describeMedia } from "./media.ts";
 import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
 import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } from "./types.ts";
@@ -161,7 +163,9 @@ function decide(text: string, request: InferRequest): DemoAction {
   if (forget?.[1] !== undefined && isOffered(request, "memory")) {
     return { kind: "tool", name: "memory", input: { action: "remove", id: forget[1] } };
   }
-  const result = decideResultCommand(trimmed, (tool) => isOffered(request, tool));
+  const result =
+    decideResultCommand(trimmed, (tool) => isOffered(request, tool)) ??
+    decideSecretCommand(trimmed, (tool) => isOffered(request, tool));
   if (result !== undefined) return result;
   const skill = /^skill\s+(\S+)\s*$/i.exec(trimmed);
   if (skill?.[1] !== undefined && isOffered(request, "skill")) {

@@ -39,6 +39,13 @@ import { createGateway } from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
+import {
+  createRequestSecretTool,
+  createSecretCipher,
+  createSecretRedaction,
+  createSecretsService,
+  loadSecretsKey,
+} from "../secrets/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
 import {
   createLexicalRanker,
@@ -79,7 +86,7 @@ import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
 import type { Notifier } from "../notifications/index.ts";
-import { createLogger, type Logger } from "../log/index.ts";
+import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
@@ -207,6 +214,16 @@ export async function startPlatform(
       config.computers.gatewayUrl ??
       `ws://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}/v1/gateway`;
 
+    // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
+    // from every result (docs/secrets.md).
+    const secrets = createSecretsService({
+      store,
+      cipher: createSecretCipher(
+        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+      ),
+    });
+    const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
+    cleanups.push(async () => unregisterLogRedaction());
     // Roost's own ports, which no computer may reach through the egress proxy (P3).
     const platformPorts = new Set<number>([port, ...restatePorts(config), ...storePorts(config)]);
     const runtime: ComputerRuntime =
@@ -214,6 +231,21 @@ export async function startPlatform(
         ? await startComputerRuntime(config, store, {
             logger,
             gateway,
+            // The vault (decision 0024): the computer's account's brokered secrets, read at each
+            // request so a deleted secret is never swapped in again.
+            brokeredSecrets: {
+              forComputer: async (computerId) => {
+                const computer = await store.getComputer(computerId);
+                if (computer === undefined) return [];
+                return (await secrets.brokeredFor(computer.accountId)).map((secret) => ({
+                  name: secret.name,
+                  value: secret.value,
+                  hosts: secret.hosts,
+                  accountId: computer.accountId,
+                }));
+              },
+            },
+            redact: (text) => secrets.redactLoaded(text),
             platformPorts: () => platformPorts,
             ...(options.host === undefined ? {} : { host: options.host }),
           })
@@ -303,8 +335,10 @@ export async function startPlatform(
       logger: skillsLogger,
     });
     // Tool policy, approvals and the review model (docs/approvals.md): the router's TOOL2 hooks.
+    const secretRedaction = createSecretRedaction(secrets);
     const approvals = createApprovals({
       store,
+      redact: secretRedaction.redact, // REV2: what the reviewer sees and the card shows
       events,
       notifier,
       release: (waiterId, value) => kicker.wake(waiterId, value),
@@ -319,6 +353,7 @@ export async function startPlatform(
     const tools = createToolRouter({
       policy: approvals.policy,
       ask: approvals.ask,
+      ...secretRedaction,
       sources: [
         ...(options.toolSources ?? [
           createComputerTools({
@@ -327,8 +362,10 @@ export async function startPlatform(
             events,
             providerKind: provider.kind,
             prepare: syncSkills,
+            secrets,
           }),
         ]),
+        createRequestSecretTool({ store, secrets, notifier }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
@@ -495,6 +532,7 @@ export async function startPlatform(
       skills,
       usage,
       approvals,
+      secrets,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
@@ -534,6 +572,7 @@ export async function startPlatform(
         }
       },
       computers: {
+        fileRedaction: (accountId) => secrets.fileRedaction(accountId), // SECR13
         forAccount: async (accountId) => {
           const computer = await store.ensureComputer(accountId, provider.kind);
           return {

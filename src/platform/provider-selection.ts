@@ -15,6 +15,7 @@ import {
   createProcessProvider,
   detectHost,
   insidePaths,
+  workerNodeOptions,
   prepareWorkerBuild,
   unprivilegedLimits,
   type ComputerProvider,
@@ -33,6 +34,12 @@ import {
 import type { Gateway } from "../gateway/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Store } from "../store/index.ts";
+import {
+  createVault,
+  createVaultAuthority,
+  swapAuditTo,
+  type BrokeredSecrets,
+} from "../vault/index.ts";
 
 export interface ComputerRuntime {
   provider: ComputerProvider;
@@ -54,6 +61,13 @@ export interface ComputerRuntimeOptions {
   gateway: Gateway;
   /** Roost's own ports (API, Restate, service endpoint, store), which no computer may reach. */
   platformPorts: () => Iterable<number>;
+  /**
+   * The computers' brokered secrets, swapped in by the egress proxy (docs/vault.md); the secrets
+   * store provides them. @default none: nothing is intercepted, every tunnel is untouched
+   */
+  brokeredSecrets?: BrokeredSecrets;
+  /** The secrets redactor, applied to brokered hosts' response headers too. @default none */
+  redact?: (text: string) => string;
   /** The host as `roost up` found it after preparing it (host-setup.ts); probed here when absent. */
   host?: HostReport;
 }
@@ -97,8 +111,19 @@ export async function startComputerRuntime(
   }
 
   const audit = auditTo(store, { logger });
+  const authority = createVaultAuthority({ dir: config.vault.dir });
+  const swapAudit = swapAuditTo(store);
+  const vault = createVault({
+    secrets: options.brokeredSecrets ?? { forComputer: () => Promise.resolve([]) },
+    authority,
+    upstreamCa: config.vault.upstreamCa,
+    onSwap: swapAudit,
+    ...(options.redact === undefined ? {} : { redact: options.redact }),
+    logger,
+  });
   const egress = createEgressProxy({
     onRequest: audit,
+    intercept: vault,
     logger,
     allowPrivate: config.egress.allowPrivate,
     platformPorts,
@@ -122,13 +147,21 @@ export async function startComputerRuntime(
     log,
     ...(workerBuild === undefined
       ? {}
-      : { workerArgv: [insidePaths.node, `${insidePaths.roost}/${workerBuild.relativeEntry}`] }),
+      : {
+          workerArgv: [
+            insidePaths.node,
+            ...workerNodeOptions,
+            `${insidePaths.roost}/${workerBuild.relativeEntry}`,
+          ],
+        }),
     sockets: {
       gateway: (computerId, socketPath) => gateway.listenComputer(computerId, socketPath),
       egress: async (computerId, paths) => {
         await applyPolicy(computerId);
+        const trust = await authority.trustFor(computerId);
         const listener = await egress.listenComputer(computerId, paths);
         return {
+          trust,
           close: async () => {
             await listener.close();
             egress.removeComputer(computerId);
@@ -147,6 +180,7 @@ export async function startComputerRuntime(
       await provider.close();
       await egress.close();
       await audit.flush();
+      await swapAudit.flush();
     },
   };
 }

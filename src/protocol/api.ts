@@ -598,7 +598,9 @@ export type NotificationKind =
   | "budget_reached"
   | "routines_paused"
   | "draft"
-  | "approval";
+  | "approval"
+  // Secrets (docs/secrets.md): a bot asked for a secret it does not have (request_secret).
+  | "secret_request";
 
 export interface Notification {
   id: string;
@@ -755,4 +757,29 @@ export interface ApprovalPayload {
   review: ReviewVerdict | null;
   state: ApprovalState;
   expiresAt: string;
+}
+
+// Secrets (docs/secrets.md): names and metadata only; a value is written, never read back.
+
+/** `PUT /v1/bots/{id}/secrets/{NAME}` and `PUT /v1/me/secrets/{NAME}`. */
+export interface PutSecretRequest {
+  /** 8–4,096 bytes. */
+  value: string;
+  /** Brokered: the computer sees `roost-secret:NAME`; the egress proxy swaps in the value for these hosts only. */
+  broker?: { hosts: string[] };
+}
+export interface SecretView {
+  name: string;
+  /** `bot`: this bot's; `user`: shared by all of the account's bots. */
+  scope: "bot" | "user";
+  /** Set for a bot's secret. */
+  botId?: string;
+  broker: { hosts: string[] } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface SecretList {
+  secrets: SecretView[];
+  /** At most this many per bot, and per user. */
+  limit: number;
 }

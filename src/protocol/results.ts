@@ -12,6 +12,7 @@ export const attentionKinds: readonly NotificationKind[] = [
   "budget_reached",
   "routines_paused",
   "approval",
+  "secret_request",
 ];
 
 export const draftKinds: readonly DraftKind[] = ["email", "slack", "message"];

@@ -61,7 +61,7 @@ const limit = z
 // ── shell ───────────────────────────────────────────────────────────────────────────────────────
 
 export const shellInputSchema = z.object({
-  /** Run with `bash -lc` in the workspace (or `cwd`). */
+  /** Run by a non-login `bash` in the workspace (or `cwd`). */
   command: z
     .string()
     .min(1)

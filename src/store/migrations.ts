@@ -467,4 +467,22 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX approvals_unreleased ON approvals (released, state)`,
     ],
   },
+  {
+    version: 19,
+    statements: [
+      // Secrets (secret-types.ts, SST1): sealed values only (src/secrets/crypto.ts); the owner is
+      // a bot (scope 'bot') or an account (scope 'user', shared by all of its bots).
+      `CREATE TABLE secrets (
+        scope TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        sealed TEXT NOT NULL,
+        broker_hosts TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, owner_id, name))`,
+      `CREATE INDEX secrets_by_account ON secrets (account_id)`,
+    ],
+  },
 ];

@@ -11,6 +11,7 @@ import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
+import { createSecretQueries } from "./secret-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -311,6 +312,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createResultsQueries(driver, now, insertAudit),
     ...createUsageQueries(driver, now),
     ...createApprovalQueries(driver, now),
+    ...createSecretQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -562,6 +564,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM routines WHERE bot_id = ?", [id]);
         // Its tool policy goes too; its approvals stay, like the audit log (a record of decisions).
         await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
+        // Its secrets (SST1): their sealed values are of no use to anyone else.
+        await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

@@ -23,6 +23,7 @@ import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
+import type { SecretStore } from "./secret-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 
@@ -32,6 +33,7 @@ export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
+export type * from "./secret-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 
@@ -171,7 +173,14 @@ export interface BotPatch {
 }
 
 export interface Store
-  extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore, ApprovalStore {
+  extends
+    MemoryStore,
+    SkillStore,
+    RoutineStore,
+    ResultsStore,
+    UsageStore,
+    ApprovalStore,
+    SecretStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -2,53 +2,11 @@
  * The usage part of the store (usage-types.ts, USE1–USE3) on SQLite and on Postgres: the same
  * cases run against both real databases.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createTestDatabase, postgresAvailable } from "../../test/support/postgres.ts";
-import { createPostgresDriver } from "./postgres-driver.ts";
-import { createSqlStore } from "./sql-store.ts";
-import { createSqliteDriver } from "./sqlite-driver.ts";
+import { storeOpeners } from "./testing/openers.ts";
 import type { Store, UsageRecord } from "./types.ts";
 
-const postgres = await postgresAvailable();
-
-type Opener = () => Promise<{ store: Store; close: () => Promise<void> }>;
-const openers: [string, Opener | undefined][] = [
-  [
-    "sqlite",
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), "roost-usage-"));
-      const store = createSqlStore(createSqliteDriver(join(dir, "roost.db")));
-      await store.migrate();
-      return {
-        store,
-        close: async () => {
-          await store.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  ],
-  [
-    "postgres",
-    postgres.ok
-      ? async () => {
-          const database = await createTestDatabase();
-          const store = createSqlStore(createPostgresDriver(database.url));
-          await store.migrate();
-          return {
-            store,
-            close: async () => {
-              await store.close();
-              await database.drop();
-            },
-          };
-        }
-      : undefined,
-  ],
-];
+const openers = await storeOpeners("roost-usage-");
 
 const day = Date.UTC(2026, 0, 15);
 function record(overrides: Partial<UsageRecord> & { id: string }): UsageRecord {

@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { createMemoryDurable, type MemoryDurable } from "../engine/testing/index.ts";
 import type { Store } from "../store/index.ts";
 import { RoostError } from "../errors/index.ts";
-import { asleepMessage, createComputerTools, notConnectedMessage } from "./computer-tools.ts";
+import { createRedactor, createSecretRedaction } from "../secrets/index.ts";
+import {
+  asleepMessage,
+  createComputerTools,
+  notConnectedMessage,
+  redactedWriteMessage,
+  type ComputerSecrets,
+} from "./computer-tools.ts";
 import { createToolRouter } from "./router.ts";
 import type { ToolCallRequest, ToolRouter } from "./types.ts";
 
@@ -47,7 +54,13 @@ function setup(
   state: string,
   options: {
     ensureAwake?: (input: { allowWake: boolean }) => Promise<unknown>;
-    gatewayCall?: (request: unknown, signal: AbortSignal | undefined) => Promise<unknown>;
+    gatewayCall?: (
+      request: unknown,
+      signal: AbortSignal | undefined,
+      onChunk?: (chunk: { stream: "stdout" | "stderr"; data: string }) => void,
+    ) => Promise<unknown>;
+    secrets?: ComputerSecrets & Parameters<typeof createSecretRedaction>[0];
+    published?: unknown[];
   } = {},
 ): Setup {
   const calls: unknown[] = [];
@@ -70,15 +83,34 @@ function setup(
     },
   });
   const gateway = {
-    call: async (computerId: string, request: unknown, callOptions: { signal?: AbortSignal }) => {
+    call: async (
+      computerId: string,
+      request: unknown,
+      callOptions: {
+        signal?: AbortSignal;
+        onChunk?: (chunk: { stream: "stdout" | "stderr"; data: string }) => void;
+      },
+    ) => {
       calls.push(["gateway", computerId, request]);
       if (options.gatewayCall !== undefined)
-        return options.gatewayCall(request, callOptions.signal);
+        return options.gatewayCall(request, callOptions.signal, callOptions.onChunk);
       return { ok: true, output: completed };
     },
   };
+  const events = {
+    publish: (event: unknown) => options.published?.push(event),
+  };
   const router = createToolRouter({
-    sources: [createComputerTools({ store, gateway: gateway as never, providerKind: "process" })],
+    ...(options.secrets === undefined ? {} : createSecretRedaction(options.secrets)),
+    sources: [
+      createComputerTools({
+        store,
+        gateway: gateway as never,
+        events: events as never,
+        providerKind: "process",
+        ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      }),
+    ],
   });
   return {
     router,
@@ -284,5 +316,102 @@ describe("computer tools", () => {
       output: notConnectedMessage,
       isError: true,
     });
+  });
+});
+
+describe("secrets on the computer (CT8, CT9)", () => {
+  const value = "sk-unit-0123456789abcdef";
+  const secrets = {
+    envFor: async () => ({ API_KEY: value }),
+    redactorFor: async () => createRedactor([value]),
+  };
+
+  it("CT8: the shell gets the secret in its environment; the journal keeps the model's input and the redacted result", async () => {
+    const published: unknown[] = [];
+    const { router, request, calls, durable } = setup("awake", {
+      secrets,
+      published,
+      gatewayCall: async (_request, _signal, onChunk) => {
+        // The value arrives split across three chunks of live output.
+        onChunk?.({ stream: "stdout", data: `key=${value.slice(0, 5)}` });
+        onChunk?.({ stream: "stdout", data: value.slice(5, 12) });
+        onChunk?.({ stream: "stdout", data: `${value.slice(12)} done\n` });
+        return { ok: true, output: { ...completed, stdout: `key=${value} done\n` } };
+      },
+    });
+    const result = await router.execute(
+      "shell",
+      { command: "echo key=$API_KEY done", env: { OTHER: "1" } },
+      request(),
+    );
+    const sent = calls.find((call) => (call as unknown[])[0] === "gateway") as unknown[];
+    expect((sent[2] as { input: { env: Record<string, string> } }).input.env).toEqual({
+      API_KEY: value,
+      OTHER: "1",
+    });
+    expect(result.output).toContain("key=[REDACTED] done");
+    expect(JSON.stringify(result)).not.toContain(value);
+    expect(JSON.stringify(durable.journal)).not.toContain(value);
+    const shown = published.map((event) => (event as { data: string }).data).join("");
+    expect(shown).toBe("key=[REDACTED] done\n");
+    for (const event of published) expect(JSON.stringify(event)).not.toContain(value.slice(0, 8));
+  });
+
+  it("CT9: a write of [REDACTED] over a file that holds the value is refused, nothing written", async () => {
+    const { router, request, calls } = setup("awake", {
+      secrets,
+      gatewayCall: async (request) => {
+        const { tool } = request as { tool: string };
+        if (tool === "read")
+          return {
+            ok: true,
+            output: {
+              kind: "text",
+              path: "/workspace/app.env",
+              content: `KEY=${value}\nDEBUG=1\n`,
+              startLine: 1,
+              endLine: 2,
+              truncated: false,
+              sizeBytes: 40,
+            },
+          };
+        return { ok: true, output: { path: "/workspace/app.env", bytesWritten: 1 } };
+      },
+    });
+    const result = await router.execute(
+      "write",
+      { path: "app.env", content: "KEY=[REDACTED]\nDEBUG=0\n" },
+      request(),
+    );
+    expect(result).toMatchObject({
+      output: redactedWriteMessage("/workspace/app.env"),
+      isError: true,
+    });
+    const tools = calls
+      .filter((call) => (call as unknown[])[0] === "gateway")
+      .map((call) => ((call as unknown[])[2] as { tool: string }).tool);
+    expect(tools).toEqual(["read"]);
+  });
+
+  it("CT9: the mark is written as asked where the file holds no value (or there is no file)", async () => {
+    const { router, request, calls } = setup("awake", {
+      secrets,
+      gatewayCall: async (request) => {
+        const { tool } = request as { tool: string };
+        if (tool === "read")
+          return { ok: false, error: { code: "not_found", message: "no such file" } };
+        return { ok: true, output: { path: "/workspace/notes.md", bytesWritten: 30 } };
+      },
+    });
+    const result = await router.execute(
+      "write",
+      { path: "notes.md", content: "Redaction shows [REDACTED]." },
+      request(),
+    );
+    expect(result.isError).toBe(false);
+    const tools = calls
+      .filter((call) => (call as unknown[])[0] === "gateway")
+      .map((call) => ((call as unknown[])[2] as { tool: string }).tool);
+    expect(tools).toEqual(["read", "write"]);
   });
 });

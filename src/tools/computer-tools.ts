@@ -16,6 +16,12 @@
  *       self-hosted machine, C7), and a call whose worker went away answers it too.
  *   CT7 `prepare` (the skills copy) runs before every call that reaches an awake computer, after
  *       the wake and before the tool; it journals its own work and must not throw.
+ *   CT8 secrets reach the computer only as environment variables of shell processes, added inside
+ *       the tool's step to what is sent (the journal keeps the model's input and the redacted
+ *       result, never the variables); live output passes a stream redactor (TOOL3).
+ *   CT9 a write or edit that carries `[REDACTED]` into a file that holds a secret value is refused
+ *       with a message, before anything is written: the model only ever saw the mark, and writing
+ *       it back would destroy the value (OpenClaw #130180).
  */
 import { z } from "zod";
 import { isRoostError } from "../errors/index.ts";
@@ -97,7 +103,24 @@ export interface ComputerToolsOptions {
    * it here, once per turn). Journals through `context` and never throws. @default nothing
    */
   prepare?: (computerId: string, context: ToolCallContext) => Promise<void>;
+  /** CT8, CT9: the bot's secrets (secrets/). @default none */
+  secrets?: ComputerSecrets;
 }
+
+/** What computer tools need of the secrets module (CT8, CT9). */
+export interface ComputerSecrets {
+  /** The variables a bot's shell processes get. */
+  envFor(accountId: string, botId: string): Promise<Record<string, string>>;
+  /** Replaces every complete secret value of the account in `text` (unchanged: none there). */
+  redactorFor(accountId: string): Promise<{ empty: boolean; whole(text: string): string }>;
+}
+
+/** CT9: what redaction writes, and so what the model may try to write back. */
+export const redactedMarkText = "[REDACTED]";
+
+/** CT9: the exact refusal of a write that would replace a secret value by its mark. */
+export const redactedWriteMessage = (path: string) =>
+  `Refused: ${path} holds a secret value that you see as ${redactedMarkText}, and this change would replace it with the mark. Leave the line with ${redactedMarkText} as it is: edit only the other lines (an edit whose oldString and newString do not include ${redactedMarkText}), or ask the owner to change the secret.`;
 
 export function createComputerTools(options: ComputerToolsOptions): ToolSource {
   const waking = new Set<string>(options.wakingTools ?? defaultWakingTools);
@@ -123,6 +146,44 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
     key: computerId,
     handler,
   });
+
+  /** CT9: refuses a write or edit that would put the mark where the file holds a value. */
+  async function guardRedactedWrite(
+    name: ToolName,
+    input: Record<string, unknown>,
+    computerId: string,
+    context: ToolCallContext,
+    signal: AbortSignal,
+  ): Promise<ToolResult | undefined> {
+    if (options.secrets === undefined || (name !== "write" && name !== "edit")) return undefined;
+    const carried =
+      name === "write"
+        ? input.encoding !== "base64" && String(input.content).includes(redactedMarkText)
+        : String(input.newString).includes(redactedMarkText) ||
+          String(input.oldString).includes(redactedMarkText);
+    if (!carried) return undefined;
+    const redactor = await options.secrets.redactorFor(context.accountId);
+    if (redactor.empty) return undefined;
+    const current = await options.gateway.call(
+      computerId,
+      {
+        callId: `${context.callId}:guard`,
+        tool: "read",
+        input: { path: input.path, limit: Number.MAX_SAFE_INTEGER },
+        timeoutMs: fileToolTimeoutMs,
+      },
+      { signal },
+    );
+    if (!current.ok) return undefined; // no such file (or unreadable): nothing to destroy
+    const output = current.output as ToolOutput<"read">;
+    if (output.kind !== "text" || redactor.whole(output.content) === output.content)
+      return undefined;
+    return {
+      output: redactedWriteMessage(output.path),
+      isError: true,
+      details: { error: "redacted_write", path: output.path },
+    };
+  }
 
   return {
     name: "computer",
@@ -197,21 +258,46 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         const started = Date.now();
         if (signal.aborted) return interruptedResult(name);
         try {
+          const refused = await guardRedactedWrite(name, toolInput, computerId, context, signal);
+          if (refused !== undefined) return refused; // CT9
+          const sent =
+            name === "shell" && options.secrets !== undefined
+              ? {
+                  ...toolInput,
+                  env: {
+                    ...(await options.secrets.envFor(context.accountId, context.botId)),
+                    ...(toolInput.env as Record<string, string> | undefined),
+                  },
+                } // CT8
+              : toolInput;
+          const streams = new Map<string, ReturnType<ToolCallContext["redactStream"]>>();
+          const publish = (stream: "stdout" | "stderr", data: string) => {
+            if (data !== "")
+              options.events?.publish({
+                type: "tool-output",
+                conversationId: context.conversationId,
+                callId: context.callId,
+                stream,
+                data,
+              });
+          };
           const result = await options.gateway.call(
             computerId,
-            { callId: context.callId, tool: name, input: toolInput, timeoutMs }, // CT2
+            { callId: context.callId, tool: name, input: sent, timeoutMs }, // CT2
             {
               signal, // CT5
-              onChunk: (chunk) =>
-                options.events?.publish({
-                  type: "tool-output",
-                  conversationId: context.conversationId,
-                  callId: context.callId,
-                  stream: chunk.stream,
-                  data: context.redact(chunk.data),
-                }),
+              onChunk: (chunk) => {
+                let redactor = streams.get(chunk.stream);
+                if (redactor === undefined) {
+                  redactor = context.redactStream(); // CT8, TOOL3
+                  streams.set(chunk.stream, redactor);
+                }
+                publish(chunk.stream, redactor.push(chunk.data));
+              },
             },
           );
+          for (const [stream, redactor] of streams)
+            publish(stream as "stdout" | "stderr", redactor.end());
           const durationMs = Date.now() - started;
           if (!result.ok) {
             return {

@@ -17,6 +17,7 @@ export {
   type AskHook,
   type PolicyDecision,
   type PolicyHook,
+  type OutputRedaction,
   type RedactionHook,
   type ToolRouterOptions,
   type ToolSource,
@@ -34,5 +35,7 @@ export {
   createComputerTools,
   defaultWakingTools,
   notConnectedMessage,
+  redactedWriteMessage,
+  type ComputerSecrets,
   type ComputerToolsOptions,
 } from "./computer-tools.ts";

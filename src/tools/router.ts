@@ -11,6 +11,9 @@
  *         Its decision is journaled, so a replay never asks twice.
  *   TOOL3 one redaction hook runs on every result before it is journaled or shown, and on live
  *         output; nothing a source returns reaches the model, the store or an event unredacted.
+ *         Its `prepare` runs before every call (outside the journal: it may hold secret values),
+ *         so the hook sees the account's current secrets; live output passes a stream redactor
+ *         that holds back what could be the start of a value split across chunks.
  *   TOOL4 every spec's description plus JSON schema stays within `maxToolSpecChars` (4,000):
  *         an oversized spec is a bug of its source and fails `specs` loudly.
  */
@@ -63,6 +66,12 @@ export type AskHook = (
 /** TOOL3: returns `value` with every secret replaced. Must be pure and idempotent. */
 export type RedactionHook = <T>(value: T, context: ToolTurnContext) => T;
 
+/** TOOL3: one stream of live output: `push` answers what is safe to show now, `end` the rest. */
+export interface OutputRedaction {
+  push(chunk: string): string;
+  end(): string;
+}
+
 export interface ToolRouterOptions {
   sources: readonly ToolSource[];
   /** @default allow everything */
@@ -71,6 +80,10 @@ export interface ToolRouterOptions {
   ask?: AskHook;
   /** @default nothing to redact */
   redact?: RedactionHook;
+  /** TOOL3: runs before every call so `redact` knows the current secrets. @default nothing */
+  prepareRedaction?: (context: ToolTurnContext) => Promise<void>;
+  /** TOOL3: a redactor for one stream of live output. @default `redact` on each chunk */
+  redactStream?: (context: ToolTurnContext) => OutputRedaction;
 }
 
 const identity: RedactionHook = (value) => value;
@@ -117,6 +130,7 @@ export function createToolRouter(options: ToolRouterOptions): ToolRouter {
       const source = (await ownersFor(context)).get(name);
       if (source === undefined)
         return { output: `There is no tool named ${JSON.stringify(name)}.`, isError: true };
+      await options.prepareRedaction?.(context); // TOOL3
 
       if (options.policy !== undefined) {
         const policy = options.policy;
@@ -158,6 +172,11 @@ export function createToolRouter(options: ToolRouterOptions): ToolRouter {
       const scoped: ToolCallContext = {
         ...context,
         redact: (value) => redact(value, context), // TOOL3
+        redactStream: () =>
+          options.redactStream?.(context) ?? {
+            push: (chunk) => redact(chunk, context),
+            end: () => "",
+          },
         run: (stepName, action) =>
           context.durable.step(stepName, async (signal) =>
             redact(await action(AbortSignal.any([signal, context.signal])), context),

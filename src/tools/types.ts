@@ -42,6 +42,8 @@ export interface ToolCallContext extends ToolCallRequest {
   run<T>(name: string, action: (signal: AbortSignal) => Promise<T>): Promise<T>;
   /** TOOL3: apply to anything shown live (streamed output) before it leaves the source. */
   redact<T>(value: T): T;
+  /** TOOL3: one stream of live output, redacted across its chunks (push each, then end). */
+  redactStream(): { push(chunk: string): string; end(): string };
 }
 
 export interface ToolResult {

@@ -50,6 +50,8 @@ export interface CallRunnerOptions {
   doneLog: DoneLog;
   /** Environment for commands. */
   commandEnv: Readonly<Record<string, string>>;
+  /** Sourced by each command's shell just before the command (WorkerConfig.jobPrelude). */
+  jobPrelude?: string | undefined;
   /** Sends a frame if connected; returns false when it could not. */
   send(frame: WorkerFrame): boolean;
   /** The largest frame the gateway accepts. @default () => MAX_FRAME_BYTES */
@@ -234,6 +236,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       workspace: options.workspace,
       stateDir: options.stateDir,
       commandEnv: options.commandEnv,
+      jobPrelude: options.jobPrelude,
       deadline: startedAt + frame.timeoutMs,
       signal: entry.controller.signal,
       emit: (stream, data) => {

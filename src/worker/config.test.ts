@@ -15,6 +15,7 @@ describe("resolveWorkerConfig", () => {
       tokenFile: undefined,
       stateDir: "/var/lib/roost-worker",
       workspace: "/workspace",
+      jobPrelude: undefined,
     });
   });
 

@@ -18,14 +18,19 @@ export interface WorkerConfig {
   stateDir: string;
   /** Where relative paths resolve and commands start. @default /workspace */
   workspace: string;
+  /**
+   * A shell file each command's shell sources just before the command (jobs.ts); the local
+   * provider's moves it into the computer's `user` cgroup. @default none
+   */
+  jobPrelude?: string | undefined;
 }
 
 export class WorkerConfigError extends Error {
   override readonly name = "WorkerConfigError";
 }
 
-const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR]
-  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE`;
+const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR] [--job-prelude FILE]
+  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE, ROOST_JOB_PRELUDE`;
 
 export function resolveWorkerConfig(
   argv: readonly string[],
@@ -41,6 +46,7 @@ export function resolveWorkerConfig(
         "token-file": { type: "string" },
         "state-dir": { type: "string" },
         workspace: { type: "string" },
+        "job-prelude": { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -88,6 +94,7 @@ export function resolveWorkerConfig(
     );
   }
   const workspace = pick(values.workspace, "ROOST_WORKSPACE") ?? "/workspace";
+  const jobPrelude = pick(values["job-prelude"], "ROOST_JOB_PRELUDE");
 
   return {
     gatewayUrl: parsed.toString(),
@@ -95,5 +102,6 @@ export function resolveWorkerConfig(
     tokenFile: tokenFile === undefined ? undefined : path.resolve(tokenFile),
     stateDir: path.resolve(stateDir),
     workspace: path.resolve(workspace),
+    jobPrelude: jobPrelude === undefined ? undefined : path.resolve(jobPrelude),
   };
 }

@@ -4,7 +4,10 @@
  * `started` record and a job folder before it runs any command, so on a full disk it could not
  * even run the `rm` that frees space. It therefore keeps a file of zeros, `disk-reserve`, in its
  * state folder: when one of its own writes fails with ENOSPC, it deletes that file and tries
- * once more, and it puts the file back once the disk has room again.
+ * once more; before it starts a command on a disk with less than 1 MiB free, it deletes it too
+ * (a done-log record is appended to a journal, which often still fits the slack of its last
+ * block on a full disk: the command's own output would not); and it puts the file back once the
+ * disk has room again.
  *
  * What this does not do: keep a command that is still writing from eating the freed room (it
  * will, and then fails again with ENOSPC, as it should). It only gives the worker a way back.
@@ -16,6 +19,20 @@ import { isErrno } from "./fs-atomic.ts";
 export const reserveFileName = "disk-reserve";
 /** Big enough for thousands of records and job folders. */
 export const reserveBytes = 8 * 1024 * 1024;
+
+/** Below this much free space a command starts only after the reserve is given back. */
+export const lowSpaceBytes = 1024 * 1024;
+
+/** Gives the reserve back when the disk has less than `lowSpaceBytes` free; never fails. */
+export async function freeReserveIfLow(stateDir: string): Promise<void> {
+  try {
+    const space = await fs.statfs(stateDir);
+    if (space.bavail * space.bsize >= lowSpaceBytes) return;
+    await fs.unlink(path.join(stateDir, reserveFileName));
+  } catch {
+    // No reserve left to give (ENOENT), or no statfs: the command runs with what there is.
+  }
+}
 
 /** Runs `write`; when it fails with ENOSPC, frees the reserve (if there is one) and runs it again. */
 export async function withDiskRoom<T>(stateDir: string, write: () => Promise<T>): Promise<T> {

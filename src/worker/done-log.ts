@@ -1,18 +1,34 @@
 /**
  * The done-log: what the worker knows about each call id, on the computer's durable disk.
  *
- *   <stateDir>/calls/started/<key>.json   written (fsync'd) before a call with side effects starts
- *   <stateDir>/calls/done/<key>.json      written (fsync'd) when a call finishes, before its result is sent
+ *   <stateDir>/calls/journal.jsonl   one record per line: `started` before a call with side
+ *                                    effects starts, `done` when a call finishes (before its
+ *                                    result is sent); appended and fdatasync'd, never edited
  *
- * `<key>` is the SHA-256 of the call id, so any id is a safe file name. Both files are replaced
- * atomically (temporary file, fsync, rename, fsync of the directory), so a reader sees a whole
- * record or none. A `started` record without a `done` record after a restart means the previous
- * worker process died during the call; the call runner decides per tool what that means.
- * On a full disk a write frees the worker's disk reserve and is tried once more
+ * Invariants:
+ *   DL1 A record is durable before its write resolves: it is appended with one write and the
+ *       file is fdatasync'd (when `fsync` is on). One append and one flush per record, instead of
+ *       a file per record (temporary file, fsync, rename, fsync of the directory): decision 0021.
+ *   DL2 A torn last line (the worker died during an append) is cut off when the journal is opened:
+ *       its write never resolved, so nothing relied on it (a `started` record that did not
+ *       resolve means the call's side effects never began).
+ *   DL3 A `done` record wins over a `started` one for the same call id, wherever they are in the
+ *       file; a call id has at most one of each that counts (the first `done`).
+ *   DL4 One writer: the worker process that opened the journal (the supervisor runs one at a time).
+ *       Reads are answered from an index built at open and kept by that writer; a `done` record's
+ *       outcome stays on disk (it can be large) and is read back by offset, checked by its call id.
+ *   DL5 The journal is rewritten (temporary file, fsync, rename, fsync of the directory) only when
+ *       its dead bytes (superseded `started` lines, expired `done` lines) outweigh its live ones and
+ *       exceed 1 MiB, so pruning costs amortised O(1) per record and a wake rarely copies anything.
+ *
+ * Records of the format before the journal (`calls/started/<sha256>.json`, `calls/done/...`) are
+ * moved into the journal when it is opened, so an upgrade keeps every call's no-repeat guarantee.
+ * On a full disk an append frees the worker's disk reserve and is tried once more
  * (disk-reserve.ts); the reserve is put back after a call is recorded and the disk has room.
  */
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { ToolError } from "../protocol/index.ts";
 import { refillDiskReserve, withDiskRoom } from "./disk-reserve.ts";
@@ -40,7 +56,7 @@ export interface DoneRecord {
 export type CallRecord = StartedRecord | DoneRecord;
 
 export interface DoneLogOptions {
-  /** fsync records and their directories. Off only in throwaway test setups. @default true */
+  /** fsync records. Off only in throwaway test setups. @default true */
   fsync?: boolean;
   /** @default () => new Date() */
   now?: () => Date;
@@ -53,37 +69,160 @@ export interface DoneLog {
   markDone(callId: string, tool: string, outcome: CallOutcome): Promise<void>;
   /** Calls a previous worker process started but did not finish. */
   listUnfinished(): Promise<StartedRecord[]>;
-  /** Deletes done records older than `maxAgeMs`; returns how many. */
+  /** Drops done records older than `maxAgeMs` (DL5: the file shrinks when that pays); returns how many. */
   prune(maxAgeMs: number): Promise<number>;
+  close(): Promise<void>;
 }
+
+export const journalFileName = "journal.jsonl";
+/** DL5: below this many dead bytes the journal is never rewritten. */
+const minDeadBytesToCompact = 1024 * 1024;
 
 export function callKey(callId: string): string {
   return createHash("sha256").update(callId).digest("hex");
+}
+
+interface Located {
+  offset: number;
+  length: number;
+}
+
+interface Entry {
+  started?: StartedRecord & Located;
+  done?: Located & { finishedAtMs: number; expired: boolean };
 }
 
 export async function openDoneLog(
   stateDir: string,
   options: DoneLogOptions = {},
 ): Promise<DoneLog> {
-  const startedDir = path.join(stateDir, "calls", "started");
-  const doneDir = path.join(stateDir, "calls", "done");
-  await fs.mkdir(startedDir, { recursive: true });
-  await fs.mkdir(doneDir, { recursive: true });
+  const callsDir = path.join(stateDir, "calls");
+  const file = path.join(callsDir, journalFileName);
+  await fs.mkdir(callsDir, { recursive: true });
   const durable = options.fsync ?? true;
   const now = options.now ?? (() => new Date());
 
-  const write = (dir: string, callId: string, record: CallRecord) =>
-    withDiskRoom(stateDir, () =>
-      writeFileAtomic(path.join(dir, `${callKey(callId)}.json`), JSON.stringify(record), durable),
-    );
+  const index = new Map<string, Entry>();
+  let handle: FileHandle = await fs.open(file, "a+");
+  let size = 0;
+  let liveBytes = 0;
+  let deadBytes = 0;
+  /** DL4: appends, rewrites and close run one at a time. */
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(task: () => Promise<T>): Promise<T> => {
+    const run = queue.then(task, task);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  function account(record: CallRecord, at: Located): void {
+    const entry = index.get(record.callId) ?? {};
+    if (record.state === "started") {
+      if (entry.started !== undefined || entry.done !== undefined) {
+        deadBytes += at.length; // DL3: a repeat, or after the done record
+        return;
+      }
+      entry.started = { ...record, ...at };
+      liveBytes += at.length;
+    } else {
+      if (entry.done !== undefined) {
+        deadBytes += at.length; // DL3: the first done record counts
+        return;
+      }
+      entry.done = { ...at, finishedAtMs: Date.parse(record.finishedAt), expired: false };
+      liveBytes += at.length;
+      if (entry.started !== undefined) {
+        liveBytes -= entry.started.length;
+        deadBytes += entry.started.length;
+      }
+    }
+    index.set(record.callId, entry);
+  }
+
+  /** Indexes the whole journal; DL2: cuts a torn last line. */
+  async function load(): Promise<void> {
+    const data = await fs.readFile(file);
+    index.clear();
+    liveBytes = 0;
+    deadBytes = 0;
+    let offset = 0;
+    for (;;) {
+      const end = data.indexOf(0x0a, offset);
+      if (end === -1) break;
+      const record = parseRecord(data.subarray(offset, end).toString("utf8"));
+      if (record === undefined) deadBytes += end + 1 - offset;
+      else account(record, { offset, length: end + 1 - offset });
+      offset = end + 1;
+    }
+    size = offset;
+    if (data.length > offset) await handle.truncate(offset); // DL2
+  }
+
+  async function append(record: CallRecord): Promise<void> {
+    const bytes = Buffer.from(`${JSON.stringify(record)}\n`, "utf8");
+    await serial(async () => {
+      const offset = size;
+      await withDiskRoom(stateDir, async () => {
+        try {
+          let written = 0;
+          while (written < bytes.length)
+            written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten;
+          if (durable) await handle.datasync(); // DL1
+        } catch (error) {
+          // A short write on a full disk must not leave half a line for the next append to extend.
+          await handle.truncate(offset).catch(() => undefined);
+          throw error;
+        }
+      });
+      size = offset + bytes.length;
+      account(record, { offset, length: bytes.length });
+    });
+  }
+
+  async function readAt(at: Located): Promise<Buffer> {
+    const buffer = Buffer.alloc(at.length);
+    const { bytesRead } = await handle.read(buffer, 0, at.length, at.offset);
+    return buffer.subarray(0, bytesRead);
+  }
+
+  async function readDone(callId: string, at: Located): Promise<DoneRecord | undefined> {
+    const record = parseRecord((await readAt(at)).toString("utf8"));
+    // DL4: the offset is ours; a record of another call there would be a bug, not a result.
+    if (record?.state !== "done" || record.callId !== callId)
+      throw new Error(`done-log: the record at byte ${at.offset} of ${file} is not ${callId}'s`);
+    return record;
+  }
+
+  /** Copies the live records to a new journal and swaps it in (DL5). */
+  async function compact(): Promise<void> {
+    const live: Located[] = [];
+    for (const entry of index.values()) {
+      if (entry.done !== undefined) {
+        if (!entry.done.expired) live.push(entry.done);
+      } else if (entry.started !== undefined) live.push(entry.started);
+    }
+    live.sort((a, b) => a.offset - b.offset);
+    const chunks: Buffer[] = [];
+    for (const at of live) chunks.push(await readAt(at));
+    await writeFileAtomic(file, Buffer.concat(chunks), durable);
+    await handle.close();
+    handle = await fs.open(file, "a+");
+    await load();
+  }
+
+  await load();
+  await importLegacy(callsDir, (record) => append(record));
   await refillDiskReserve(stateDir);
 
   return {
     async get(callId) {
-      const key = `${callKey(callId)}.json`;
-      const done = await readRecord(path.join(doneDir, key));
-      if (done !== undefined) return done;
-      return readRecord(path.join(startedDir, key));
+      const entry = index.get(callId);
+      const done = entry?.done;
+      // Behind any rewrite (DL5), which swaps the file the offset points into.
+      if (done !== undefined && !done.expired) return serial(() => readDone(callId, done));
+      if (entry?.started === undefined) return undefined;
+      const { offset: _offset, length: _length, ...record } = entry.started;
+      return record;
     },
     async markStarted(callId, tool, detail) {
       const record: StartedRecord = {
@@ -93,63 +232,71 @@ export async function openDoneLog(
         startedAt: now().toISOString(),
       };
       if (detail !== undefined) record.detail = detail;
-      await write(startedDir, callId, record);
+      await append(record);
     },
     async markDone(callId, tool, outcome) {
-      await write(doneDir, callId, {
-        state: "done",
-        callId,
-        tool,
-        finishedAt: now().toISOString(),
-        outcome,
-      });
-      // The done record wins over the started one; removing it only keeps the startup scan short.
-      await fs.rm(path.join(startedDir, `${callKey(callId)}.json`), { force: true });
+      await append({ state: "done", callId, tool, finishedAt: now().toISOString(), outcome });
       await refillDiskReserve(stateDir);
     },
     async listUnfinished() {
-      const names = await fs.readdir(startedDir);
       const records: StartedRecord[] = [];
-      for (const name of names) {
-        if (!name.endsWith(".json")) continue;
-        const record = await readRecord(path.join(startedDir, name));
-        if (record?.state !== "started") continue;
-        if ((await readRecord(path.join(doneDir, name))) !== undefined) {
-          await fs.rm(path.join(startedDir, name), { force: true });
-          continue;
-        }
+      for (const entry of index.values()) {
+        if (entry.started === undefined || entry.done !== undefined) continue;
+        const { offset: _offset, length: _length, ...record } = entry.started;
         records.push(record);
       }
       return records;
     },
-    async prune(maxAgeMs) {
-      const cutoff = now().getTime() - maxAgeMs;
-      let removed = 0;
-      for (const name of await fs.readdir(doneDir)) {
-        const file = path.join(doneDir, name);
-        const stat = await fs.stat(file).catch(() => undefined);
-        if (stat !== undefined && stat.mtimeMs < cutoff) {
-          await fs.rm(file, { force: true });
+    prune(maxAgeMs) {
+      return serial(async () => {
+        const cutoff = now().getTime() - maxAgeMs;
+        let removed = 0;
+        for (const entry of index.values()) {
+          const done = entry.done;
+          if (done === undefined || done.expired || !(done.finishedAtMs < cutoff)) continue;
+          done.expired = true;
+          liveBytes -= done.length;
+          deadBytes += done.length;
           removed += 1;
         }
-      }
-      return removed;
+        if (deadBytes >= minDeadBytesToCompact && deadBytes > liveBytes) await compact(); // DL5
+        return removed;
+      });
+    },
+    close() {
+      return serial(() => handle.close());
     },
   };
 }
 
-async function readRecord(file: string): Promise<CallRecord | undefined> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, "utf8");
-  } catch (error) {
-    if (isErrno(error, "ENOENT")) return undefined;
-    throw error;
-  }
+function parseRecord(text: string): CallRecord | undefined {
   try {
     const value = JSON.parse(text) as CallRecord;
     return value.state === "started" || value.state === "done" ? value : undefined;
   } catch {
-    return undefined; // only possible after a torn write without fsync; treat as absent
+    return undefined;
+  }
+}
+
+/** Moves records of the file-per-record format into the journal, then removes their folders. */
+async function importLegacy(
+  callsDir: string,
+  append: (record: CallRecord) => Promise<void>,
+): Promise<void> {
+  for (const folder of ["done", "started"] as const) {
+    const dir = path.join(callsDir, folder);
+    let names: string[];
+    try {
+      names = await fs.readdir(dir);
+    } catch (error) {
+      if (isErrno(error, "ENOENT")) continue;
+      throw error;
+    }
+    for (const name of names.filter((entry) => entry.endsWith(".json")).sort()) {
+      const text = await fs.readFile(path.join(dir, name), "utf8").catch(() => "");
+      const record = parseRecord(text);
+      if (record !== undefined) await append(record); // DL3 keeps a done record imported first
+    }
+    await fs.rm(dir, { recursive: true, force: true });
   }
 }

@@ -8,27 +8,42 @@
  *   <stateDir>/jobs/<jobId>/stderr
  *   <stateDir>/jobs/<jobId>/exit       the exit status, written by the wrapper when the command ends
  *
- * Commands run as `sh -c WRAPPER` in a new session (so the job is its own process group) and
- * write straight to the files, so they keep running, and their output and exit status are kept,
- * when the worker dies. The wrapper claims the job by creating `pid` exclusively (noclobber): if
- * two wrappers are ever started for one job (a restart racing a start), only one runs the command.
+ * A job is one process: `bash -c WRAPPER` in a new session (so the job is its own process group).
+ * The wrapper claims the job by creating `pid` exclusively (noclobber): if two wrappers are ever
+ * started for one job (a restart racing a start), only one runs the command. It then runs the
+ * command in a subshell (a fork of itself, not a second program: no exec, no profile read; the
+ * shell is not a login shell, decision 0021) and writes its exit status. The command writes
+ * straight to the files, so it keeps running, and its output and exit status are kept, when the
+ * worker dies.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { withDiskRoom } from "./disk-reserve.ts";
-import { writeFileAtomic, isErrno } from "./fs-atomic.ts";
+import { freeReserveIfLow, withDiskRoom } from "./disk-reserve.ts";
+import { isErrno } from "./fs-atomic.ts";
 import { charBoundary } from "./read-tool.ts";
+
+/** The shell commands run in (a non-login bash: decision 0021). */
+const bashPath = "bash";
 
 /** Exit status of a wrapper that found the job already claimed by another wrapper. */
 export const claimLostStatus = 97;
 
+/**
+ * `$1` is the command, `$2` the job's directory and `$3` the prelude (or empty). The subshell
+ * sources the prelude first (the local provider's moves the subshell, and so the command, into
+ * the computer's `user` cgroup, while the wrapper stays out of its limits and so can still record
+ * the status of a command the OOM killer ended). The command's text is spliced into an `eval`
+ * after `set --`, so it sees no positional parameters (as under `bash -c COMMAND`), and the
+ * wrapper's noclobber is off again before it runs.
+ */
 const wrapperScript = [
   "set -C",
   `{ printf '%s\\n' "$$" > "$2/pid"; } 2>/dev/null || exit ${claimLostStatus}`,
   "set +C",
-  'bash -lc "$1"',
+  '( if [ -n "$3" ]; then . "$3"; fi; eval "set --; $1" )',
   "status=$?",
   `printf '%s\\n' "$status" > "$2/exit"`,
   'exit "$status"',
@@ -72,42 +87,75 @@ export function jobPaths(dir: string) {
 
 /**
  * Starts the wrapper for a job; `env` is the command's whole environment. `job.json` is written
- * atomically but not fsync'd: the call's durable fact is its `started` record, and the job's
- * own files (pid, output, exit) are written by the shell without fsync anyway.
+ * in place and not fsync'd: the call's durable fact is its `started` record, and the job's own
+ * files (pid, output, exit) are written by the shell without fsync anyway. A torn `job.json` (the
+ * worker died while writing it, so before it started the wrapper) reads as no job: the job is
+ * then started, and the claim still lets only one wrapper run it.
  */
 export async function spawnJob(
   dir: string,
   meta: JobMeta,
   env: Readonly<Record<string, string>>,
+  prelude?: string,
 ): Promise<ChildProcess> {
+  const { child, output } = await spawnJobWithOutput(dir, meta, env, prelude);
+  await output.stdout.close();
+  await output.stderr.close();
+  return child;
+}
+
+/** The job's output files, open for reading as well (the one who holds them closes them). */
+export interface JobOutput {
+  stdout: FileHandle;
+  stderr: FileHandle;
+}
+
+/**
+ * `spawnJob`, handing over the output files it opened for the command, so that whoever streams
+ * the output reads them without opening them again.
+ */
+export async function spawnJobWithOutput(
+  dir: string,
+  meta: JobMeta,
+  env: Readonly<Record<string, string>>,
+  prelude?: string,
+): Promise<{ child: ChildProcess; output: JobOutput }> {
   const paths = jobPaths(dir);
-  // On a full disk, the worker's reserve makes room for the job's folder (disk-reserve.ts).
-  const [stdout, stderr] = await withDiskRoom(path.dirname(path.dirname(dir)), async () => {
+  // On a full disk, the worker's reserve makes room for the job's folder and the command's
+  // output (disk-reserve.ts).
+  const stateDir = path.dirname(path.dirname(dir));
+  await freeReserveIfLow(stateDir);
+  const [stdout, stderr] = await withDiskRoom(stateDir, async () => {
     await fs.mkdir(dir, { recursive: true });
-    await writeFileAtomic(paths.meta, JSON.stringify(meta), false);
-    const out = await fs.open(paths.stdout, "a");
+    await fs.writeFile(paths.meta, JSON.stringify(meta));
+    const out = await fs.open(paths.stdout, "a+");
     try {
-      return [out, await fs.open(paths.stderr, "a")] as const;
+      return [out, await fs.open(paths.stderr, "a+")] as const;
     } catch (error) {
       await out.close();
       throw error;
     }
   });
   try {
-    const child = spawn("/bin/sh", ["-c", wrapperScript, "roost-job", meta.command, dir], {
-      cwd: meta.cwd,
-      env,
-      detached: true,
-      stdio: ["ignore", stdout.fd, stderr.fd],
-    });
+    const child = spawn(
+      bashPath,
+      ["--norc", "--noprofile", "-c", wrapperScript, "bash", meta.command, dir, prelude ?? ""],
+      {
+        cwd: meta.cwd,
+        env,
+        detached: true,
+        stdio: ["ignore", stdout.fd, stderr.fd],
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);
     });
-    return child;
-  } finally {
+    return { child, output: { stdout, stderr } };
+  } catch (error) {
     await stdout.close();
     await stderr.close();
+    throw error;
   }
 }
 

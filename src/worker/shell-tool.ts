@@ -33,7 +33,9 @@ import {
   readStreamText,
   readTail,
   signalJob,
-  spawnJob,
+  spawnJobWithOutput,
+  type JobOutput,
+  type StreamText,
 } from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
 
@@ -60,6 +62,8 @@ export async function shellTool(
   const paths = jobPaths(dir);
 
   let child: ChildProcess | undefined;
+  /** The output files our own child writes, already open (fresh foreground start only). */
+  let output: JobOutput | undefined;
   let meta: JobMeta;
   const existing = context.previous === undefined ? undefined : await readJob(dir);
   const recovered = existing?.pid !== undefined;
@@ -82,11 +86,19 @@ export async function shellTool(
       background,
     };
     if (context.previous === undefined) await context.markStarted();
-    child = await spawnJob(dir, meta, { ...context.commandEnv, ...input.env }).catch(
-      (error: unknown) => {
-        throw toToolFailure(error, `bash in ${cwd}`);
-      },
-    );
+    const started = await spawnJobWithOutput(
+      dir,
+      meta,
+      { ...context.commandEnv, ...input.env },
+      context.jobPrelude,
+    ).catch((error: unknown) => {
+      throw toToolFailure(error, `bash in ${cwd}`);
+    });
+    child = started.child;
+    if (background) {
+      await started.output.stdout.close();
+      await started.output.stderr.close();
+    } else output = started.output;
   }
 
   if (background) {
@@ -94,7 +106,15 @@ export async function shellTool(
     const pid = await waitForClaim(paths.pid, () => context.now());
     return { kind: "started", jobId, pid, stdoutPath: paths.stdout, stderrPath: paths.stderr };
   }
-  const end = await superviseJob({ dir, meta, child, context, options, fromStart: !recovered });
+  const end = await superviseJob({
+    dir,
+    meta,
+    child,
+    output,
+    context,
+    options,
+    fromStart: !recovered,
+  });
   return finishForeground(dir, meta, end, recovered, context);
 }
 
@@ -169,11 +189,15 @@ interface JobEnd {
   /** The job vanished without an exit status. */
   lost: boolean;
   endedAt: number;
+  /** Each stream's whole output when the pump read all of it and it fits a result (else read from its file). */
+  output: Partial<Record<"stdout" | "stderr", StreamText>>;
 }
 
 interface SuperviseOptions {
   dir: string;
   meta: JobMeta;
+  /** The output files, open, when `child` is ours (the pump reads and closes them). */
+  output: JobOutput | undefined;
   /** Our own child (fresh start); undefined when attaching to a job a previous worker started. */
   child: ChildProcess | undefined;
   context: ToolContext;
@@ -188,7 +212,9 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
   const pollMs = supervise.options.pollMs ?? 50;
   const killGraceMs = supervise.options.killGraceMs ?? 2000;
   const paths = jobPaths(dir);
-  const pump = await createStreamPump(paths, context, supervise.fromStart);
+  const pump = await createStreamPump(paths, context, supervise.fromStart, supervise.output);
+  /** Filled in `finally`, after the last pump: the returned object is this one. */
+  const output: JobEnd["output"] = {};
 
   let child = supervise.child;
   let childExited: Promise<number | null> | undefined;
@@ -224,8 +250,11 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           childExited,
           sleep(pollMs).then(() => "running" as const),
         ]);
-        await pump.pump();
-        if (code === "running") continue;
+        if (code === "running") {
+          await pump.pump();
+          continue;
+        }
+        // Ended: its last output is read once, in `finally`.
         const claimedBy =
           code === claimLostStatus ? await readClaim(paths.pid, context) : undefined;
         if (claimedBy !== undefined && claimedBy !== child.pid) {
@@ -235,12 +264,16 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           pid = claimedBy;
           continue;
         }
-        const recorded = await readNumber(paths.exit);
+        // The wrapper exits with the status it recorded; the file is read only when it did not
+        // get that far (killed), or the status is the claim's.
+        const recorded =
+          typeof code === "number" && killedFor === undefined ? code : await readNumber(paths.exit);
         return {
           exitCode: recorded ?? (killedFor === undefined ? code : null),
           killedFor,
           lost: false,
           endedAt: context.now(),
+          output,
         };
       }
       // Attached to a job this process did not start: look for its exit status.
@@ -254,22 +287,33 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           killedFor,
           lost: false,
           endedAt: job.exitedAt ?? context.now(),
+          output,
         };
       }
       if (pid !== undefined && !(await isJobAlive(pid, dir))) {
         const exitCode = await readNumber(paths.exit); // it may have written its status just before exiting
         if (exitCode !== undefined)
-          return { exitCode, killedFor, lost: false, endedAt: context.now() };
-        return { exitCode: null, killedFor, lost: killedFor === undefined, endedAt: context.now() };
+          return { exitCode, killedFor, lost: false, endedAt: context.now(), output };
+        return {
+          exitCode: null,
+          killedFor,
+          lost: killedFor === undefined,
+          endedAt: context.now(),
+          output,
+        };
       }
       if (pid === undefined && context.now() - meta.startedAt > 5000) {
-        return { exitCode: null, killedFor, lost: true, endedAt: context.now() };
+        return { exitCode: null, killedFor, lost: true, endedAt: context.now(), output };
       }
     }
   } finally {
     context.signal.removeEventListener("abort", onAbort);
     clearTimeout(deadlineTimer);
     await pump.pump();
+    for (const name of ["stdout", "stderr"] as const) {
+      const whole = pump.whole(name);
+      if (whole !== undefined) output[name] = whole;
+    }
     await pump.close();
   }
 }
@@ -294,8 +338,10 @@ async function finishForeground(
       `the command stopped before it finished and left no exit status (the computer restarted while it ran); it was not run again. Partial output is in ${paths.stdout} and ${paths.stderr}`,
     );
   }
-  const stdout = await readStreamText(paths.stdout, toolLimits.shellOutputBytes);
-  const stderr = await readStreamText(paths.stderr, toolLimits.shellOutputBytes);
+  const stdout =
+    end.output.stdout ?? (await readStreamText(paths.stdout, toolLimits.shellOutputBytes));
+  const stderr =
+    end.output.stderr ?? (await readStreamText(paths.stderr, toolLimits.shellOutputBytes));
   const output: ShellOutput = {
     kind: "completed",
     exitCode: end.exitCode,
@@ -327,6 +373,11 @@ async function finishForeground(
 
 interface StreamPump {
   pump(): Promise<void>;
+  /**
+   * The stream's whole output, when it was read from its first byte to the size last seen and
+   * fits a result: the result then needs no second read of the file.
+   */
+  whole(name: "stdout" | "stderr"): StreamText | undefined;
   close(): Promise<void>;
 }
 
@@ -335,6 +386,7 @@ async function createStreamPump(
   paths: ReturnType<typeof jobPaths>,
   context: ToolContext,
   fromStart: boolean,
+  open?: JobOutput,
 ): Promise<StreamPump> {
   let budget = toolLimits.streamMaxBytes;
   const streams = await Promise.all(
@@ -346,7 +398,10 @@ async function createStreamPump(
         file,
         offset,
         decoder: new StringDecoder("utf8"),
-        handle: undefined as fs.FileHandle | undefined,
+        handle: open?.[name],
+        /** What was read, while it still fits a result; undefined after that. */
+        kept: fromStart ? ([] as Buffer[]) : undefined,
+        size: 0,
       };
     }),
   );
@@ -357,12 +412,16 @@ async function createStreamPump(
       stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
       if (stream.handle === undefined) continue;
       const { size } = await stream.handle.stat();
+      stream.size = size;
       const length = Math.min(size - stream.offset, budget, 256 * 1024);
       if (length <= 0) continue;
       const buffer = Buffer.alloc(length);
       const { bytesRead } = await stream.handle.read(buffer, 0, length, stream.offset);
       stream.offset += bytesRead;
       budget -= bytesRead;
+      if (stream.kept !== undefined && stream.offset <= toolLimits.shellOutputBytes)
+        stream.kept.push(buffer.subarray(0, bytesRead));
+      else stream.kept = undefined;
       const text = stream.decoder.write(buffer.subarray(0, bytesRead));
       if (text.length > 0) context.emit(stream.name, text);
     }
@@ -371,6 +430,16 @@ async function createStreamPump(
     pump() {
       busy = busy.then(pumpOnce, pumpOnce);
       return busy;
+    },
+    whole(name) {
+      const stream = streams.find((candidate) => candidate.name === name);
+      if (stream?.handle === undefined || stream.kept === undefined) return undefined;
+      if (stream.offset !== stream.size) return undefined;
+      return {
+        text: Buffer.concat(stream.kept).toString("utf8"),
+        bytes: stream.offset,
+        truncated: false,
+      };
     },
     async close() {
       await busy.catch(() => undefined);

@@ -12,6 +12,8 @@ export interface ToolContext {
   stateDir: string;
   /** Environment for commands (the worker's own, minus its secrets). */
   commandEnv: Readonly<Record<string, string>>;
+  /** A shell file sourced just before each command (WorkerConfig.jobPrelude). */
+  jobPrelude?: string | undefined;
   /** When the call's time limit ends (epoch ms), counted from its first start. */
   deadline: number;
   /** Aborted when the gateway cancels the call. */

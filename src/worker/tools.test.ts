@@ -159,6 +159,33 @@ describe("shell", () => {
     expect((await failure(running)).code).toBe("cancelled");
   });
 
+  it("sources the job prelude in the command's own subshell, not in the wrapper that records its status", async () => {
+    const prelude = path.join(root, "prelude.sh");
+    writeFileSync(prelude, 'echo "$BASHPID" > "$HOME/prelude-pid"; prelude_var=set\n');
+    const output = completed(
+      await shellTool(
+        { command: 'echo "$BASHPID ${prelude_var-unset}"; exit 4' },
+        context({ jobPrelude: prelude }),
+      ),
+    );
+    const [commandPid, variable] = output.stdout.trim().split(" ");
+    expect(readFileSync(path.join(home, "prelude-pid"), "utf8").trim()).toBe(commandPid);
+    expect(variable).toBe("set");
+    expect(output.exitCode).toBe(4);
+    // The wrapper (the job's pid, whose exit status is recorded) is another process.
+    const started = await shellTool(
+      { command: 'echo "$BASHPID" > "$HOME/command-pid"', background: true },
+      context({ jobPrelude: prelude }),
+    );
+    if (started.kind !== "started") throw new Error("expected a started background job");
+    const commandPidFile = path.join(home, "command-pid");
+    for (let tries = 0; !existsSync(commandPidFile) && tries < 200; tries += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const backgroundPid = readFileSync(commandPidFile, "utf8").trim();
+    expect(readFileSync(path.join(home, "prelude-pid"), "utf8").trim()).toBe(backgroundPid);
+    expect(backgroundPid).not.toBe(String(started.pid));
+  });
+
   it("passes extra environment variables and does not leak anything else", async () => {
     const output = completed(
       await shellTool(
@@ -167,6 +194,22 @@ describe("shell", () => {
       ),
     );
     expect(output.stdout).toBe("hello/none\n");
+  });
+
+  it("runs the command as `bash -c` would: no wrapper state, no login profile, `exit` and `exec` kept", async () => {
+    // A login shell would read ~/.profile (decision 0021: commands run in a non-login bash).
+    writeFileSync(path.join(home, ".profile"), "echo profile-was-read\n");
+    const script = [
+      'echo "args=$#:$0:${1-unset}"',
+      "case $- in *C*) echo noclobber-on;; *) echo noclobber-off;; esac",
+      "shopt -q login_shell && echo login || echo non-login",
+      'echo x > "$HOME/once"; echo y > "$HOME/once" && cat "$HOME/once"',
+    ].join("\n");
+    const output = completed(await shellTool({ command: script }, context()));
+    expect(output.stdout).toBe("args=0:bash:unset\nnoclobber-off\nnon-login\ny\n");
+    expect(completed(await shellTool({ command: "exit 7" }, context())).exitCode).toBe(7);
+    const exec = completed(await shellTool({ command: "exec sh -c 'echo $0; exit 5'" }, context()));
+    expect(exec).toMatchObject({ exitCode: 5, stdout: "sh\n" });
   });
 
   it("runs in a cwd relative to the workspace, and refuses one that does not exist", async () => {

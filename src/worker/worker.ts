@@ -157,6 +157,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     stateDir: options.stateDir,
     doneLog,
     commandEnv: options.commandEnv,
+    jobPrelude: options.jobPrelude,
     fsync: durable,
     progressIntervalMs: options.progressIntervalMs ?? 5000,
     maxFrameBytes: () => maxFrameBytes,

@@ -88,7 +88,10 @@ describe("faults: routines", () => {
       async () => {
         const runs = await runsOf(roost, routine.id);
         const missed = runs.filter((run) => run.status === "missed");
-        return missed.length >= 3 && runs.every((run) => run.status !== "running")
+        // `once` records the missed slots a moment before it starts the catch-up: wait for it,
+        // or disabling the routine below would cancel it.
+        const caughtUp = misfire !== "once" || runs.some((run) => run.kind === "catch_up");
+        return missed.length >= 3 && caughtUp && runs.every((run) => run.status !== "running")
           ? runs
           : undefined;
       },

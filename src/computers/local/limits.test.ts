@@ -138,7 +138,7 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
       }
       const current = await pidsCurrent();
       expect(current).toBeGreaterThanOrEqual(60);
-      // Shells that the login profile moves in may exceed pids.max; forks may not.
+      // Shells that the job prelude moves in may exceed pids.max; forks may not.
       expect(current).toBeLessThanOrEqual(64 + 4);
       expect(await pidsEvents()).toMatch(/max [1-9]/);
       // While the bomb holds every pid of `user`, the worker still runs commands (builtins need no fork).

@@ -762,6 +762,8 @@ class LocalComputerProvider implements LocalProvider {
           const egressPaths = { http: sockets.egressHttp, socks: sockets.egressSocks };
           const listener = await this.#config.sockets.egress?.(computerId, egressPaths);
           if (listener !== undefined) listeners.push(listener);
+          if (listener?.trust !== undefined)
+            Object.assign(env, await writeTrust(path.dirname(sockets.egressHttp), listener.trust));
         }
         for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
           if (file === undefined) continue;
@@ -852,6 +854,7 @@ class LocalComputerProvider implements LocalProvider {
       ROOST_WORKER_TOKEN_FILE: insidePaths.tokenFile,
       ROOST_WORKER_STATE_DIR: insidePaths.workerState,
       ROOST_WORKSPACE: insidePaths.workspace,
+      ROOST_JOB_PRELUDE: insidePaths.jobPrelude,
     });
     return env;
   }
@@ -1066,4 +1069,24 @@ function runLaunched(
       });
     });
   });
+}
+
+/**
+ * The vault's CA for the computer (docs/vault.md), written into its read-only runtime folder
+ * (`/run/roost` inside), and the variables that make OpenSSL, curl, git, Python and Node trust it.
+ */
+async function writeTrust(
+  runtimeFolder: string,
+  trust: { caPem: string; bundlePem: string },
+): Promise<Record<string, string>> {
+  await writeFile(path.join(runtimeFolder, "vault-ca.pem"), trust.caPem, { mode: 0o644 });
+  await writeFile(path.join(runtimeFolder, "ca-bundle.pem"), trust.bundlePem, { mode: 0o644 });
+  const bundle = `${insidePaths.runtime}/ca-bundle.pem`;
+  return {
+    SSL_CERT_FILE: bundle,
+    REQUESTS_CA_BUNDLE: bundle,
+    CURL_CA_BUNDLE: bundle,
+    GIT_SSL_CAINFO: bundle,
+    NODE_EXTRA_CA_CERTS: `${insidePaths.runtime}/vault-ca.pem`,
+  };
 }

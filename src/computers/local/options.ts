@@ -7,6 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../../errors/index.ts";
 import type { LocalIsolation } from "../provider.ts";
+import { workerNodeOptions } from "../worker-build.ts";
 import type { CgroupLimits } from "./cgroups.ts";
 import { minimumDiskBytes } from "./disk-image.ts";
 import { insidePaths } from "./sandbox.ts";
@@ -52,7 +53,21 @@ export interface SandboxSockets {
    * `listenComputer`). Absent: the computer reaches nothing but the gateway, and no proxy
    * variables are set.
    */
-  egress?(computerId: string, paths: { http: string; socks: string }): Promise<SocketListener>;
+  egress?(
+    computerId: string,
+    paths: { http: string; socks: string },
+  ): Promise<SocketListener & { trust?: EgressTrust }>;
+}
+
+/**
+ * Certificates the egress side asks the computer to trust: the vault's CA for this computer
+ * (docs/vault.md). The provider mounts them read-only and points the usual variables at them.
+ */
+export interface EgressTrust {
+  /** The computer's CA alone (NODE_EXTRA_CA_CERTS). */
+  caPem: string;
+  /** The public roots and the computer's CA (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO, CURL_CA_BUNDLE). */
+  bundlePem: string;
 }
 
 export interface LocalProviderOptions {
@@ -86,7 +101,7 @@ export interface LocalProviderOptions {
   roostRoot?: string;
   /** The Node binary mounted at /opt/node/bin/node. @default process.execPath */
   nodePath?: string;
-  /** The worker's command line inside the sandbox. @default node /opt/roost/src/worker/main.ts */
+  /** The worker's command line inside the sandbox. @default node, workerNodeOptions, /opt/roost/src/worker/main.ts */
   workerArgv?: readonly string[];
   /** Paths of the host tools. @default found in PATH folders and the usual sbin and bin folders */
   tools?: Partial<HostTools>;
@@ -189,7 +204,11 @@ export function resolveLocalProviderOptions(
     cgroupName: options.cgroupName ?? "roost",
     roostRoot: path.resolve(options.roostRoot ?? thisCheckout),
     nodePath: path.resolve(options.nodePath ?? process.execPath),
-    workerArgv: options.workerArgv ?? [insidePaths.node, `${insidePaths.roost}/src/worker/main.ts`],
+    workerArgv: options.workerArgv ?? [
+      insidePaths.node,
+      ...workerNodeOptions,
+      `${insidePaths.roost}/src/worker/main.ts`,
+    ],
     tools: options.tools ?? {},
     searchPath: options.searchPath,
   };

@@ -115,8 +115,17 @@ export function spawnWorker(options: {
   dirs: TestComputerDirs;
   args?: string[];
   env?: Record<string, string>;
+  /** Node's own options, before the entry. @default none */
+  nodeOptions?: readonly string[];
+  /** The worker's entry (a built one, for instance). @default src/worker/main.ts */
+  entry?: string;
 }): WorkerProcess {
-  const child = spawn(process.execPath, [workerMainPath, ...(options.args ?? [])], {
+  const argv = [
+    ...(options.nodeOptions ?? []),
+    options.entry ?? workerMainPath,
+    ...(options.args ?? []),
+  ];
+  const child = spawn(process.execPath, argv, {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: options.dirs.home,

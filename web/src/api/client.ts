@@ -20,6 +20,7 @@ import type {
 } from "./types.ts";
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
 import type { Approval, ApprovalDecisionInput } from "./types.ts";
+import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
 import type {
   ConversationSeen,
   Draft,
@@ -127,6 +128,13 @@ export function createApiClient(options: ApiClientOptions) {
       json<BotBudgetView>("GET", `/v1/bots/${enc(id)}/budget`, { signal }),
     setBotBudget: (id: string, budget: Budget) =>
       json<BotBudgetView>("PUT", `/v1/bots/${enc(id)}/budget`, { json: budget }),
+    /** The bot's secrets: names and metadata, never values (docs/secrets.md). */
+    listSecrets: (botId: string, signal?: AbortSignal) =>
+      json<SecretList>("GET", `/v1/bots/${enc(botId)}/secrets`, { signal }),
+    putSecret: (botId: string, name: string, value: string) =>
+      json<SecretView>("PUT", `/v1/bots/${enc(botId)}/secrets/${enc(name)}`, {
+        json: { value } satisfies PutSecretRequest,
+      }),
     createBot: (input: {
       name: string;
       instructions: string;

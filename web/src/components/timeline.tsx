@@ -34,6 +34,7 @@ import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/fe
 import { LazyMarkdown } from "./markdown-lazy.tsx";
 import { ApprovalCard } from "./approval-card.tsx";
 import { DraftCard } from "./draft-card.tsx";
+import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Avatar } from "./ui.tsx";
 
@@ -607,6 +608,12 @@ export function Timeline({
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
                       <DraftCard draftId={draftIdOf(row.result)!} />
                     )}
+                    {row.call.name === "request_secret" &&
+                      bot !== undefined &&
+                      row.result?.details.requested === true &&
+                      typeof row.result.details.secret === "string" && (
+                        <SecretRequestCard botId={bot.id} name={row.result.details.secret} />
+                      )}
                   </div>
                 );
               case "error":

@@ -1,0 +1,131 @@
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { callKey, journalFileName, openDoneLog } from "./done-log.ts";
+
+let stateDir: string;
+const journal = () => path.join(stateDir, "calls", journalFileName);
+const lines = () => readFileSync(journal(), "utf8").split("\n").filter(Boolean);
+
+beforeEach(() => {
+  stateDir = mkdtempSync(path.join(os.tmpdir(), "roost-done-log-"));
+});
+
+afterEach(() => {
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe("done-log journal", () => {
+  it("answers a finished call from a new process's journal, the done record winning over started (DL3)", async () => {
+    const first = await openDoneLog(stateDir);
+    await first.markStarted("c1", "shell", { timeoutMs: 1000 });
+    await first.markDone("c1", "shell", { ok: true, output: { stdout: "first" } });
+    await first.markDone("c1", "shell", { ok: true, output: { stdout: "second" } });
+    await first.markStarted("c2", "shell");
+    await first.close();
+
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("c1")).toMatchObject({
+      state: "done",
+      outcome: { ok: true, output: { stdout: "first" } },
+    });
+    expect(await reopened.get("c2")).toMatchObject({ state: "started", tool: "shell" });
+    expect((await reopened.listUnfinished()).map((record) => record.callId)).toEqual(["c2"]);
+    expect(await reopened.get("c3")).toBeUndefined();
+    await reopened.close();
+  });
+
+  it("worker killed during an append: the torn last line is cut, and the next record is whole (DL2)", async () => {
+    const first = await openDoneLog(stateDir);
+    await first.markStarted("c1", "shell");
+    await first.close();
+    appendFileSync(journal(), '{"state":"done","callId":"c1","tool":"sh'); // the kill, mid-write
+
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("c1")).toMatchObject({ state: "started" }); // not a result it never had
+    await reopened.markDone("c1", "shell", { ok: true, output: 1 });
+    await reopened.close();
+    expect(lines().map((line) => (JSON.parse(line) as { state: string }).state)).toEqual([
+      "started",
+      "done",
+    ]);
+    expect(await (await openDoneLog(stateDir)).get("c1")).toMatchObject({ outcome: { output: 1 } });
+  });
+
+  it("upgrade from the file-per-record format: its started and done records keep their meaning", async () => {
+    const legacy = (folder: string, record: { callId: string; [field: string]: unknown }) => {
+      mkdirSync(path.join(stateDir, "calls", folder), { recursive: true });
+      writeFileSync(
+        path.join(stateDir, "calls", folder, `${callKey(record.callId)}.json`),
+        JSON.stringify(record),
+      );
+    };
+    const at = new Date().toISOString();
+    legacy("done", {
+      state: "done",
+      callId: "old-done",
+      tool: "shell",
+      finishedAt: at,
+      outcome: { ok: true, output: "kept" },
+    });
+    legacy("started", { state: "started", callId: "old-done", tool: "shell", startedAt: at });
+    legacy("started", { state: "started", callId: "old-running", tool: "shell", startedAt: at });
+
+    const log = await openDoneLog(stateDir);
+    expect(await log.get("old-done")).toMatchObject({ state: "done", outcome: { output: "kept" } });
+    expect((await log.listUnfinished()).map((record) => record.callId)).toEqual(["old-running"]);
+    expect(existsSync(path.join(stateDir, "calls", "started"))).toBe(false);
+    expect(existsSync(path.join(stateDir, "calls", "done"))).toBe(false);
+    await log.close();
+  });
+
+  it("prune forgets expired results and rewrites the journal only once its dead bytes outweigh the live ones (DL5)", async () => {
+    let clock = Date.parse("2026-01-01T00:00:00Z");
+    const log = await openDoneLog(stateDir, { fsync: false, now: () => new Date(clock) });
+    const big = "x".repeat(64 * 1024);
+    for (let index = 0; index < 20; index += 1)
+      await log.markDone(`old-${index}`, "shell", { ok: true, output: big });
+    await log.markStarted("running", "shell");
+    clock += 10 * 60_000;
+    await log.markDone("fresh", "shell", { ok: true, output: "fresh" });
+
+    expect(await log.prune(60 * 60_000)).toBe(0);
+    const before = statSync(journal()).size;
+    expect(await log.prune(5 * 60_000)).toBe(20); // 1.3 MB dead, a few bytes live: rewritten
+    expect(statSync(journal()).size).toBeLessThan(before / 100);
+    expect(await log.get("old-3")).toBeUndefined();
+    expect(await log.get("fresh")).toMatchObject({ outcome: { output: "fresh" } });
+    expect((await log.listUnfinished()).map((record) => record.callId)).toEqual(["running"]);
+
+    // Appends after the rewrite land in the new file, at offsets the index knows.
+    await log.markDone("running", "shell", { ok: true, output: "after" });
+    expect(await log.get("running")).toMatchObject({ outcome: { output: "after" } });
+    await log.close();
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("running")).toMatchObject({ outcome: { output: "after" } });
+    expect(await reopened.get("old-0")).toBeUndefined();
+    await reopened.close();
+  });
+
+  it("does not rewrite a small journal on every prune (a wake copies nothing)", async () => {
+    const log = await openDoneLog(stateDir, { fsync: false });
+    for (let index = 0; index < 10; index += 1) {
+      await log.markStarted(`c${index}`, "shell");
+      await log.markDone(`c${index}`, "shell", { ok: true, output: index });
+    }
+    const inode = statSync(journal()).ino;
+    await log.prune(7 * 24 * 60 * 60_000);
+    expect(statSync(journal()).ino).toBe(inode);
+    expect(lines()).toHaveLength(20);
+    await log.close();
+  });
+});
