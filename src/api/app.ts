@@ -41,6 +41,8 @@ import {
 } from "./results-routes.ts";
 import type { UsageService } from "../usage/index.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
+import type { ApprovalsService } from "../policy/index.ts";
+import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
@@ -81,6 +83,8 @@ export interface ApiDependencies {
   results?: ResultsService;
   /** Usage and budgets (absent: no usage routes). */
   usage?: UsageService;
+  /** Tool policy and approvals (absent: no approval routes). */
+  approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
   /**
@@ -186,6 +190,7 @@ const validatesOwnQuery = (path: string) =>
   path.endsWith("/memory/revisions") ||
   isResultsQueryRoute(path) ||
   path === "/v1/usage" ||
+  path === "/v1/approvals" ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -514,6 +519,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     });
   }
+  if (deps.approvals !== undefined)
+    registerApprovalRoutes(app as unknown as Parameters<typeof registerApprovalRoutes>[0], {
+      store,
+      approvals: deps.approvals,
+    });
   if (deps.secrets !== undefined)
     registerSecretRoutes(app as unknown as Parameters<typeof registerSecretRoutes>[0], {
       store,

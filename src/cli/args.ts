@@ -49,6 +49,8 @@ export interface CommandGroup {
   name: string;
   summary: string;
   commands: Command[];
+  /** Run when the group is given no command, or only options (`roost approvals`). */
+  defaultCommand?: string;
 }
 
 /** Bad command line: printed with the usage, exit status 2. */

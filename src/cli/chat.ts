@@ -343,6 +343,11 @@ function createChatView(io: CliIo, botName: string): ChatView {
           endLine();
           note(paint(io, side, "yellow", `⏸ ${step.payload.message}`));
           break;
+        case "approval":
+          // The turn waits for the owner (docs/approvals.md): `roost approvals` answers it.
+          endLine();
+          note(paint(io, side, "yellow", describeApprovalStep(step.payload)));
+          break;
         case "message":
         case "summary":
         case "no_reply":
@@ -360,7 +365,8 @@ function createChatView(io: CliIo, botName: string): ChatView {
         step.kind !== "interrupted" &&
         step.kind !== "summary" &&
         step.kind !== "no_reply" &&
-        step.kind !== "budget_reached"
+        step.kind !== "budget_reached" &&
+        step.kind !== "approval"
       )
         working();
     },
@@ -423,4 +429,11 @@ function mainArgument(input: unknown): string | undefined {
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** One line for an approval step: waiting (with how to answer) or how it was settled. */
+export function describeApprovalStep(payload: Api.ApprovalPayload): string {
+  if (payload.state === "pending")
+    return `⏸ ${payload.tool} needs approval: ${payload.reason}. Answer with \`roost approvals approve ${payload.approvalId}\` or \`roost approvals deny ${payload.approvalId}\`.`;
+  return `${payload.state === "approved" ? "✓" : "✗"} ${payload.tool}: ${payload.state}`;
 }

@@ -101,6 +101,10 @@ export interface RoostClient {
   createAccount(
     name: string,
   ): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
+  /** `GET /v1/approvals` (newest first), optionally of one state. */
+  listApprovals(state?: Api.ApprovalState): Promise<Api.Approval[]>;
+  /** `POST /v1/approvals/{id}`. */
+  decideApproval(id: string, input: Api.ApprovalDecisionInput): Promise<Api.Approval>;
   /** `accountId` "me" is the calling account. */
   createToken(
     accountId: string,
@@ -157,6 +161,14 @@ export function createClient(options: ClientOptions): RoostClient {
     me: () => call("GET", "/v1/me"),
     listBots: async () => (await call<{ bots: Api.Bot[] }>("GET", "/v1/bots")).bots,
     getBot: (id) => call("GET", `/v1/bots/${segment(id)}`),
+    listApprovals: async (state) =>
+      (
+        await call<Api.ApprovalList>(
+          "GET",
+          `/v1/approvals${state === undefined ? "" : `?state=${segment(state)}`}`,
+        )
+      ).approvals,
+    decideApproval: (id, input) => call("POST", `/v1/approvals/${segment(id)}`, input),
     createBot: (input) => call("POST", "/v1/bots", input),
     updateBot: (id, patch) => call("PATCH", `/v1/bots/${segment(id)}`, patch),
     listConversations: async (query = {}) =>

@@ -33,6 +33,16 @@ const emptyPayloads: { [K in Api.StepKind]: StepOf<K>["payload"] } = {
     resumesAt: "2026-01-02T00:00:00.000Z",
     message: "",
   },
+  approval: {
+    approvalId: "apr_1",
+    callId: "c",
+    tool: "shell",
+    input: {},
+    reason: "",
+    review: null,
+    state: "pending",
+    expiresAt: "2026-01-02T00:00:00.000Z",
+  },
 };
 
 function step<K extends Api.StepKind>(

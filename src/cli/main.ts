@@ -16,6 +16,7 @@ import {
   type Command,
   type CommandGroup,
 } from "./args.ts";
+import { approvalsGroup } from "./approvals.ts";
 import { botsGroup } from "./bots.ts";
 import { chatCommand } from "./chat.ts";
 import { ApiError, ConnectionError } from "./client.ts";
@@ -28,6 +29,7 @@ const entries: (Command | CommandGroup)[] = [
   upCommand,
   chatCommand,
   botsGroup,
+  approvalsGroup,
   accountsGroup,
   tokenGroup,
   workerCommand,
@@ -104,6 +106,14 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   if (!isGroup(entry)) return runCommand(entry, rest, io);
 
   const [subName, ...subRest] = rest;
+  const fallback = entry.commands.find(
+    (candidate) => candidate.spec.name === `${entry.name} ${entry.defaultCommand ?? ""}`,
+  );
+  if (
+    fallback !== undefined &&
+    (subName === undefined || (subName.startsWith("-") && !wantsHelp([subName])))
+  )
+    return runCommand(fallback, rest, io);
   if (subName === undefined)
     throw new UsageError(`roost ${entry.name}: missing command`, renderGroupHelp(entry));
   if (subName === "-h" || subName === "--help") {

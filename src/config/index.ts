@@ -53,6 +53,8 @@ export interface RoostConfig {
   maxBodyBytes: number;
   /** Retries of a failed model call inside one journaled step. @default 4 */
   modelAttempts: number;
+  /** How long a call waits for the owner's approval before it is denied (docs/approvals.md). @default 600000 */
+  approvalTimeoutMs: number;
   computers: ComputersConfig;
   egress: EgressConfig;
   vault: VaultConfig;
@@ -538,6 +540,13 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
       min: 1,
       max: 20,
     }),
+    approvalTimeoutMs: integer(
+      source,
+      "approval-timeout-ms",
+      "ROOST_APPROVAL_TIMEOUT_MS",
+      600_000,
+      { min: 1000, max: 7 * 24 * 3600_000 },
+    ),
     computers: resolveComputers(source, dataDir),
     egress: resolveEgress(source),
     vault: resolveVault(source, dataDir),

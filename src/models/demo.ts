@@ -14,6 +14,7 @@
  *   `forget <fact id>`      → tool `memory` `{ action: "remove", id }`
  *   `skill <name>`          → tool `skill` `{ name }`
  *   `tell <bot>: <text>`, `draft <kind> <to>: <text>`, `no reply` → results (demo-results.ts)
+ *   `because <reason>: <command>`, `call <tool> <json>` → policy and approvals (demo-policy.ts)
  *   `request secret <NAME> [reason]` → tool `request_secret` (demo-secrets.ts)
  *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
@@ -29,6 +30,7 @@
  *    answer, so the user sees that they came back (MED1).
  */
 import { createHash } from "node:crypto";
+import { decidePolicyCommand } from "./demo-policy.ts";
 import { decideResultCommand } from "./demo-results.ts";
 import { decideSecretCommand } from "./demo-secrets.ts";
 import { describeMedia } from "./media.ts";
@@ -39,7 +41,7 @@ const label = "[demo model]";
 
 /** What the demo model decided to do with the last user message. */
 type DemoAction =
-  | { kind: "tool"; name: string; input: Record<string, string | boolean> }
+  | { kind: "tool"; name: string; input: Record<string, unknown>; text?: string }
   | { kind: "reply"; text: string };
 
 /** Rough token count: words, not tokens. */
@@ -91,6 +93,12 @@ function decide(text: string, request: InferRequest): DemoAction {
   const routineReply = routineRunReply(text);
   if (routineReply !== undefined) return { kind: "reply", text: routineReply };
   const trimmed = text.trim();
+  const policy = decidePolicyCommand(
+    trimmed,
+    (tool) => isOffered(request, tool),
+    (rest) => decide(rest, request),
+  );
+  if (policy !== undefined) return policy;
   // Any line of a routine run's message (its instruction or payload) may ask the triage to escalate.
   const escalate = /^escalate(?:\s+(.+))?$/im.exec(trimmed);
   if (escalate !== null && isOffered(request, "escalate"))
@@ -279,7 +287,7 @@ export function createDemoModel(): ModelClient {
         input: action.input,
       };
       return {
-        text: "",
+        text: action.text ?? "",
         toolCalls: [call],
         usage: {
           inputTokens: inputWords(request),

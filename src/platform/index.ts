@@ -80,6 +80,7 @@ import {
   defaultRoutineSettings,
   type RoutineSettings,
 } from "../routines/index.ts";
+import { createApprovals, type ApprovalsService } from "../policy/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
@@ -123,6 +124,8 @@ export interface Platform {
   readonly notifier: Notifier;
   /** Usage records and budgets; also the `RunUsage` the routines module reads runs' cost from. */
   readonly usage: UsageService;
+  /** Tool policies and approvals (docs/approvals.md). */
+  readonly approvals: ApprovalsService;
   close(): Promise<void>;
 }
 
@@ -331,8 +334,26 @@ export async function startPlatform(
       store,
       logger: skillsLogger,
     });
+    // Tool policy, approvals and the review model (docs/approvals.md): the router's TOOL2 hooks.
+    const secretRedaction = createSecretRedaction(secrets);
+    const approvals = createApprovals({
+      store,
+      redact: secretRedaction.redact, // REV2: what the reviewer sees and the card shows
+      events,
+      notifier,
+      release: (waiterId, value) => kicker.wake(waiterId, value),
+      resolveModel: (spec) => resolveModel(spec),
+      checkModel: (spec) => {
+        parseModelSpec(spec);
+        models.resolve(spec);
+      },
+      timeoutMs: config.approvalTimeoutMs,
+      logger: logger.child({ component: "approvals" }),
+    });
     const tools = createToolRouter({
-      ...createSecretRedaction(secrets),
+      policy: approvals.policy,
+      ask: approvals.ask,
+      ...secretRedaction,
       sources: [
         ...(options.toolSources ?? [
           createComputerTools({
@@ -510,6 +531,7 @@ export async function startPlatform(
       memory,
       skills,
       usage,
+      approvals,
       secrets,
       store,
       events,
@@ -521,6 +543,10 @@ export async function startPlatform(
         void usage
           .stopParked(conversationId)
           .catch((error: unknown) => logger.warn("could not stop a parked turn", { error }));
+        // APR5: so is a call waiting for approval (it is denied).
+        void approvals
+          .stopPending(conversationId)
+          .catch((error: unknown) => logger.warn("could not stop a waiting approval", { error }));
         return running;
       },
       maxBodyBytes: config.maxBodyBytes,
@@ -639,6 +665,10 @@ export async function startPlatform(
         usage
           .sweepParked()
           .catch((error: unknown) => logger.warn("sweep of parked turns failed", { error })),
+        // APR6: decisions whose release was lost (a kill -9 between the decision and the release).
+        approvals
+          .sweep()
+          .catch((error: unknown) => logger.warn("sweep of approvals failed", { error })),
       ]);
     void sweep();
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
@@ -655,6 +685,7 @@ export async function startPlatform(
       provider,
       notifier: results.notifier,
       usage,
+      approvals,
       close: closeAll,
     };
   } catch (error) {

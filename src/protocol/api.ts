@@ -209,7 +209,8 @@ export type Step =
   | (StepBase & { kind: "interrupted"; payload: InterruptedPayload })
   | (StepBase & { kind: "summary"; payload: SummaryPayload })
   | (StepBase & { kind: "no_reply"; payload: NoReplyPayload })
-  | (StepBase & { kind: "budget_reached"; payload: BudgetReachedPayload });
+  | (StepBase & { kind: "budget_reached"; payload: BudgetReachedPayload })
+  | (StepBase & { kind: "approval"; payload: ApprovalPayload });
 export type StepKind = Step["kind"];
 
 /**
@@ -597,6 +598,7 @@ export type NotificationKind =
   | "budget_reached"
   | "routines_paused"
   | "draft"
+  | "approval"
   // Secrets (docs/secrets.md): a bot asked for a secret it does not have (request_secret).
   | "secret_request";
 
@@ -661,6 +663,100 @@ export interface DraftDelivery {
   /** The same for every retry of one send: de-duplicate by it. */
   deliveryId: string;
   draft: Draft;
+}
+
+// ── tool policy and approvals (issue 12 §1, docs/approvals.md) ──
+
+export type ToolDecision = "allow" | "ask" | "deny";
+
+/**
+ * One rule of a bot's tool policy. `tool` is a tool name or a glob (`*`, `mcp_*`); `match` a
+ * pattern on the call (a command prefix glob for shell, a path glob for file tools, a host for
+ * browser and network tools); `unless` a pattern on the same field that exempts a call.
+ */
+export interface ToolPolicyRule {
+  tool: string;
+  match?: string;
+  unless?: string;
+  decision: ToolDecision;
+}
+
+/** `PUT /v1/bots/{id}/tool-policy` body (the whole policy), and part of its view. */
+export interface ToolPolicy {
+  rules: ToolPolicyRule[];
+  /** Whether the documented default rules apply as well. @default true */
+  useDefaults: boolean;
+  /** The independent review model (null: none). `"demo"` is the deterministic reviewer. */
+  reviewModel: string | null;
+}
+
+/** `GET /v1/bots/{id}/tool-policy`. */
+export interface ToolPolicyView extends ToolPolicy {
+  botId: string;
+  /** The default rules (applied when `useDefaults`), for reference. */
+  defaults: ToolPolicyRule[];
+  updatedAt: string | null;
+}
+
+/** The independent review model's verdict on one call. */
+export interface ReviewVerdict {
+  decision: ToolDecision;
+  reason: string;
+  /** The model that judged. */
+  model: string;
+}
+
+export type ApprovalState = "pending" | "approved" | "denied" | "expired";
+
+/** `GET /v1/approvals/{id}`, an entry of `GET /v1/approvals`. */
+export interface Approval {
+  id: string;
+  botId: string;
+  conversationId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  input: unknown;
+  /** Why it needs approval: the rule or the review that asked. */
+  reason: string;
+  /** What the bot said it was doing before the call (its text of that model call), if anything. */
+  botReason: string | null;
+  /** The review model's verdict, when one judged the call. */
+  review: ReviewVerdict | null;
+  /** Who may answer: the account ids (today the bot's owner). */
+  approvers: string[];
+  state: ApprovalState;
+  decidedBy: string | null;
+  decidedAt: string | null;
+  /** The pattern remembered with the decision (a rule added to the bot's policy). */
+  remembered: string | null;
+  /** When it is denied unless answered. */
+  expiresAt: string;
+  createdAt: string;
+}
+
+export interface ApprovalList {
+  /** Newest first. */
+  approvals: Approval[];
+}
+
+/** `POST /v1/approvals/{id}` body. */
+export interface ApprovalDecisionInput {
+  decision: "approve" | "deny";
+  /** Also add a rule with this pattern (`match`) for this tool to the bot's policy. */
+  remember?: string;
+}
+
+/** A step: a call waits for approval (state pending), or its approval was settled. */
+export interface ApprovalPayload {
+  approvalId: string;
+  callId: string;
+  tool: string;
+  input: unknown;
+  reason: string;
+  review: ReviewVerdict | null;
+  state: ApprovalState;
+  expiresAt: string;
 }
 
 // Secrets (docs/secrets.md): names and metadata only; a value is written, never read back.

@@ -11,6 +11,7 @@ export const attentionKinds: readonly NotificationKind[] = [
   "missed_run",
   "budget_reached",
   "routines_paused",
+  "approval",
   "secret_request",
 ];
 

@@ -432,6 +432,42 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 18,
+    statements: [
+      // A bot's tool policy (Api.ToolPolicy as JSON); no row = the defaults only (docs/approvals.md).
+      `CREATE TABLE tool_policies (
+        bot_id TEXT PRIMARY KEY,
+        policy TEXT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      // Calls waiting for (or settled by) a person (approval-types.ts APS1-APS3). No foreign keys:
+      // the record of a decision outlives a deleted conversation, like the audit log.
+      `CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        waiter_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        input TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        bot_reason TEXT,
+        review TEXT,
+        approvers TEXT NOT NULL,
+        state TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at BIGINT,
+        remembered TEXT,
+        released INTEGER NOT NULL DEFAULT 0,
+        expires_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX approvals_by_account ON approvals (account_id, state, created_at)`,
+      `CREATE INDEX approvals_by_conversation ON approvals (conversation_id, state)`,
+      `CREATE INDEX approvals_unreleased ON approvals (released, state)`,
+    ],
+  },
+  {
     version: 19,
     statements: [
       // Secrets (secret-types.ts, SST1): sealed values only (src/secrets/crypto.ts); the owner is

@@ -10,6 +10,7 @@ import { createSkillQueries } from "./skill-queries.ts";
 import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
+import { createApprovalQueries } from "./approval-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
@@ -310,6 +311,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createRoutineQueries(driver, now, ids, insertAudit),
     ...createResultsQueries(driver, now, insertAudit),
     ...createUsageQueries(driver, now),
+    ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
     kind: driver.kind,
 
@@ -560,6 +562,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           [id],
         );
         await tx.run("DELETE FROM routines WHERE bot_id = ?", [id]);
+        // Its tool policy goes too; its approvals stay, like the audit log (a record of decisions).
+        await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
         // Its secrets (SST1): their sealed values are of no use to anyone else.
         await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);

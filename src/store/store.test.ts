@@ -10,6 +10,7 @@ import { createSqlStore } from "./sql-store.ts";
 import { createSqliteDriver } from "./sqlite-driver.ts";
 import { routineStoreContract } from "./routine.contract.ts";
 import { resultsContract } from "./results.contract.ts";
+import { approvalsContract } from "./approvals.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -36,6 +37,7 @@ const openSqlite = async () => {
 storeContract("sqlite", openSqlite);
 resultsContract("sqlite", openSqlite);
 routineStoreContract("sqlite", openSqlite);
+approvalsContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -54,6 +56,7 @@ if (postgres.ok) {
   storeContract("postgres", openPostgres);
   resultsContract("postgres", openPostgres);
   routineStoreContract("postgres", openPostgres);
+  approvalsContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

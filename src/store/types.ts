@@ -25,6 +25,7 @@ import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
 import type { UsageStore } from "./usage-types.ts";
+import type { ApprovalStore } from "./approval-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -34,6 +35,7 @@ export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
 export type * from "./usage-types.ts";
+export type * from "./approval-types.ts";
 
 export interface Account {
   id: string;
@@ -113,6 +115,7 @@ export const stepKinds = [
   "summary",
   "no_reply",
   "budget_reached",
+  "approval",
 ] as const;
 export type StepKind = (typeof stepKinds)[number];
 
@@ -170,7 +173,14 @@ export interface BotPatch {
 }
 
 export interface Store
-  extends MemoryStore, SkillStore, RoutineStore, ResultsStore, UsageStore, SecretStore {
+  extends
+    MemoryStore,
+    SkillStore,
+    RoutineStore,
+    ResultsStore,
+    UsageStore,
+    ApprovalStore,
+    SecretStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

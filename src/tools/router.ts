@@ -19,6 +19,7 @@
  */
 import { maxToolSpecChars, toolSpecChars, type ToolSpec } from "../models/index.ts";
 import type { DurableContext } from "../engine/index.ts";
+import type { Api } from "../protocol/index.ts";
 import type {
   ToolCallContext,
   ToolCallRequest,
@@ -41,7 +42,7 @@ export interface ToolSource {
 export type PolicyDecision =
   | { decision: "allow" }
   | { decision: "deny"; reason: string }
-  | { decision: "ask"; reason: string };
+  | { decision: "ask"; reason: string; review?: Api.ReviewVerdict | null };
 
 /** TOOL2: decides before a call runs. Pure of side effects; it runs inside a journaled step. */
 export type PolicyHook = (
@@ -51,7 +52,14 @@ export type PolicyHook = (
 
 /** TOOL2: asks a person (approvals); resolves to the answer, after a durable wait. */
 export type AskHook = (
-  call: { name: string; input: unknown; source: string; reason: string },
+  call: {
+    name: string;
+    input: unknown;
+    source: string;
+    reason: string;
+    /** The review model's verdict, when one judged the call (shown on the approval card). */
+    review: Api.ReviewVerdict | null;
+  },
   context: ToolCallRequest,
 ) => Promise<{ decision: "allow" } | { decision: "deny"; reason: string }>;
 
@@ -143,7 +151,13 @@ export function createToolRouter(options: ToolRouterOptions): ToolRouter {
                   reason: `${verdict.reason} (no one can approve it here)`,
                 }
               : await options.ask(
-                  { name, input, source: source.name, reason: verdict.reason },
+                  {
+                    name,
+                    input,
+                    source: source.name,
+                    reason: verdict.reason,
+                    review: verdict.review ?? null,
+                  },
                   context,
                 );
           if (answer.decision === "deny")

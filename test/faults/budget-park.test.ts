@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { apiClient } from "../support/api-client.ts";
-import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
+import { createRoostProcess, killPlatform, type RoostProcess } from "../support/roost-process.ts";
 import { waitFor } from "../support/wait.ts";
 
 describe("faults: a turn parked at its budget", () => {
@@ -61,15 +61,7 @@ describe("faults: a turn parked at its budget", () => {
     expect(fake.requests).toHaveLength(1);
 
     // The whole platform dies at once: Roost and its engine.
-    const restatePid = roost.restatePid();
-    await roost.kill("SIGKILL");
-    if (restatePid !== undefined) {
-      try {
-        process.kill(restatePid, "SIGKILL");
-      } catch {
-        // already gone with its parent
-      }
-    }
+    await killPlatform(roost);
     await roost.start();
     // Still parked after the restart: nothing timed out, nothing ran again.
     const view = await api.call<{ parkedTurns: number }>("GET", `/v1/bots/${bot.id}/budget`);

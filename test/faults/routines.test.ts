@@ -17,7 +17,7 @@ import {
 import type { Api } from "../../src/protocol/index.ts";
 import { apiClient } from "../support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../support/postgres.ts";
-import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
+import { createRoostProcess, killPlatform, type RoostProcess } from "../support/roost-process.ts";
 import { waitFor } from "../support/wait.ts";
 
 const postgres = await postgresAvailable();
@@ -67,19 +67,6 @@ describe("faults: routines", () => {
   }
   const runsOf = async (roost: RoostProcess, routineId: string) =>
     (await clientOf(roost).call<Api.RoutineRunList>("GET", `/v1/routines/${routineId}/runs`)).runs;
-
-  /** kill -9 of the whole platform: the server process and its restate-server. */
-  async function killPlatform(roost: RoostProcess) {
-    const restatePid = roost.restatePid();
-    await roost.kill("SIGKILL");
-    if (restatePid !== undefined) {
-      try {
-        process.kill(restatePid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  }
 
   async function acrossKill(misfire: Api.MisfirePolicy) {
     const roost = await start();

@@ -112,3 +112,16 @@ export async function createRoostProcess(options: {
   };
   return handle;
 }
+
+/** kill -9 of the whole platform at once: the server process and its restate-server. */
+export async function killPlatform(roost: RoostProcess): Promise<void> {
+  const restatePid = roost.restatePid();
+  await roost.kill("SIGKILL");
+  if (restatePid !== undefined) {
+    try {
+      process.kill(restatePid, "SIGKILL");
+    } catch {
+      // already gone with its parent
+    }
+  }
+}

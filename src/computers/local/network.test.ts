@@ -98,6 +98,16 @@ const git = (args: string[], cwd: string) => {
   if (result.status !== 0) throw new Error(`git ${args.join(" ")}: ${result.stderr}`);
 };
 
+/** The host's addresses and routes, one per line, sorted. */
+const hostAddressesAndRoutes = () =>
+  ["-o addr", "route", "-6 route"]
+    .flatMap((args) =>
+      spawnSync("ip", args.split(" "), { encoding: "utf8" }).stdout.trim().split("\n"),
+    )
+    .map((line) => line.replace(/\s+(valid_lft|preferred_lft)\s+\S+/g, ""))
+    .sort()
+    .join("\n");
+
 const fdCount = async () => (await readdir("/proc/self/fd")).length;
 
 describe.skipIf(skip !== undefined)("a local computer's network", () => {
@@ -255,6 +265,30 @@ describe.skipIf(skip !== undefined)("a local computer's network", () => {
     const ruleset = spawnSync("nft", ["list", "ruleset"], { encoding: "utf8" }).stdout;
     for (const name of [`in-c${slot}`, `nat-c${slot}`, `"rv-${slot}"`])
       expect(ruleset).not.toContain(name);
+  });
+
+  test("a proxied connection to a sleeping computer's pool address left through the host's default route (attack): a computer, awake or asleep, adds no address or route to the host", async () => {
+    // The old pool was 10.231.0.0/16, one /30 and one `rv-<slot>` link per computer. Other test
+    // files add their own test hosts meanwhile, so the check is for anything of a computer's.
+    const ofComputers = (slot: number) =>
+      hostAddressesAndRoutes()
+        .split("\n")
+        .filter((line) => /\b10\.231\./.test(line) || new RegExp(`\\brv-${slot}\\b`).test(line));
+    const c = uniqueId("net-c");
+    try {
+      await provider.create(c);
+      await provider.wake(c, { gatewayUrl: "ws://unused.invalid/v1/gateway", workerToken: "t" });
+      const slot = provider.info(c)!.slot;
+      expect(ofComputers(slot)).toEqual([]);
+      await provider.sleep(c);
+      // Asleep, there is no address of the computer's that a connection could be routed to.
+      expect(ofComputers(slot)).toEqual([]);
+      expect(
+        spawnSync("ip", ["route", "get", "10.231.0.2"], { encoding: "utf8" }).stdout,
+      ).not.toMatch(/\brv-/);
+    } finally {
+      await provider.destroy(c);
+    }
   });
 
   test("no route out: TCP, UDP, DNS and ICMP all fail from inside, except through the proxy", async () => {

@@ -19,6 +19,7 @@ import type {
   Step,
 } from "./types.ts";
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
+import type { Approval, ApprovalDecisionInput } from "./types.ts";
 import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
 import type {
   ConversationSeen,
@@ -264,6 +265,10 @@ export function createApiClient(options: ApiClientOptions) {
     getDraft: (id: string, signal?: AbortSignal) =>
       json<Draft>("GET", `/v1/drafts/${enc(id)}`, { signal }),
     sendDraft: (id: string) => json<Draft>("POST", `/v1/drafts/${enc(id)}/send`),
+    getApproval: (id: string, signal?: AbortSignal) =>
+      json<Approval>("GET", `/v1/approvals/${enc(id)}`, { signal }),
+    decideApproval: (id: string, input: ApprovalDecisionInput) =>
+      json<Approval>("POST", `/v1/approvals/${enc(id)}`, { json: input }),
     discardDraft: (id: string) => json<Draft>("POST", `/v1/drafts/${enc(id)}/discard`),
     conversationDrafts: (conversationId: string) =>
       json<DraftList>("GET", `/v1/conversations/${enc(conversationId)}/drafts`),

@@ -20,6 +20,7 @@ import {
 } from "react";
 import type {
   Bot,
+  ApprovalPayload,
   BudgetReachedPayload,
   InterruptedPayload,
   MessageSource,
@@ -31,6 +32,7 @@ import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
 import { LazyMarkdown } from "./markdown-lazy.tsx";
+import { ApprovalCard } from "./approval-card.tsx";
 import { DraftCard } from "./draft-card.tsx";
 import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
@@ -288,7 +290,9 @@ type Row =
     }
   | { key: string; kind: "error"; code: string; message: string }
   | { key: string; kind: "interrupted" | "no_reply"; text: string; time: string }
-  | { key: string; kind: "budget_reached"; payload: BudgetReachedPayload; time: string };
+  | { key: string; kind: "budget_reached"; payload: BudgetReachedPayload; time: string }
+  /** One card per approval: its pending step, updated in place by the settled one. */
+  | { key: string; kind: "approval"; payload: ApprovalPayload };
 
 function usageMeta(
   model: string,
@@ -402,6 +406,15 @@ export function buildRows(
           time: step.createdAt,
         });
         break;
+      case "approval": {
+        const earlier = rows.findIndex(
+          (row) => row.kind === "approval" && row.payload.approvalId === step.payload.approvalId,
+        );
+        const row = { key: step.id, kind: "approval" as const, payload: step.payload };
+        if (earlier === -1) rows.push(row);
+        else rows[earlier] = { ...row, key: rows[earlier]!.key };
+        break;
+      }
       case "no_reply":
         rows.push({
           key: step.id,
@@ -525,7 +538,15 @@ export function Timeline({
 
   const waiting = owesAnswer(snapshot);
   // A turn parked at its budget is not thinking: its row says so and how to let it go on.
-  const parked = rows.at(-1)?.kind === "budget_reached";
+  const awaitingApproval = new Set(
+    rows.flatMap((row) =>
+      row.kind === "approval" && row.payload.state === "pending" ? [row.payload.callId] : [],
+    ),
+  );
+  const last = rows.at(-1);
+  const parked =
+    last?.kind === "budget_reached" ||
+    (last?.kind === "approval" && last.payload.state === "pending");
   return (
     <div className="timeline-wrap">
       <div
@@ -582,6 +603,7 @@ export function Timeline({
                         row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined
                       }
                       stopped={row.stopped}
+                      awaitingApproval={awaitingApproval.has(row.call.id)}
                     />
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
                       <DraftCard draftId={draftIdOf(row.result)!} />
@@ -603,6 +625,8 @@ export function Timeline({
                 return (
                   <BudgetRow key={row.key} payload={row.payload} time={row.time} botId={bot?.id} />
                 );
+              case "approval":
+                return <ApprovalCard key={row.key} payload={row.payload} />;
             }
           })}
           {snapshot.pending.map((message) => (

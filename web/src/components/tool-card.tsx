@@ -11,6 +11,7 @@ import {
   FolderTree,
   LoaderCircle,
   PenLine,
+  ShieldAlert,
   SquareTerminal,
   Square,
   Wrench,
@@ -19,7 +20,7 @@ import { memo, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
 
-export type ToolStatus = "running" | "done" | "failed" | "stopped" | "interrupted";
+export type ToolStatus = "running" | "approval" | "done" | "failed" | "stopped" | "interrupted";
 
 const icons: Record<string, typeof Wrench> = {
   shell: SquareTerminal,
@@ -35,9 +36,11 @@ export function toolStatus(
   result: ToolPayload | undefined,
   working: boolean,
   stopped = false,
+  awaitingApproval = false,
 ): ToolStatus {
   if (result === undefined) {
     if (stopped) return "stopped";
+    if (awaitingApproval) return "approval";
     return working ? "running" : "interrupted";
   }
   // The server records a stopped call with a result saying so (the model needs one per call).
@@ -49,6 +52,7 @@ export function toolStatus(
 
 const statusLabel: Record<ToolStatus, string> = {
   running: "Running",
+  approval: "Waiting for approval",
   done: "Done",
   failed: "Failed",
   stopped: "Stopped",
@@ -68,6 +72,8 @@ function StatusIcon({ status }: { status: ToolStatus }) {
   switch (status) {
     case "running":
       return <LoaderCircle size={16} className="spin" aria-hidden="true" />;
+    case "approval":
+      return <ShieldAlert size={16} aria-hidden="true" />;
     case "done":
       return <CircleCheck size={16} aria-hidden="true" />;
     case "failed":
@@ -223,6 +229,7 @@ export const ToolCard = memo(function ToolCard({
   startedAt,
   liveOutput,
   stopped = false,
+  awaitingApproval = false,
 }: {
   call: ToolCall;
   result: ToolPayload | undefined;
@@ -233,10 +240,12 @@ export const ToolCard = memo(function ToolCard({
   liveOutput?: string | undefined;
   /** The owner stopped the turn while this call ran (an `interrupted` step names it). */
   stopped?: boolean;
+  /** The call waits for the owner's approval (its card follows; docs/approvals.md). */
+  awaitingApproval?: boolean;
 }) {
   const [open, setOpen] = useState(false);
   const bodyId = useId();
-  const status = toolStatus(result, working, stopped);
+  const status = toolStatus(result, working, stopped, awaitingApproval);
   const Icon = icons[call.name] ?? Wrench;
   const summary = summarizeInput(call.input);
   const lines = result === undefined ? [] : detailLines(result.details);
