@@ -41,6 +41,7 @@ import { createModelResolver, parseModelSpec, type ModelClient } from "../models
 import { openStore, type Store } from "../store/index.ts";
 import {
   createRequestSecretTool,
+  createBrokeredSecrets,
   createSecretCipher,
   createSecretRedaction,
   createSecretsService,
@@ -233,18 +234,7 @@ export async function startPlatform(
             gateway,
             // The vault (decision 0024): the computer's account's brokered secrets, read at each
             // request so a deleted secret is never swapped in again.
-            brokeredSecrets: {
-              forComputer: async (computerId) => {
-                const computer = await store.getComputer(computerId);
-                if (computer === undefined) return [];
-                return (await secrets.brokeredFor(computer.accountId)).map((secret) => ({
-                  name: secret.name,
-                  value: secret.value,
-                  hosts: secret.hosts,
-                  accountId: computer.accountId,
-                }));
-              },
-            },
+            brokeredSecrets: createBrokeredSecrets({ store, secrets }),
             redact: (text) => secrets.redactLoaded(text),
             platformPorts: () => platformPorts,
             ...(options.host === undefined ? {} : { host: options.host }),

@@ -75,7 +75,13 @@ describe("injection (SECR9) and the redactor's reach (SECR10)", () => {
       expect(redactor.text(`x ${value} y`)).toBe("x [REDACTED] y");
     const computer = await store.ensureComputer(accountId, "process");
     expect(await createBrokeredSecrets({ store, secrets }).forComputer(computer.id)).toEqual([
-      { name: "GH_TOKEN", value: "ghp-brokered-value", hosts: ["api.github.com"], botId },
+      {
+        name: "GH_TOKEN",
+        value: "ghp-brokered-value",
+        hosts: ["api.github.com"],
+        botId,
+        accountId,
+      },
     ]);
   });
 

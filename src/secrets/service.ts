@@ -283,11 +283,15 @@ export function createSecretsService(deps: {
 export function createBrokeredSecrets(deps: {
   store: Pick<Store, "getComputer">;
   secrets: Pick<SecretsService, "brokeredFor">;
-}): { forComputer(computerId: string): Promise<BrokeredSecret[]> } {
+}): { forComputer(computerId: string): Promise<(BrokeredSecret & { accountId: string })[]> } {
   return {
     async forComputer(computerId) {
       const computer = await deps.store.getComputer(computerId);
-      return computer === undefined ? [] : deps.secrets.brokeredFor(computer.accountId);
+      if (computer === undefined) return [];
+      return (await deps.secrets.brokeredFor(computer.accountId)).map((secret) => ({
+        ...secret,
+        accountId: computer.accountId, // the vault's audit row names the owner
+      }));
     },
   };
 }
