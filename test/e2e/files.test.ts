@@ -80,6 +80,13 @@ for (const provider of providers) {
         await roost.start();
         api = apiClient(roost.url, roost.token);
         const bot = await api.createBot("files");
+        // The setup commands clean up with `rm -rf`, which the default tool policy sends to the
+        // owner for approval; this bot works without the defaults (the approvals tests cover them).
+        await api.call("PUT", `/v1/bots/${bot.id}/tool-policy`, {
+          rules: [],
+          useDefaults: false,
+          reviewModel: null,
+        });
         conversationId = (await api.createConversation(bot.id)).id;
         const computer = await api.call<{ id: string; provider: string }>(
           "GET",

@@ -344,7 +344,10 @@ describe.skipIf(skip !== undefined)("a local computer's network", () => {
     );
     expect(clone.output).toBe("cloned through the egress proxy\n");
     expect(clone.exitCode).toBe(0);
-    const tunnel = entries.find((entry) => entry.method === "CONNECT" && entry.port === 8443);
+    // E4: the tunnel's entry is written when it closes, a moment after git has exited.
+    const tunnel = await waitFor(() =>
+      entries.find((entry) => entry.method === "CONNECT" && entry.port === 8443),
+    );
     expect(tunnel).toMatchObject({ computerId: a, host: outside.address, decision: "allowed" });
   });
 
