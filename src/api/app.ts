@@ -46,6 +46,7 @@ import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
+import { ownBotOf } from "./ownership.ts";
 import {
   createRequestLimiter,
   createStreamLimiter,
@@ -398,12 +399,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       throw new RoostError("forbidden", "only an admin account may do this");
   };
   // API1
-  const ownBot = async (context: AppContext, id: string) => {
-    const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id)
-      throw new NotFoundError("bot", id);
-    return bot;
-  };
+  const ownBot = (context: AppContext, id: string) =>
+    ownBotOf(store, context.get("account").id, id);
   const ownConversation = async (context: AppContext, id: string) => {
     const conversation = await store.getConversation(id);
     if (conversation === undefined || conversation.accountId !== context.get("account").id) {

@@ -11,9 +11,9 @@
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { NotFoundError } from "../errors/index.ts";
 import type { ApprovalsService } from "../policy/index.ts";
-import type { Account, Bot, Store } from "../store/index.ts";
+import type { Account, Store } from "../store/index.ts";
+import { ownBotOf } from "./ownership.ts";
 import { readJson, readQuery } from "./validation.ts";
 
 type ApprovalApp = Hono<{ Variables: { account: Account } }>;
@@ -39,15 +39,8 @@ export function registerApprovalRoutes(
 ): void {
   const { store, approvals } = deps;
   // APRAPI1
-  const ownBot = async (
-    context: Context<{ Variables: { account: Account } }>,
-    id: string,
-  ): Promise<Bot> => {
-    const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id)
-      throw new NotFoundError("bot", id);
-    return bot;
-  };
+  const ownBot = (context: Context<{ Variables: { account: Account } }>, id: string) =>
+    ownBotOf(store, context.get("account").id, id);
 
   app.get("/v1/bots/:id/tool-policy", async (context) => {
     const bot = await ownBot(context, context.req.param("id"));

@@ -23,6 +23,7 @@ import type {
   Store,
 } from "../store/index.ts";
 import { queryInteger, readJson, readQuery, refuseBody, text } from "./validation.ts";
+import { ownBotOf } from "./ownership.ts";
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
@@ -87,13 +88,8 @@ export function registerMemoryRoutes(
 ) {
   const { store, memory } = deps;
 
-  const ownBot = async (context: AppContext): Promise<Bot> => {
-    const id = context.req.param("id") ?? "";
-    const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id)
-      throw new NotFoundError("bot", id); // MEMAPI1
-    return bot;
-  };
+  const ownBot = (context: AppContext): Promise<Bot> =>
+    ownBotOf(store, context.get("account").id, context.req.param("id") ?? ""); // MEMAPI1
   /** MEMAPI1: a fact of this owner (bot or account) and of a tier it may touch here. */
   const ownFact = async (context: AppContext, botId: string | null) => {
     const id = context.req.param("factId") ?? "";

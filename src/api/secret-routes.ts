@@ -14,6 +14,7 @@ import { NotFoundError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
 import { maxSecretsPerOwner, type SecretsService } from "../secrets/index.ts";
 import type { Account, Bot, SecretScope, Store } from "../store/index.ts";
+import { ownBotOf } from "./ownership.ts";
 import { readJson } from "./validation.ts";
 
 const putBody = z.strictObject({
@@ -34,13 +35,8 @@ export function registerSecretRoutes(
 ): void {
   const { store, secrets } = deps;
   // SECAPI1
-  const ownBot = async (context: SecretsContext): Promise<Bot> => {
-    const id = context.req.param("id") ?? "";
-    const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id)
-      throw new NotFoundError("bot", id);
-    return bot;
-  };
+  const ownBot = (context: SecretsContext): Promise<Bot> =>
+    ownBotOf(store, context.get("account").id, context.req.param("id") ?? "");
   const owner = async (
     context: SecretsContext,
     scope: SecretScope,

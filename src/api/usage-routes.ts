@@ -13,8 +13,8 @@
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { NotFoundError } from "../errors/index.ts";
-import type { Account, Bot, Store } from "../store/index.ts";
+import type { Account, Store } from "../store/index.ts";
+import { ownBotOf } from "./ownership.ts";
 import { parseBudget, periodsAt, type UsageService } from "../usage/index.ts";
 import { invalidRequest, readJson, readQuery } from "./validation.ts";
 
@@ -51,15 +51,8 @@ export function registerUsageRoutes(
   const { store, usage } = deps;
   const clock = deps.clock ?? Date.now;
   // USEAPI1
-  const ownBot = async (
-    context: Context<{ Variables: { account: Account } }>,
-    id: string,
-  ): Promise<Bot> => {
-    const bot = await store.getBot(id);
-    if (bot === undefined || bot.accountId !== context.get("account").id)
-      throw new NotFoundError("bot", id);
-    return bot;
-  };
+  const ownBot = (context: Context<{ Variables: { account: Account } }>, id: string) =>
+    ownBotOf(store, context.get("account").id, id);
 
   app.get("/v1/usage", async (context) => {
     const query = readQuery(context, usageQuery);

@@ -4,6 +4,7 @@
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import { attentionKinds } from "../protocol/index.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import type { AuditWriter } from "./types.ts";
 import type {
   ConversationMarks,
   Draft,
@@ -98,16 +99,6 @@ const toWebhook = (row: WebhookRow): OwnerWebhookRecord => ({
   updatedAt: Number(row.updated_at),
 });
 
-type Audit = (
-  executor: SqlExecutor,
-  entry: {
-    accountId: string | null;
-    action: string;
-    target: string;
-    detail: Record<string, unknown>;
-  },
-) => Promise<void>;
-
 /** `?, ?, ?` for a list of parameters. */
 const placeholders = (count: number) => Array.from({ length: count }, () => "?").join(", ");
 
@@ -130,7 +121,7 @@ export async function deleteResultsOf(
 export function createResultsQueries(
   driver: SqlDriver,
   now: () => number,
-  audit: Audit,
+  audit: AuditWriter,
 ): ResultsStore {
   async function draftOf(executor: SqlExecutor, accountId: string, id: string, lock = "") {
     const rows = await executor.all<DraftRow>(

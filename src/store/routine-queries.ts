@@ -6,6 +6,7 @@ import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { IdGenerator } from "../ids.ts";
 import type { Api } from "../protocol/index.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import type { AuditWriter } from "./types.ts";
 import type { Routine, RoutineRun, RoutineStore } from "./routine-types.ts";
 
 interface RoutineRow {
@@ -83,21 +84,11 @@ const routineColumns =
 const runColumns =
   "id, routine_id, account_id, status, kind, scheduled_at, started_at, finished_at, conversation_id, error, created_at";
 
-type Audit = (
-  executor: SqlExecutor,
-  entry: {
-    accountId: string | null;
-    action: string;
-    target: string;
-    detail: Record<string, unknown>;
-  },
-) => Promise<void>;
-
 export function createRoutineQueries(
   driver: SqlDriver,
   now: () => number,
   ids: IdGenerator,
-  audit: Audit,
+  audit: AuditWriter,
 ): RoutineStore {
   async function routineById(executor: SqlExecutor, id: string, lock = "") {
     const rows = await executor.all<RoutineRow>(

@@ -1,7 +1,7 @@
 /** The secrets part of the store (secret-types.ts, SST1–SST3), written once against `SqlDriver`. */
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
 import type { SecretRecord, SecretScope, SecretStore } from "./secret-types.ts";
-import type { Store } from "./types.ts";
+import type { AuditWriter } from "./types.ts";
 
 interface SecretRow {
   scope: string;
@@ -25,12 +25,10 @@ const toRecord = (row: SecretRow): SecretRecord => ({
   updatedAt: Number(row.updated_at),
 });
 
-type InsertAudit = (executor: SqlExecutor, input: Parameters<Store["audit"]>[0]) => Promise<void>;
-
 export function createSecretQueries(
   driver: SqlDriver,
   now: () => number,
-  insertAudit: InsertAudit,
+  insertAudit: AuditWriter,
 ): SecretStore {
   const select = (tx: SqlExecutor, scope: SecretScope, ownerId: string) =>
     tx.all<SecretRow>("SELECT * FROM secrets WHERE scope = ? AND owner_id = ? ORDER BY name", [

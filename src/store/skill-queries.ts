@@ -5,6 +5,7 @@
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import type { AuditWriter } from "./types.ts";
 import type {
   Skill,
   SkillFile,
@@ -66,15 +67,7 @@ export function createSkillQueries(
   driver: SqlDriver,
   now: () => number,
   ids: IdGenerator,
-  audit: (
-    executor: SqlExecutor,
-    entry: {
-      accountId: string | null;
-      action: string;
-      target: string;
-      detail: Record<string, unknown>;
-    },
-  ) => Promise<void>,
+  audit: AuditWriter,
 ): SkillStore {
   async function skillByName(executor: SqlExecutor, accountId: string, name: string, lock = "") {
     const rows = await executor.all<SkillRow>(

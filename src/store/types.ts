@@ -18,6 +18,7 @@
  *          the kind and the token change in one transaction, a new token replaces the old one
  *          (which then matches nothing), and going back to hosted deletes it.
  */
+import type { SqlExecutor } from "./driver.ts";
 import type { Api } from "../protocol/index.ts";
 import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
@@ -318,3 +319,9 @@ export interface Store
   }): Promise<void>;
   listAudit(options?: { accountId?: string; limit?: number }): Promise<AuditEntry[]>;
 }
+
+/** How the query modules write an audit row inside their own transaction (sql-store.ts). */
+export type AuditWriter = (
+  executor: SqlExecutor,
+  input: Parameters<Store["audit"]>[0],
+) => Promise<void>;
