@@ -345,13 +345,15 @@ describe.skipIf(skip !== undefined)("disk images", () => {
       await disks.detach(id);
     }
     expect(await mountsBelow(realDataDir)).toEqual([]);
-    const attached = await runChecked(tools.losetup, [
-      "--list",
-      "--noheadings",
-      "--output",
-      "BACK-FILE",
-    ]);
-    expect(attached).not.toContain(realDataDir);
+    // A loop device is freed once the last mount namespace holding its file system lets go: a
+    // sandbox another test starts meanwhile copies the host's mounts for a moment (see "held").
+    await waitFor(
+      async () =>
+        !(
+          await runChecked(tools.losetup, ["--list", "--noheadings", "--output", "BACK-FILE"])
+        ).includes(realDataDir),
+      { timeoutMs: 30_000, what: "no loop device backed by the sleeping computers' images" },
+    );
     let hostBytes = 0;
     for (const id of ids)
       hostBytes += (await stat(path.join(disks.hostDir(id), "disk.img"))).blocks * 512;
