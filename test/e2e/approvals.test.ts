@@ -164,6 +164,8 @@ describe("approvals: park, answer, resume (real Restate)", () => {
       review: null,
     });
     expect(runs).toEqual([]);
+    // The notification is stored and streamed first, then reaches the test's recorder.
+    await waitFor(() => notified.length > 0, { what: "the owner notified" });
     expect(notified).toEqual([
       expect.objectContaining({
         id: `approval:${approval.id}`,

@@ -155,6 +155,8 @@ describe("budgets: park and resume (real Restate)", () => {
       used: 110,
     });
     expect(reached.message).toContain(`PUT /v1/bots/${bot.id}/budget`);
+    // The notification is stored and streamed first, then reaches the test's recorder.
+    await waitFor(() => notified.length > 0, { what: "the owner notified" });
     expect(notified).toEqual([
       expect.objectContaining({
         id: `budget:${parked[3]!.id}`,
