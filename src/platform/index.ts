@@ -30,6 +30,7 @@ import {
   registerDeployment,
   startEmbeddedRestate,
   type RestateEngine,
+  ensureRequestIdentity,
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
@@ -431,8 +432,19 @@ export async function startPlatform(
       holdLeaseMs: 30 * 60_000,
       logger,
     });
+    // RI1: the embedded engine signs its requests and the endpoint accepts only its key; an
+    // external one's keys come from the configuration.
+    const identity =
+      config.restate.mode === "embedded" ? await ensureRequestIdentity(config.dataDir) : undefined;
+    const identityKeys =
+      identity !== undefined
+        ? [identity.publicKey]
+        : config.restate.mode === "external"
+          ? config.restate.identityKeys
+          : [];
     const serviceServer = http2.createServer(
       restate.createEndpointHandler({
+        ...(identityKeys.length > 0 ? { identityKeys } : {}),
         services: [
           conversationObject,
           computerObject,
@@ -457,7 +469,7 @@ export async function startPlatform(
     );
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
-      serviceServer.listen(config.servicePort, "127.0.0.1", resolve);
+      serviceServer.listen(config.servicePort, config.serviceHost, resolve);
     });
     cleanups.push(() => closeHttp2(serviceServer));
     const servicePort = (serviceServer.address() as AddressInfo).port;
@@ -472,6 +484,7 @@ export async function startPlatform(
             ingressPort: config.restate.ingressPort,
             adminPort: config.restate.adminPort,
             nodePort: config.restate.nodePort,
+            requestIdentityPemFile: identity?.privateKeyPemFile,
             onEvent: (event) => {
               if (event.type === "exited" && !event.expected)
                 logger.warn("restate-server exited; restarting", {
