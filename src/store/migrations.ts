@@ -495,4 +495,16 @@ export const migrations: readonly Migration[] = [
       `CREATE UNIQUE INDEX accounts_one_admin ON accounts (is_admin) WHERE is_admin = 1`,
     ],
   },
+  {
+    version: 23,
+    statements: [],
+    postgres: [
+      // Live events too large for one NOTIFY, read by the other nodes (events/postgres-relay.ts, R2).
+      `CREATE TABLE relay_payloads (
+        id TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX relay_payloads_by_age ON relay_payloads (created_at)`,
+    ],
+  },
 ];
