@@ -55,6 +55,11 @@ export interface RoostConfig {
    */
   serviceHost: string;
   /**
+   * At shutdown, how long running loop invocations may take to finish before they are handed
+   * back to Restate (which retries them from their journal). @default 5000
+   */
+  shutdownGraceMs: number;
+  /**
    * The URL users reach this server at, given to self-hosted workers (`roost worker --server`)
    * when it differs from the address a request came in on (TLS in front, a proxy). @default none
    */
@@ -464,6 +469,10 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
   const serviceUrl =
     url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
   const serviceHost = pick(source, "service-host", "ROOST_SERVICE_HOST") ?? "127.0.0.1";
+  const shutdownGraceMs = integer(source, "", "ROOST_SHUTDOWN_GRACE_MS", 5000, {
+    min: 0,
+    max: 600_000,
+  });
 
   const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
   let store: StoreConfig;
@@ -560,6 +569,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     servicePort,
     serviceUrl,
     serviceHost,
+    shutdownGraceMs,
     publicUrl: resolvePublicUrl(source),
     store,
     restate,

@@ -4,7 +4,7 @@
  * as a child process. The only module allowed to know about all the others.
  */
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import * as restate from "@restatedev/restate-sdk";
 import {
@@ -139,7 +139,10 @@ export async function startPlatform(
   // Subsystems that take a plain line function log through this, as info.
   const log = (message: string) => logger.info(message.replace(/^roost: /, ""));
   const cleanups: (() => Promise<void>)[] = [];
+  /** Set when shutdown starts: health answers 503 so load balancers stop sending work. */
+  let draining = false;
   const closeAll = async () => {
+    draining = true;
     for (const cleanup of cleanups.reverse()) {
       await cleanup().catch((error: unknown) => logger.warn("close failed", { error }));
     }
@@ -471,7 +474,8 @@ export async function startPlatform(
       serviceServer.once("error", reject);
       serviceServer.listen(config.servicePort, config.serviceHost, resolve);
     });
-    cleanups.push(() => closeHttp2(serviceServer));
+    const serviceConnections = trackConnections(serviceServer);
+    cleanups.push(() => closeHttp2(serviceServer, serviceConnections, config.shutdownGraceMs));
     const servicePort = (serviceServer.address() as AddressInfo).port;
     platformPorts.add(servicePort);
     const serviceUrl =
@@ -618,6 +622,7 @@ export async function startPlatform(
       ports,
       results: results.api,
       health: async () => {
+        if (draining) return { ok: false, checks: { node: "shutting down" } };
         const checks: Record<string, string> = {};
         try {
           await store.listBots("health-check");
@@ -759,6 +764,53 @@ function closeHttp(server: ServerType): Promise<void> {
   });
 }
 
-function closeHttp2(server: http2.Http2Server): Promise<void> {
-  return new Promise((resolve) => server.close(() => resolve()));
+interface TrackedConnections {
+  readonly sessions: Set<http2.ServerHttp2Session>;
+  readonly sockets: Set<Socket>;
+  /** Set once the grace is over: what is still open, or arrives late, is cut. */
+  cutting: boolean;
+}
+
+function trackConnections(server: http2.Http2Server): TrackedConnections {
+  const tracked: TrackedConnections = { sessions: new Set(), sockets: new Set(), cutting: false };
+  server.on("connection", (socket: Socket) => {
+    if (tracked.cutting) {
+      socket.destroy();
+      return;
+    }
+    tracked.sockets.add(socket);
+    socket.once("close", () => tracked.sockets.delete(socket));
+  });
+  server.on("session", (session) => {
+    tracked.sessions.add(session);
+    session.once("close", () => tracked.sessions.delete(session));
+  });
+  return tracked;
+}
+
+/**
+ * Stops taking invocations and lets running ones finish for `graceMs`; then the rest are cut.
+ * A cut invocation is handed back to Restate, which retries it from its journal (here after a
+ * restart, or on another node): loops waiting in their follow-up window hold their stream open
+ * for minutes and must not hold the shutdown with them. The sockets are cut as well as the
+ * sessions: a destroyed session does not always let go of its socket.
+ */
+function closeHttp2(
+  server: http2.Http2Server,
+  connections: TrackedConnections,
+  graceMs: number,
+): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => {
+      clearTimeout(cutTimer);
+      resolve();
+    });
+    for (const session of connections.sessions) session.close();
+    const cut = () => {
+      connections.cutting = true;
+      for (const session of connections.sessions) session.destroy();
+      for (const socket of connections.sockets) socket.destroy();
+    };
+    const cutTimer = setTimeout(cut, graceMs);
+  });
 }
