@@ -93,7 +93,7 @@ describe("an external Restate", () => {
     const draining = await waitFor(
       async () => {
         const response = await fetch(`${roost.url}/v1/health`);
-        return response.status === 503 ? ((await response.json()) as unknown) : undefined;
+        return response.status === 503 ? await response.json() : undefined;
       },
       { what: "health 503 while the node drains", intervalMs: 50 },
     );
@@ -106,8 +106,10 @@ describe("an external Restate", () => {
     await api.send(conversation.id, "second");
     await waitFor(
       async () =>
-        (await api.steps(conversation.id)).some((step) =>
-          String(step.payload.text ?? "").includes('You said: "second"'),
+        (await api.steps(conversation.id)).some(
+          (step) =>
+            typeof step.payload.text === "string" &&
+            step.payload.text.includes('You said: "second"'),
         ),
       { what: "the reply to the message sent after the restart", timeoutMs: 60_000 },
     );
