@@ -1501,6 +1501,22 @@ describe("DELETE /v1/bots/{id}", () => {
   });
 });
 
+describe("a resync of the events hub (the relay reconnected: other nodes' events were missed)", () => {
+  it("ends every live conversation stream, so its client reconnects and reloads from its hello", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    const stream = await openStream(harness, conversation.id, harness.alice.token);
+    try {
+      harness.events.resync();
+      await stream.ended!();
+      const again = await openStream(harness, conversation.id, harness.alice.token);
+      await again.close();
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
 describe("DELETE /v1/conversations/{id}", () => {
   it("deletes the conversation with its messages and steps (204), audited; the bot and its other conversations stay", async () => {
     const bot = await createBot(harness.alice);

@@ -740,6 +740,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       const unsubscribeAccount = events.subscribeAccount(conversation.accountId, push);
       const live = { conversationId: conversation.id, botId: conversation.botId, end };
       liveStreams.add(live);
+      const unsubscribeResync = events.onResync(end); // the client reloads from its hello
       stream.onAbort(end);
       try {
         const latest = await store.getConversation(conversation.id);
@@ -775,6 +776,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       } finally {
         unsubscribeConversation();
         unsubscribeAccount();
+        unsubscribeResync();
         liveStreams.delete(live);
         release();
       }

@@ -24,7 +24,17 @@ export type RestateConfig =
       adminPort: number;
       nodePort: number;
     }
-  | { mode: "external"; ingressUrl: string; adminUrl: string };
+  | {
+      mode: "external";
+      ingressUrl: string;
+      adminUrl: string;
+      /**
+       * Public keys (`publickeyv1_…`) of the external Restate's request identity: the service
+       * endpoint accepts only requests signed with one of them. Empty: unsigned requests are
+       * accepted, which only a loopback bind allows.
+       */
+      identityKeys: string[];
+    };
 
 export type StoreConfig = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
 
@@ -39,6 +49,16 @@ export interface RoostConfig {
   servicePort: number;
   /** URL Restate uses to reach the service endpoint. @default http://127.0.0.1:{servicePort} */
   serviceUrl: string;
+  /**
+   * Address the service endpoint listens on. Anything but loopback needs the engine's request
+   * identity (embedded: always on; external: ROOST_RESTATE_IDENTITY_KEYS). @default 127.0.0.1
+   */
+  serviceHost: string;
+  /**
+   * At shutdown, how long running loop invocations may take to finish before they are handed
+   * back to Restate (which retries them from their journal). @default 5000
+   */
+  shutdownGraceMs: number;
   /**
    * The URL users reach this server at, given to self-hosted workers (`roost worker --server`)
    * when it differs from the address a request came in on (TLS in front, a proxy). @default none
@@ -431,6 +451,11 @@ function resolveBlobs(source: Source, dataDir: string): BlobStoreConfig {
   };
 }
 
+/** Whether `host` only takes connections from this machine. */
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** Resolve and validate the whole configuration. Throws ConfigError with a fix-it message. */
 export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostConfig {
   const source: Source = { flags, env };
@@ -443,6 +468,11 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
   });
   const serviceUrl =
     url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
+  const serviceHost = pick(source, "service-host", "ROOST_SERVICE_HOST") ?? "127.0.0.1";
+  const shutdownGraceMs = integer(source, "", "ROOST_SHUTDOWN_GRACE_MS", 5000, {
+    min: 0,
+    max: 600_000,
+  });
 
   const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
   let store: StoreConfig;
@@ -474,7 +504,21 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
         "an external Restate needs both ROOST_RESTATE_INGRESS_URL and ROOST_RESTATE_ADMIN_URL (set both, or neither to run the embedded one)",
       );
     }
-    restate = { mode: "external", ingressUrl, adminUrl };
+    const identityKeys = (pick(source, "", "ROOST_RESTATE_IDENTITY_KEYS") ?? "")
+      .split(",")
+      .map((key) => key.trim())
+      .filter((key) => key !== "");
+    for (const key of identityKeys) {
+      if (!/^publickeyv1_[1-9A-HJ-NP-Za-km-z]{40,50}$/.test(key))
+        throw new ConfigError(
+          `ROOST_RESTATE_IDENTITY_KEYS holds ${JSON.stringify(key)}, which is not a Restate request identity public key: give the publickeyv1_… keys restate-server logs at start, separated by commas (docs/operations.md, "Scale mode")`,
+        );
+    }
+    if (identityKeys.length === 0 && !isLoopbackHost(serviceHost))
+      throw new ConfigError(
+        `ROOST_SERVICE_HOST=${serviceHost} lets other machines call the loop's service endpoint: set ROOST_RESTATE_IDENTITY_KEYS to your Restate's request identity public key (publickeyv1_…, from request-identity-private-key-pem-file), so it accepts only requests Restate signed (docs/operations.md, "Scale mode")`,
+      );
+    restate = { mode: "external", ingressUrl, adminUrl, identityKeys };
   } else {
     restate = {
       mode: "embedded",
@@ -524,6 +568,8 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     port,
     servicePort,
     serviceUrl,
+    serviceHost,
+    shutdownGraceMs,
     publicUrl: resolvePublicUrl(source),
     store,
     restate,

@@ -4,7 +4,7 @@
  * as a child process. The only module allowed to know about all the others.
  */
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import * as restate from "@restatedev/restate-sdk";
 import {
@@ -30,6 +30,7 @@ import {
   registerDeployment,
   startEmbeddedRestate,
   type RestateEngine,
+  ensureRequestIdentity,
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
 import { parseEgressPolicy } from "../egress/index.ts";
@@ -138,7 +139,10 @@ export async function startPlatform(
   // Subsystems that take a plain line function log through this, as info.
   const log = (message: string) => logger.info(message.replace(/^roost: /, ""));
   const cleanups: (() => Promise<void>)[] = [];
+  /** Set when shutdown starts: health answers 503 so load balancers stop sending work. */
+  let draining = false;
   const closeAll = async () => {
+    draining = true;
     for (const cleanup of cleanups.reverse()) {
       await cleanup().catch((error: unknown) => logger.warn("close failed", { error }));
     }
@@ -431,8 +435,19 @@ export async function startPlatform(
       holdLeaseMs: 30 * 60_000,
       logger,
     });
+    // RI1: the embedded engine signs its requests and the endpoint accepts only its key; an
+    // external one's keys come from the configuration.
+    const identity =
+      config.restate.mode === "embedded" ? await ensureRequestIdentity(config.dataDir) : undefined;
+    const identityKeys =
+      identity !== undefined
+        ? [identity.publicKey]
+        : config.restate.mode === "external"
+          ? config.restate.identityKeys
+          : [];
     const serviceServer = http2.createServer(
       restate.createEndpointHandler({
+        ...(identityKeys.length > 0 ? { identityKeys } : {}),
         services: [
           conversationObject,
           computerObject,
@@ -457,9 +472,10 @@ export async function startPlatform(
     );
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
-      serviceServer.listen(config.servicePort, "127.0.0.1", resolve);
+      serviceServer.listen(config.servicePort, config.serviceHost, resolve);
     });
-    cleanups.push(() => closeHttp2(serviceServer));
+    const serviceConnections = trackConnections(serviceServer);
+    cleanups.push(() => closeHttp2(serviceServer, serviceConnections, config.shutdownGraceMs));
     const servicePort = (serviceServer.address() as AddressInfo).port;
     platformPorts.add(servicePort);
     const serviceUrl =
@@ -472,6 +488,7 @@ export async function startPlatform(
             ingressPort: config.restate.ingressPort,
             adminPort: config.restate.adminPort,
             nodePort: config.restate.nodePort,
+            requestIdentityPemFile: identity?.privateKeyPemFile,
             onEvent: (event) => {
               if (event.type === "exited" && !event.expected)
                 logger.warn("restate-server exited; restarting", {
@@ -605,6 +622,7 @@ export async function startPlatform(
       ports,
       results: results.api,
       health: async () => {
+        if (draining) return { ok: false, checks: { node: "shutting down" } };
         const checks: Record<string, string> = {};
         try {
           await store.listBots("health-check");
@@ -746,6 +764,53 @@ function closeHttp(server: ServerType): Promise<void> {
   });
 }
 
-function closeHttp2(server: http2.Http2Server): Promise<void> {
-  return new Promise((resolve) => server.close(() => resolve()));
+interface TrackedConnections {
+  readonly sessions: Set<http2.ServerHttp2Session>;
+  readonly sockets: Set<Socket>;
+  /** Set once the grace is over: what is still open, or arrives late, is cut. */
+  cutting: boolean;
+}
+
+function trackConnections(server: http2.Http2Server): TrackedConnections {
+  const tracked: TrackedConnections = { sessions: new Set(), sockets: new Set(), cutting: false };
+  server.on("connection", (socket: Socket) => {
+    if (tracked.cutting) {
+      socket.destroy();
+      return;
+    }
+    tracked.sockets.add(socket);
+    socket.once("close", () => tracked.sockets.delete(socket));
+  });
+  server.on("session", (session) => {
+    tracked.sessions.add(session);
+    session.once("close", () => tracked.sessions.delete(session));
+  });
+  return tracked;
+}
+
+/**
+ * Stops taking invocations and lets running ones finish for `graceMs`; then the rest are cut.
+ * A cut invocation is handed back to Restate, which retries it from its journal (here after a
+ * restart, or on another node): loops waiting in their follow-up window hold their stream open
+ * for minutes and must not hold the shutdown with them. The sockets are cut as well as the
+ * sessions: a destroyed session does not always let go of its socket.
+ */
+function closeHttp2(
+  server: http2.Http2Server,
+  connections: TrackedConnections,
+  graceMs: number,
+): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => {
+      clearTimeout(cutTimer);
+      resolve();
+    });
+    for (const session of connections.sessions) session.close();
+    const cut = () => {
+      connections.cutting = true;
+      for (const session of connections.sessions) session.destroy();
+      for (const socket of connections.sockets) socket.destroy();
+    };
+    const cutTimer = setTimeout(cut, graceMs);
+  });
 }

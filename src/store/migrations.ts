@@ -485,4 +485,26 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX secrets_by_account ON secrets (account_id)`,
     ],
   },
+  {
+    version: 22,
+    statements: [
+      // One admin, however many nodes start on a fresh database (decision 0028): nodes that raced
+      // before this migration may have made two; the older one stays admin.
+      `UPDATE accounts SET is_admin = 0 WHERE is_admin = 1 AND id <> (
+        SELECT id FROM (SELECT id FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1) AS oldest)`,
+      `CREATE UNIQUE INDEX accounts_one_admin ON accounts (is_admin) WHERE is_admin = 1`,
+    ],
+  },
+  {
+    version: 23,
+    statements: [],
+    postgres: [
+      // Live events too large for one NOTIFY, read by the other nodes (events/postgres-relay.ts, R2).
+      `CREATE TABLE relay_payloads (
+        id TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX relay_payloads_by_age ON relay_payloads (created_at)`,
+    ],
+  },
 ];

@@ -305,6 +305,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     }
   }
 
+  async function findAdmin(): Promise<Account | undefined> {
+    const row = await first<AccountRow>(
+      driver,
+      "SELECT * FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1",
+      [],
+    );
+    return row === undefined ? undefined : toAccount(row);
+  }
+
   return {
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
@@ -355,13 +364,20 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return row === undefined ? undefined : toAccount(row);
     },
 
-    async findAdminAccount() {
-      const row = await first<AccountRow>(
-        driver,
-        "SELECT * FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1",
-        [],
+    findAdminAccount: findAdmin,
+
+    async ensureAdminAccount(name) {
+      const existing = await findAdmin();
+      if (existing !== undefined) return { account: existing, created: false };
+      const id = ids("acct");
+      // STORE-ADMIN1: the unique index accounts_one_admin lets one insert through.
+      await driver.run(
+        "INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, 1, ?) ON CONFLICT DO NOTHING",
+        [id, name, now()],
       );
-      return row === undefined ? undefined : toAccount(row);
+      const account = await findAdmin();
+      if (account === undefined) throw new Error("the admin account vanished while it was made");
+      return { account, created: account.id === id };
     },
 
     async createApiToken({ accountId, name, tokenHash }) {

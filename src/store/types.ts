@@ -190,6 +190,11 @@ export interface Store
   createAccount(input: { name: string; isAdmin: boolean }): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
   findAdminAccount(): Promise<Account | undefined>;
+  /**
+   * STORE-ADMIN1: the one admin account, created if there is none. Nodes that call it at the
+   * same time on one database get the same account; `created` is true for exactly one of them.
+   */
+  ensureAdminAccount(name: string): Promise<{ account: Account; created: boolean }>;
   /** STORE5: pass the SHA-256 hash, never the token. */
   createApiToken(input: { accountId: string; name: string; tokenHash: string }): Promise<ApiToken>;
   findAccountByTokenHash(tokenHash: string): Promise<Account | undefined>;
