@@ -9,6 +9,8 @@
  *        5xx at error with the stack), and no line holds a token (log/ LOG1).
  *   API3 rate limits, in limits.ts; API4 strict query parameters, in validation.ts.
  *   API5 every error answer has the one body of errors.ts, whatever raised it.
+ *   API6 an outage (the store or the engine unavailable) is logged once when the first 503 goes
+ *        out and once when answers succeed again, with the count in between: not per request.
  */
 import { Hono, type Context, type Env, type Input, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -218,6 +220,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   const streams = createStreamLimiter(limits);
   /** The event streams open on this node, so a delete ends those of what it deleted. */
   const liveStreams = new Set<{ conversationId: string; botId: string; end: () => void }>();
+  /** API6: the outage being answered with 503s, logged once when it starts and once when it ends. */
+  const outage: { since: number | undefined; refused: number } = { since: undefined, refused: 0 };
   const app = new Hono<{ Variables: Variables }>();
 
   /** API5: the one way an error becomes an answer. */
@@ -252,8 +256,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const started = clock();
     await next();
     const status = context.res.status;
-    if (status < 400) return;
     const failure = context.get("failure");
+    if (outage.since !== undefined && status < 500) {
+      logger.info("answering again after an outage", {
+        downMs: clock() - outage.since,
+        answered503: outage.refused,
+      });
+      outage.since = undefined;
+      outage.refused = 0;
+    }
+    if (status < 400) return;
     const fields = {
       requestId,
       method: context.req.method,
@@ -264,6 +276,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       accountId: context.get("account")?.id,
       durationMs: clock() - started,
     };
+    if (status === 503 && failure?.code === "unavailable") {
+      // API6: one log line per outage (a store or engine that is down), not one per request.
+      outage.refused += 1;
+      if (outage.since !== undefined) return;
+      outage.since = clock();
+      const cause: unknown = failure.cause ?? failure;
+      logger.error(
+        `${context.req.method} ${context.req.path} failed: 503, answering 503 until it is back`,
+        { ...fields, error: cause instanceof Error ? cause.message : failure.message },
+      );
+      return;
+    }
     if (status >= 500) {
       const cause: unknown = failure?.cause ?? failure;
       logger.error(`${context.req.method} ${context.req.path} failed: ${status}`, {

@@ -68,6 +68,14 @@ const options: Record<string, OptionSpec> = {
     description: "URL Restate uses to reach the loop service",
     env: "ROOST_SERVICE_URL",
   },
+  "service-host": {
+    type: "string",
+    value: "HOST",
+    description:
+      "address the loop service listens on (beyond loopback: needs the engine's request identity)",
+    env: "ROOST_SERVICE_HOST",
+    default: "127.0.0.1",
+  },
   store: {
     type: "string",
     value: "KIND",
