@@ -72,6 +72,7 @@ import {
   type UsageService,
 } from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
+import { createWebToolSource, type WebToolsWiring } from "./web-tools.ts";
 import {
   createRoutineLookup,
   createRoutineObject,
@@ -111,6 +112,8 @@ export interface PlatformOptions {
   routineLookup?: RoutineLookup;
   /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
   results?: ResultsOptions;
+  /** web_fetch's name resolution and connections (tests route them to test hosts). */
+  webFetch?: WebToolsWiring["fetcher"];
 }
 
 export interface Platform {
@@ -360,6 +363,13 @@ export async function startPlatform(
         createSkillTools({ store, skills }),
         ...results.tools,
         createEscalateTool(usage),
+        createWebToolSource(config, {
+          store,
+          gateway,
+          providerKind: provider.kind,
+          platformPorts: () => platformPorts,
+          ...(options.webFetch === undefined ? {} : { fetcher: options.webFetch }),
+        }),
       ],
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).

@@ -13,7 +13,6 @@ export {
 export { htmlToMarkdown } from "./markdown.ts";
 export {
   createWebSearcher,
-  searchProviderBases,
   WebSearchError,
   type SearchProviderKind,
   type SearchResult,

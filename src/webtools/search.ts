@@ -27,12 +27,6 @@ export interface SearchResult {
   snippet: string;
 }
 
-/** The default API base of each provider (SearXNG has none: it is self-hosted). */
-export const searchProviderBases: Record<Exclude<SearchProviderKind, "searxng">, string> = {
-  brave: "https://api.search.brave.com",
-  tavily: "https://api.tavily.com",
-};
-
 export class WebSearchError extends Error {}
 
 const searxngAnswer = z.object({
