@@ -137,6 +137,7 @@ const skillNames = z
   .nullable();
 const memoryReview = z.boolean({ error: "memoryReview must be true or false" });
 const notify = z.boolean({ error: "notify must be true or false" });
+const browserRecording = z.boolean({ error: "browserRecording must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
@@ -144,6 +145,7 @@ const createBotBody = z.strictObject({
   memoryReview: memoryReview.optional(),
   skills: skillNames.optional(),
   notify: notify.optional(),
+  browserRecording: browserRecording.optional(),
 });
 const patchBotBody = z
   .strictObject({
@@ -153,9 +155,11 @@ const patchBotBody = z
     memoryReview: memoryReview.optional(),
     skills: skillNames.optional(),
     notify: notify.optional(),
+    browserRecording: browserRecording.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model, memoryReview, skills, notify",
+    error:
+      "send at least one of name, instructions, model, memoryReview, skills, notify, browserRecording",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
@@ -570,6 +574,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       memoryReview: body.memoryReview ?? false,
       skills: body.skills ?? null,
       notify: body.notify ?? false,
+      browserRecording: body.browserRecording ?? false,
     });
     await store.audit({
       accountId: account.id,

@@ -27,6 +27,8 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
   notify: boolean;
+  /** Its `browser` calls record a few frames per second, kept with the turn as an attachment. */
+  browserRecording: boolean;
   createdAt: string;
   updatedAt: string;
 }

@@ -142,6 +142,7 @@ export function createApiClient(options: ApiClientOptions) {
       memoryReview?: boolean;
       skills?: string[] | null;
       notify?: boolean;
+      browserRecording?: boolean;
     }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
@@ -152,6 +153,7 @@ export function createApiClient(options: ApiClientOptions) {
         memoryReview?: boolean;
         skills?: string[] | null;
         notify?: boolean;
+        browserRecording?: boolean;
       },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
