@@ -153,6 +153,24 @@ export interface ModelPayload {
   /** The prompt sections this call was sent, hashed (PRM2). */
   prompt?: PromptHash[];
 }
+/** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export interface Attachment {
+  id: string;
+  conversationId: string;
+  turnId: string;
+  /** The tool call that produced it (its tool step's `callId`). */
+  callId: string;
+  kind: AttachmentKind;
+  name: string;
+  mimeType: string;
+  size: number;
+  createdAt: string;
+}
+export interface AttachmentList {
+  attachments: Attachment[];
+}
+
 export interface ToolPayload {
   callId: string;
   name: string;
