@@ -45,6 +45,8 @@ import type { ApprovalsService } from "../policy/index.ts";
 import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
+import type { BlobStore } from "../blobs/index.ts";
+import { registerAttachmentRoutes } from "./attachment-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -88,6 +90,8 @@ export interface ApiDependencies {
   approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
+  /** Conversation attachments' bytes (absent: no attachments routes). */
+  attachments?: { blobs: Pick<BlobStore, "get"> };
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -529,6 +533,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     registerSecretRoutes(app as unknown as Parameters<typeof registerSecretRoutes>[0], {
       store,
       secrets: deps.secrets,
+    });
+  if (deps.attachments !== undefined)
+    registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
     });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -73,6 +73,7 @@ import {
 } from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
 import { createWebToolSource, type WebToolsWiring } from "./web-tools.ts";
+import { withConversationAttachments } from "./attachments.ts";
 import {
   createRoutineLookup,
   createRoutineObject,
@@ -343,7 +344,7 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
-    const tools = createToolRouter({
+    const routed = createToolRouter({
       policy: approvals.policy,
       ask: approvals.ask,
       ...secretRedaction,
@@ -371,6 +372,13 @@ export async function startPlatform(
           ...(options.webFetch === undefined ? {} : { fetcher: options.webFetch }),
         }),
       ],
+    });
+    // Screenshots, downloads and recordings of tool calls become the conversation's attachments.
+    const tools = withConversationAttachments(routed, {
+      store,
+      blobs,
+      gateway,
+      providerKind: provider.kind,
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
     const interrupts = createTurnInterrupts();
@@ -528,6 +536,7 @@ export async function startPlatform(
     );
 
     const api = createApi({
+      attachments: { blobs },
       memory,
       skills,
       usage,
