@@ -17,7 +17,7 @@ import {
   compilePolicy,
   parseEgressPolicy,
   type CompiledPolicy,
-  type EgressPolicy,
+  type EgressPolicyInput,
 } from "../egress/index.ts";
 import {
   defineToolSource,
@@ -32,8 +32,8 @@ import { WebSearchError, type WebSearcher } from "./search.ts";
 
 export interface WebToolsOptions {
   fetcher: WebFetcher;
-  /** The account's computer egress policy (WT1). */
-  policyFor(accountId: string): Promise<EgressPolicy>;
+  /** The account's computer egress policy (WT1), validated here at each call. */
+  policyFor(accountId: string): Promise<EgressPolicyInput>;
   /** WT3: absent, `web_search` is not offered. */
   searcher?: WebSearcher | undefined;
   /**

@@ -115,7 +115,7 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
       sources: [
         createWebTools({
           fetcher,
-          policyFor: async () => policy as never,
+          policyFor: async () => policy,
           save: async (_account, path, bytes) => {
             saved.push({ path, bytes });
             return { path: `/workspace/${path}`, size: bytes.length };
