@@ -46,7 +46,7 @@ import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import type { BlobStore } from "../blobs/index.ts";
-import { registerAttachmentRoutes } from "./attachment-routes.ts";
+import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -91,7 +91,7 @@ export interface ApiDependencies {
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
   /** Conversation attachments' bytes (absent: no attachments routes). */
-  attachments?: { blobs: Pick<BlobStore, "get"> };
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -625,6 +625,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const bot = await ownBot(context, context.req.param("id"));
     await refuseBody(context, "DELETE /v1/bots/{id}");
     await store.deleteBot({ id: bot.id, actorAccountId: context.get("account").id });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        { accountId: bot.accountId, botId: bot.id },
+        logger,
+      ); // AAPI3
     endStreams({ botId: bot.id });
     return context.body(null, 204);
   });
@@ -672,6 +678,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       id: conversation.id,
       actorAccountId: context.get("account").id,
     });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        {
+          accountId: conversation.accountId,
+          botId: conversation.botId,
+          conversationId: conversation.id,
+        },
+        logger,
+      ); // AAPI3
     endStreams({ conversationId: conversation.id });
     return context.body(null, 204);
   });

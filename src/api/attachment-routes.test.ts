@@ -69,7 +69,7 @@ async function conversationWith(
     title: "t",
   });
   for (const file of files) {
-    const blobKey = `attachments/${owner.id}/${conversation.id}/${file.id}`;
+    const blobKey = `attachments/${owner.id}/${bot.id}/${conversation.id}/${file.id}`;
     await blobs.put(blobKey, file.bytes);
     await store.putAttachment({
       id: file.id,
@@ -162,12 +162,21 @@ describe("attachments API", () => {
     expect(response.headers.get("content-disposition")).toMatch(/^attachment; filename="evil__/);
   });
 
-  it("the attachments of a deleted conversation are gone", async () => {
+  it("deleting a conversation or a bot deletes its attachments and their blobs (AAPI3)", async () => {
     const conversation = await conversationWith(alice, [
       { id: "att_gone", name: "a.png", mimeType: "image/png", bytes: Buffer.from("a") },
     ]);
-    await store.deleteConversation({ id: conversation.id, actorAccountId: alice.id });
+    const kept = await conversationWith(alice, [
+      { id: "att_kept", name: "k.png", mimeType: "image/png", bytes: Buffer.from("k") },
+    ]);
+    const remove = (path: string) =>
+      app.request(path, { method: "DELETE", headers: { authorization: `Bearer ${alice.token}` } });
+    expect((await remove(`/v1/conversations/${conversation.id}`)).status).toBe(204);
     expect((await get(alice, `/v1/conversations/${conversation.id}/attachments`)).status).toBe(404);
     expect(await store.getAttachment("att_gone")).toBeUndefined();
+    const left = (await blobs.list(`attachments/${alice.id}/`)).map((blob) => blob.key);
+    expect(left).toEqual([(await store.getAttachment("att_kept"))!.blobKey]);
+    expect((await remove(`/v1/bots/${kept.botId}`)).status).toBe(204);
+    expect(await blobs.list(`attachments/${alice.id}/`)).toEqual([]);
   });
 });

@@ -9,12 +9,15 @@
  *         attachmentDisposition (no name reaches the header unescaped), `nosniff`, a sandboxing
  *         CSP, and a content type from a short list of images and videos (everything else is
  *         `application/octet-stream`), so no attachment runs as a page of this origin.
+ *   AAPI3 deleting a conversation or a bot deletes its attachments' blobs too (by prefix, ATT5),
+ *         after the rows are gone; a blob store failure is logged, never fails the delete.
  */
 import { Readable } from "node:stream";
 import type { Context, Hono } from "hono";
 import { NotFoundError } from "../errors/index.ts";
-import { attachmentView } from "../attachments/index.ts";
+import { attachmentBlobPrefix, attachmentView } from "../attachments/index.ts";
 import type { BlobStore } from "../blobs/index.ts";
+import type { Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import { attachmentDisposition } from "./content-disposition.ts";
@@ -31,6 +34,22 @@ const displayableTypes = new Set([
   "video/webm",
   "video/mp4",
 ]);
+
+/** AAPI3: remove the blobs of a deleted conversation, or of every conversation of a deleted bot. */
+export async function deleteAttachmentBlobs(
+  blobs: Pick<BlobStore, "list" | "delete">,
+  owner: { accountId: string; botId: string; conversationId?: string },
+  logger: Logger,
+): Promise<void> {
+  try {
+    for (const blob of await blobs.list(attachmentBlobPrefix(owner))) await blobs.delete(blob.key);
+  } catch (error) {
+    logger.warn("could not delete the attachments of a deleted conversation or bot", {
+      error,
+      ...owner,
+    });
+  }
+}
 
 export function registerAttachmentRoutes(
   app: Hono<{ Variables: Variables }>,

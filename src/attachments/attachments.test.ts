@@ -142,7 +142,7 @@ describe("attachments from tool results", () => {
     expect(stored.map((row) => row.kind)).toEqual(["screenshot", "image"]);
     expect(await blobBytes(stored[0]!.blobKey)).toEqual(png);
     expect(stored[0]!.blobKey).toBe(
-      `attachments/${turn.accountId}/${turn.conversationId}/${attachmentIdOf("call_1", 0)}`,
+      `attachments/${turn.accountId}/${turn.botId}/${turn.conversationId}/${attachmentIdOf("call_1", 0)}`,
     );
   });
 

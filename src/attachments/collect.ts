@@ -16,6 +16,8 @@
  *   ATT3 files are read only through `readFile` (the computer's worker, as its user, confined to
  *        /workspace): a path the tool names cannot reach anything the files API cannot.
  *   ATT4 the model's view of the result is unchanged: attachments are added to `details` only.
+ *   ATT5 blobs are keyed under their account, bot and conversation (`attachmentBlobPrefix`), so
+ *        deleting a conversation or a bot removes its blobs by prefix, whatever the rows say.
  */
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
@@ -117,6 +119,18 @@ export function candidatesOf(tool: string, result: ToolResult): Candidate[] {
   return found;
 }
 
+/**
+ * Where a conversation's (or, without `conversationId`, a bot's) attachment blobs live: the
+ * prefix a delete of either removes (ATT5).
+ */
+export function attachmentBlobPrefix(owner: {
+  accountId: string;
+  botId: string;
+  conversationId?: string;
+}): string {
+  return `attachments/${owner.accountId}/${owner.botId}/${owner.conversationId === undefined ? "" : `${owner.conversationId}/`}`;
+}
+
 /** ATT1: the attachment's id, from its call and its place in the result. */
 export function attachmentIdOf(callId: string, index: number): string {
   return `att_${createHash("sha256").update(`${callId}\0${index}`).digest("hex").slice(0, 24)}`;
@@ -165,7 +179,7 @@ export function withAttachments(router: ToolRouter, options: AttachmentsOptions)
     const skipped: { name: string; reason: string }[] = [];
     for (const [index, candidate] of candidates.entries()) {
       const id = attachmentIdOf(request.callId, index);
-      const blobKey = `attachments/${request.accountId}/${request.conversationId}/${id}`;
+      const blobKey = `${attachmentBlobPrefix(request)}${id}`;
       let size: number;
       if ("data" in candidate.source) {
         const bytes = Buffer.from(candidate.source.data, "base64");

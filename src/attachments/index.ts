@@ -3,6 +3,7 @@
  * downloads, recordings — kept in the blob store and listed by the API (docs/web-tools.md).
  */
 export {
+  attachmentBlobPrefix,
   attachmentIdOf,
   attachmentView,
   candidatesOf,
