@@ -5,8 +5,11 @@
  * Names are resolved by a test resolver (the only seam); every connection is real.
  * Needs root and iproute2; skipped with a printed reason otherwise, never when CI=true.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../test/support/wait.ts";
 import { createMemoryDurable } from "../engine/testing/index.ts";
@@ -51,7 +54,11 @@ http.createServer((request, response) => {
       response.statusCode = 404;
       return response.end("not here");
   }
-}).listen(8080, "0.0.0.0", () => console.log("ready"));
+}).listen(8080, "0.0.0.0", () => {
+  const [key, cert] = process.argv.slice(1).map((file) => require("node:fs").readFileSync(file));
+  require("node:https").createServer({ key, cert }, (request, response) => response.end("secret over tls"))
+    .listen(8443, "0.0.0.0", () => console.log("ready"));
+});
 `;
 
 const turn = { accountId: "acct", botId: "bot", conversationId: "conv", turnId: "turn" };
@@ -74,11 +81,47 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
   const names: Record<string, string[]> = {};
   const saved: { path: string; bytes: Buffer }[] = [];
 
+  const certDir = mkdtempSync(join(tmpdir(), "roost-wf-tls-"));
+
   beforeAll(async () => {
+    // A self-signed certificate for docs.test: no client trusts it.
+    const made = spawnSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-keyout",
+        join(certDir, "key.pem"),
+        "-out",
+        join(certDir, "cert.pem"),
+        "-subj",
+        "/CN=docs.test",
+        "-addext",
+        "subjectAltName=DNS:docs.test",
+      ],
+      { encoding: "utf8" },
+    );
+    if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
     testHost = createNamespace(`roost-wf-${suffix}`, `rwf${suffix}`, subnet, 0);
-    server = spawn("ip", ["netns", "exec", testHost.name, process.execPath, "-e", testHostScript], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    server = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        testHost.name,
+        process.execPath,
+        "-e",
+        testHostScript,
+        join(certDir, "key.pem"),
+        join(certDir, "cert.pem"),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     await new Promise<void>((resolve, reject) => {
       server!.once("exit", (code) => reject(new Error(`test host exited ${code}`)));
       server!.stdout!.on("data", (chunk: Buffer) => {
@@ -96,6 +139,7 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
   afterAll(() => {
     server?.kill("SIGKILL");
     if (testHost !== undefined) deleteNamespace(testHost);
+    rmSync(certDir, { recursive: true, force: true });
   });
 
   function tools(options: { maxBytes?: number; timeoutMs?: number } = {}) {
@@ -234,6 +278,19 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
         configurable: true,
       });
     }
+  });
+
+  it("refuses a certificate it cannot verify (TLS is verified though the socket goes to the checked address)", async () => {
+    policy = {
+      mode: "allowlist-only",
+      allow: ["docs.test:8443", `${testHost!.innerAddress}:8443`],
+    };
+    const result = await fetchUrl("https://docs.test:8443/");
+    expect(result.isError).toBe(true);
+    expect(result.output).toMatch(
+      /Could not fetch https:\/\/docs\.test:8443\/: DEPTH_ZERO_SELF_SIGNED_CERT/,
+    );
+    expect(result.output).not.toContain("secret over tls");
   });
 
   it("caps a huge body and closes the connection there", async () => {
