@@ -19,6 +19,8 @@ export interface WebSearchConfig {
   apiKey?: string | undefined;
   /** @default 15_000 */
   timeoutMs?: number;
+  /** Bytes of a provider's answer read at most. @default 2_000_000 */
+  maxAnswerBytes?: number;
 }
 
 export interface SearchResult {
@@ -90,6 +92,26 @@ export interface WebSearcher {
 
 export function createWebSearcher(config: WebSearchConfig): WebSearcher {
   const timeoutMs = config.timeoutMs ?? 15_000;
+  const maxAnswerBytes = config.maxAnswerBytes ?? 2_000_000;
+
+  /** The answer's text, refusing one past `maxAnswerBytes` (the connection is closed there). */
+  async function readCapped(response: Response): Promise<string> {
+    const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
+    if (reader === undefined) return "";
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > maxAnswerBytes) {
+        await reader.cancel();
+        throw new WebSearchError(`${name} answered more than ${maxAnswerBytes} bytes; refused.`);
+      }
+      chunks.push(value);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  }
   const base = config.baseUrl.replace(/\/+$/, "");
   const name = { searxng: "SearXNG", brave: "Brave Search", tavily: "Tavily" }[config.provider];
 
@@ -107,7 +129,17 @@ export function createWebSearcher(config: WebSearchConfig): WebSearcher {
         throw new WebSearchError(`${name} did not answer within ${timeoutMs / 1000} s.`);
       throw new WebSearchError(`Could not reach ${name}: ${(error as Error).message}.`);
     }
-    const text = await response.text();
+    let text: string;
+    try {
+      text = await readCapped(response);
+    } catch (error) {
+      if (error instanceof WebSearchError) throw error;
+      throw new WebSearchError(
+        deadline.aborted
+          ? `${name} did not answer within ${timeoutMs / 1000} s.`
+          : `${name}'s answer broke off: ${(error as Error).message}.`,
+      );
+    }
     if (!response.ok) {
       const hint =
         response.status === 401 || response.status === 403

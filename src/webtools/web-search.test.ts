@@ -257,6 +257,19 @@ describe("web_search", () => {
     expect(dead.result.output).toMatch(/Could not reach SearXNG/);
   });
 
+  it("refuses an answer larger than the cap instead of reading it all", async () => {
+    const api = await fakeApi(() => ({
+      status: 200,
+      body: { results: [{ url: "https://x.example", title: "x".repeat(3_000_000), content: "" }] },
+    }));
+    const { result } = await search(
+      { provider: "searxng", baseUrl: api.url, maxAnswerBytes: 1_000_000 },
+      { query: "x" },
+    );
+    expect(result.isError).toBe(true);
+    expect(result.output).toMatch(/SearXNG answered more than 1000000 bytes; refused/);
+  });
+
   it("is not offered when no provider is configured (WT3); an empty query is refused", async () => {
     const { specs, result } = await search(undefined, { query: "x" });
     expect(specs).toEqual(["web_fetch"]);
