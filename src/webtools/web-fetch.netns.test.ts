@@ -221,6 +221,18 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
     // The host's side of the veth is one of the host's own addresses.
     const hostSide = await fetchUrl(`http://${testHost!.hostAddress}:8080/page`);
     expect(hostSide.output).toMatch(/an address of the Roost host itself/);
+    // Other spellings of loopback and of the metadata address are the same addresses.
+    for (const spelled of [
+      "http://2130706433:8080/",
+      "http://0x7f.1:8080/",
+      "http://[::ffff:127.0.0.1]:8080/",
+      "http://[::1]:8080/",
+      "http://0251.0376.0251.0376/",
+    ]) {
+      const answer = await fetchUrl(spelled);
+      expect(answer.isError, spelled).toBe(true);
+      expect(answer.output, spelled).toMatch(/Roost host itself|link-local address/);
+    }
     // A name that resolves there is refused the same way (the check is on the address).
     expect((await fetchUrl("http://metadata.test/x")).output).toMatch(
       /metadata\.test:80 resolves to 169\.254\.169\.254, a link-local address/,
