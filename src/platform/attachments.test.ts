@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../test/support/wait.ts";
 import { z } from "zod";
 import { createLocalBlobStore, type BlobStore } from "../blobs/index.ts";
 import { resolveConfig } from "../config/index.ts";
@@ -177,6 +178,18 @@ describe("attachments and save_to through a real worker", () => {
     );
     expect(readFileSync(join(workspace, "downloads", "fetched.pdf"), "utf8")).toBe(
       "%PDF-1.7 fetched",
+    );
+    // WF6: the fetch is in the computer's egress log, like a request through its proxy.
+    await waitFor(
+      async () =>
+        (await store.listAudit({ limit: 50 })).find(
+          (entry) =>
+            entry.action === "egress.allowed" &&
+            entry.target === computerId &&
+            entry.detail.method === "WEB_FETCH" &&
+            entry.detail.host === "files.example",
+        ),
+      { what: "the web_fetch audit row" },
     );
 
     const outside = mkdtempSync(join(tmpdir(), "roost-outside-"));

@@ -369,6 +369,7 @@ export async function startPlatform(
           gateway,
           providerKind: provider.kind,
           platformPorts: () => platformPorts,
+          logger: logger.child({ component: "web-tools" }),
           ...(options.webFetch === undefined ? {} : { fetcher: options.webFetch }),
         }),
       ],

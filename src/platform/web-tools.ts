@@ -5,7 +5,13 @@
  */
 import { createFilesClient, type WorkerCaller } from "../api/index.ts";
 import type { RoostConfig } from "../config/index.ts";
-import { createDestinationContext, parseEgressPolicy, type EgressPolicy } from "../egress/index.ts";
+import {
+  auditTo,
+  createDestinationContext,
+  parseEgressPolicy,
+  type EgressPolicy,
+} from "../egress/index.ts";
+import type { Logger } from "../log/index.ts";
 import { displayWorkspacePath, workspacePathProblem } from "../protocol/index.ts";
 import type { Store } from "../store/index.ts";
 import type { ToolSource } from "../tools/index.ts";
@@ -19,6 +25,8 @@ export interface WebToolsWiring {
   gateway: WorkerCaller & { isConnected(computerId: string): boolean };
   providerKind: string;
   platformPorts: () => Iterable<number>;
+  /** @default silent */
+  logger?: Logger;
   /** Tests resolve names and route connections (WF1, WF2). */
   fetcher?: Pick<WebFetcherOptions, "resolve" | "connect">;
 }
@@ -36,7 +44,15 @@ export function createWebToolSource(config: RoostConfig, wiring: WebToolsWiring)
     ...wiring.fetcher,
   });
   const search = config.webTools.search;
+  // WF6: web_fetch's hops in the computer's egress log, like the proxy's requests.
+  const audit = auditTo(store, wiring.logger === undefined ? {} : { logger: wiring.logger });
   return createWebTools({
+    onHop: (accountId, hop) => {
+      void store
+        .ensureComputer(accountId, wiring.providerKind)
+        .then((computer) => audit({ computerId: computer.id, ...hop }))
+        .catch((error: unknown) => wiring.logger?.warn("web_fetch audit failed", { error }));
+    },
     fetcher,
     searcher: search === undefined ? undefined : createWebSearcher(search),
     policyFor: async (accountId): Promise<EgressPolicy> => {

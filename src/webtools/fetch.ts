@@ -15,6 +15,8 @@
  *       the whole fetch, redirects included, has one deadline (`timeoutMs`), and a body that
  *       stalls past it fails with a timeout, never hangs.
  *   WF5 only http and https URLs without a user name or password are fetched.
+ *   WF6 every hop, refused or allowed, is reported once to `onHop` when it ends, in the egress
+ *       proxy's log entry shape (method `WEB_FETCH`), so the computer's egress log shows them.
  */
 import { lookup } from "node:dns/promises";
 import http, { type IncomingMessage } from "node:http";
@@ -28,7 +30,12 @@ import {
   normalizeIp,
   type CompiledPolicy,
   type DestinationContext,
+  type EgressLogEntry,
+  type EgressRefusalCode,
 } from "../egress/index.ts";
+
+/** One hop of a fetch as the egress log records it (WF6); the caller adds the computer. */
+export type WebFetchHop = Omit<EgressLogEntry, "computerId">;
 
 export interface WebFetcherOptions {
   /** The host's addresses, the operator's private ranges and Roost's ports (egress P3, P4). */
@@ -62,9 +69,18 @@ export interface FetchedPage {
 /** Why a fetch did not happen or did not finish; `message` is for the model, as it is. */
 export class WebFetchError extends Error {
   readonly kind: "refused" | "invalid" | "timeout" | "failed";
-  constructor(kind: WebFetchError["kind"], message: string) {
+  /** For a refusal: the egress denial's code and the refused address, if it was one. */
+  readonly code: EgressRefusalCode | undefined;
+  readonly address: string | undefined;
+  constructor(
+    kind: WebFetchError["kind"],
+    message: string,
+    refusal: { code?: EgressRefusalCode; address?: string } = {},
+  ) {
     super(message);
     this.kind = kind;
+    this.code = refusal.code;
+    this.address = refusal.address;
   }
 }
 
@@ -72,7 +88,13 @@ export interface WebFetcher {
   /** WF1–WF5 under `policy`; throws WebFetchError. */
   fetch(
     url: string,
-    options: { policy: CompiledPolicy; signal?: AbortSignal; accept?: string },
+    options: {
+      policy: CompiledPolicy;
+      signal?: AbortSignal;
+      accept?: string;
+      /** WF6: told of each hop when it ends; a throwing hook is ignored. */
+      onHop?: (hop: WebFetchHop) => void;
+    },
   ): Promise<FetchedPage>;
 }
 
@@ -97,7 +119,8 @@ export function createWebFetcher(options: WebFetcherOptions): WebFetcher {
   ): Promise<string[]> {
     const target = { host, port };
     const verdict = checkName(policy, target);
-    if (!verdict.allowed) throw new WebFetchError("refused", verdict.denial.message);
+    if (!verdict.allowed)
+      throw new WebFetchError("refused", verdict.denial.message, { code: verdict.denial.code });
     const literal = normalizeIp(host);
     let addresses: string[];
     if (literal !== undefined) addresses = [literal];
@@ -117,7 +140,8 @@ export function createWebFetcher(options: WebFetcherOptions): WebFetcher {
     }
     for (const address of addresses) {
       const denial = checkAddress(policy, target, address, verdict.byName, options.destination);
-      if (denial !== undefined) throw new WebFetchError("refused", denial.message); // WF1
+      if (denial !== undefined)
+        throw new WebFetchError("refused", denial.message, { code: denial.code, address }); // WF1
     }
     return addresses;
   }
@@ -189,23 +213,51 @@ export function createWebFetcher(options: WebFetcherOptions): WebFetcher {
   }
 
   return {
-    async fetch(text, { policy, signal, accept = "text/html,text/plain,*/*;q=0.8" }) {
+    async fetch(text, { policy, signal, accept = "text/html,text/plain,*/*;q=0.8", onHop }) {
       const deadline = AbortSignal.timeout(timeoutMs);
       const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
       let url = parseFetchUrl(text);
+      // The hop in progress, for its log entry (WF6).
+      let hop = {
+        host: "",
+        port: 0,
+        started: Date.now(),
+        address: undefined as string | undefined,
+        reported: false,
+      };
+      const report = (entry: Omit<WebFetchHop, "method" | "host" | "port" | "durationMs">) => {
+        if (hop.reported || hop.host === "") return; // WF6: once per hop
+        hop.reported = true;
+        try {
+          onHop?.({
+            method: "WEB_FETCH",
+            host: hop.host,
+            port: hop.port,
+            ...(hop.address === undefined ? {} : { resolvedAddress: hop.address }),
+            ...entry,
+            durationMs: Date.now() - hop.started,
+          });
+        } catch {
+          // WF6: a failing hook never affects the fetch.
+        }
+      };
       try {
         for (let redirects = 0; ; redirects += 1) {
           const host = hostOf(url);
           const port = portOf(url);
+          hop = { host, port, started: Date.now(), address: undefined, reported: false };
           const addresses = await checkedAddresses(policy, host, port);
-          const { response, destroy } = await firstAnswer(addresses, (address) =>
-            requestOnce(url, host, port, address, combined, accept),
+          const { value: answer, address } = await firstAnswer(addresses, (candidate) =>
+            requestOnce(url, host, port, candidate, combined, accept),
           );
+          hop.address = address;
+          const { response, destroy } = answer;
           const status = response.statusCode ?? 0;
           const location = response.headers.location;
           if (status >= 300 && status < 400 && location !== undefined) {
             response.resume();
             destroy();
+            report({ decision: "allowed", status, bytesUp: 0, bytesDown: 0 });
             if (redirects >= maxRedirects)
               throw new WebFetchError(
                 "failed",
@@ -221,6 +273,13 @@ export function createWebFetcher(options: WebFetcherOptions): WebFetcher {
             continue;
           }
           const { body, truncated } = await readCapped(response, destroy);
+          report({
+            decision: "allowed",
+            status,
+            bytesUp: 0,
+            bytesDown: body.length,
+            ...(truncated ? { reason: `body cut at ${maxBytes} bytes` } : {}),
+          });
           return {
             url: url.href,
             status,
@@ -231,32 +290,61 @@ export function createWebFetcher(options: WebFetcherOptions): WebFetcher {
           };
         }
       } catch (error) {
-        if (error instanceof WebFetchError) throw error;
-        if (deadline.aborted)
-          throw new WebFetchError(
-            "timeout",
-            `${url.href} did not answer in full within ${timeoutMs / 1000} s (the fetch gives up there).`,
-          ); // WF4
-        if (signal?.aborted === true) throw new WebFetchError("failed", "The fetch was stopped.");
-        const code = (error as { code?: unknown }).code;
-        throw new WebFetchError(
-          "failed",
-          `Could not fetch ${url.href}: ${typeof code === "string" ? code : (error as Error).message}.`,
-        );
+        const failure = fetchFailure(error, url, deadline.aborted, signal?.aborted === true);
+        if (failure.kind === "refused") {
+          if (failure.address !== undefined) hop.address = failure.address;
+          report({
+            decision: "denied",
+            status: 403,
+            bytesUp: 0,
+            bytesDown: 0,
+            reason: failure.message,
+            ...(failure.code === undefined ? {} : { code: failure.code }),
+          });
+        } else if (failure.kind !== "invalid")
+          report({
+            decision: "allowed",
+            status: failure.kind === "timeout" ? 504 : 502,
+            bytesUp: 0,
+            bytesDown: 0,
+            reason: failure.message,
+            code: "upstream-failed",
+          });
+        throw failure;
       }
     },
   };
+
+  function fetchFailure(
+    error: unknown,
+    url: URL,
+    timedOut: boolean,
+    stopped: boolean,
+  ): WebFetchError {
+    if (error instanceof WebFetchError) return error;
+    if (timedOut)
+      return new WebFetchError(
+        "timeout",
+        `${url.href} did not answer in full within ${timeoutMs / 1000} s (the fetch gives up there).`,
+      ); // WF4
+    if (stopped) return new WebFetchError("failed", "The fetch was stopped.");
+    const code = (error as { code?: unknown }).code;
+    return new WebFetchError(
+      "failed",
+      `Could not fetch ${url.href}: ${typeof code === "string" ? code : (error as Error).message}.`,
+    );
+  }
 }
 
 /** Try each checked address in turn until one answers (WF2: addresses, never the name). */
 async function firstAnswer<T>(
   addresses: readonly string[],
   attempt: (address: string) => Promise<T>,
-): Promise<T> {
+): Promise<{ value: T; address: string }> {
   let lastError: unknown;
   for (const address of addresses) {
     try {
-      return await attempt(address);
+      return { value: await attempt(address), address };
     } catch (error) {
       lastError = error;
       const code = (error as { code?: unknown }).code;

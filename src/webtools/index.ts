@@ -7,6 +7,7 @@ export {
   parseFetchUrl,
   WebFetchError,
   type FetchedPage,
+  type WebFetchHop,
   type WebFetcher,
   type WebFetcherOptions,
 } from "./fetch.ts";

@@ -26,7 +26,7 @@ import {
   type ToolResult,
   type ToolSource,
 } from "../tools/index.ts";
-import { WebFetchError, type WebFetcher } from "./fetch.ts";
+import { WebFetchError, type WebFetcher, type WebFetchHop } from "./fetch.ts";
 import { htmlToMarkdown } from "./markdown.ts";
 import { WebSearchError, type WebSearcher } from "./search.ts";
 
@@ -48,6 +48,8 @@ export interface WebToolsOptions {
   ) => Promise<{ path: string; size: number }>;
   /** Characters of page text returned at most. @default 20_000 */
   maxChars?: number;
+  /** WF6: each hop of a fetch, for the computer's egress log. @default none */
+  onHop?: (accountId: string, hop: WebFetchHop) => void;
 }
 
 const searchInput = z.strictObject({
@@ -127,9 +129,13 @@ export function createWebTools(options: WebToolsOptions): ToolSource {
         };
       let page;
       try {
+        const onHop = options.onHop;
         page = await options.fetcher.fetch(request.url, {
           policy: await policyOf(context.accountId),
           signal,
+          ...(onHop === undefined
+            ? {}
+            : { onHop: (hop: WebFetchHop) => onHop(context.accountId, hop) }),
         });
       } catch (error) {
         if (error instanceof WebFetchError)

@@ -22,7 +22,7 @@ import {
   type Namespace,
 } from "../egress/testing/netns.ts";
 import { createToolRouter } from "../tools/index.ts";
-import { createWebFetcher } from "./fetch.ts";
+import { createWebFetcher, type WebFetchHop } from "./fetch.ts";
 import { createWebTools } from "./tools.ts";
 
 const skipReason = netnsSkip("web_fetch");
@@ -80,6 +80,7 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
   /** Test DNS: docs.test is the test host; rebind.test answers a private address after it. */
   const names: Record<string, string[]> = {};
   const saved: { path: string; bytes: Buffer }[] = [];
+  const hops: WebFetchHop[] = [];
 
   const certDir = mkdtempSync(join(tmpdir(), "roost-wf-tls-"));
 
@@ -160,6 +161,7 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
         createWebTools({
           fetcher,
           policyFor: async () => policy,
+          onHop: (_account, hop) => hops.push(hop),
           save: async (_account, path, bytes) => {
             saved.push({ path, bytes });
             return { path: `/workspace/${path}`, size: bytes.length };
@@ -244,12 +246,21 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
 
   it("refuses a name with one private address the operator did not open, though the other is allowed", async () => {
     policy = allowTestHost();
+    hops.length = 0;
     const result = await fetchUrl("http://mixed.test:8080/page");
     expect(result.isError).toBe(true);
     expect(result.output).toMatch(
       /resolves to 10\.99\.0\.7, a private address.*ROOST_EGRESS_ALLOW_PRIVATE/,
     );
-    expect(seen.filter((line) => line === "request /page").length).toBeGreaterThan(0);
+    // Refused before any connection: the one hop is a denial naming the refused address.
+    expect(hops).toMatchObject([
+      {
+        decision: "denied",
+        host: "mixed.test",
+        resolvedAddress: "10.99.0.7",
+        code: "private-address",
+      },
+    ]);
   });
 
   it("checks every redirect again: to the metadata address, to a private address, to another scheme", async () => {
@@ -264,9 +275,40 @@ describe.skipIf(skipReason !== undefined)("web_fetch with a test host in a names
     expect(toPrivate.output).toMatch(/10\.99\.0\.8:80 is a private address/);
     const toFile = await fetchUrl(`${base}${encodeURIComponent("file:///etc/passwd")}`);
     expect(toFile.output).toMatch(/redirected to file:; only http and https/);
+    hops.length = 0;
     const toPage = await fetchUrl(`${base}${encodeURIComponent("/page")}`);
     expect(toPage.isError).toBe(false);
     expect(toPage.details).toMatchObject({ redirects: 1, status: 200 });
+    // WF6: one log entry per hop, in the egress log's shape.
+    expect(hops).toMatchObject([
+      {
+        method: "WEB_FETCH",
+        host: testHost!.innerAddress,
+        port: 8080,
+        decision: "allowed",
+        status: 302,
+      },
+      {
+        method: "WEB_FETCH",
+        decision: "allowed",
+        status: 200,
+        resolvedAddress: testHost!.innerAddress,
+      },
+    ]);
+    expect(hops[1]!.bytesDown).toBeGreaterThan(100);
+    hops.length = 0;
+    await fetchUrl(`${base}${encodeURIComponent("http://169.254.169.254/latest/")}`);
+    expect(hops).toMatchObject([
+      { decision: "allowed", status: 302 },
+      {
+        decision: "denied",
+        host: "169.254.169.254",
+        port: 80,
+        status: 403,
+        code: "special-address",
+        resolvedAddress: "169.254.169.254",
+      },
+    ]);
   });
 
   it("connects to the address it checked, with one lookup per hop (no DNS rebinding)", async () => {
