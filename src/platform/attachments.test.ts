@@ -115,6 +115,7 @@ describe("attachments and save_to through a real worker", () => {
       details: {
         downloads: [
           { path: "/workspace/downloads/report.csv", name: "report.csv", size: 8 },
+          { path: "downloads/report.csv", name: "relative.csv", size: 8 },
           { path: "/workspace/downloads/passwd", name: "passwd", size: 100 },
           { path: "/etc/passwd", name: "passwd-direct", size: 100 },
           { path: "/workspace/../etc/passwd", name: "dotdot", size: 100 },
@@ -134,6 +135,7 @@ describe("attachments and save_to through a real worker", () => {
     const kept = result.details?.attachments as Api.Attachment[];
     expect(kept.map((item) => [item.kind, item.name, item.size])).toEqual([
       ["download", "report.csv", 8],
+      ["download", "relative.csv", 8],
       ["recording", "task.webm", 11],
     ]);
     const skipped = result.details?.attachmentsSkipped as { name: string; reason: string }[];

@@ -22,9 +22,10 @@ export function createComputerFileReader(
 ): ComputerFileReader {
   const files = createFilesClient(gateway);
   return async (accountId, path, signal) => {
-    const relative = path.replace(/^\/workspace\//, "");
+    // `/workspace/x` or `x` (relative to /workspace); any other absolute path is outside it.
+    const relative = path.startsWith("/workspace/") ? path.slice("/workspace/".length) : path;
     const problem = workspacePathProblem(relative);
-    if (relative === path || relative === "" || problem !== undefined)
+    if (relative.startsWith("/") || relative === "" || problem !== undefined)
       throw new Error(
         `${path} is not a file in /workspace${problem === undefined ? "" : ` (${problem})`}`,
       );
