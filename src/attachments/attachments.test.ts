@@ -227,6 +227,33 @@ describe("attachments from tool results", () => {
     expect(seenInputs.at(-1)).toEqual({ command: "ls", record: "x" });
   });
 
+  it("keeps at most 20 attachments per call and cleans their names (ATT6)", async () => {
+    results.browser = {
+      output: "Many shots",
+      isError: false,
+      media: Array.from({ length: 22 }, () => ({
+        type: "image" as const,
+        mimeType: "image/png",
+        data: png.toString("base64"),
+      })),
+      details: {
+        downloads: [{ path: "/workspace/downloads/x", name: "a/../b\r\nc.txt", size: 1 }],
+      },
+    };
+    writeFileSync(join(dir, "workspace", "downloads", "x"), "x");
+    const tools = router();
+    await tools.specs(turn);
+    const result = await tools.execute("browser", { action: "screenshot" }, request());
+    expect(result.details?.attachments).toHaveLength(20);
+    const skipped = result.details?.attachmentsSkipped as { name: string; reason: string }[];
+    expect(skipped.map((item) => item.name)).toEqual([
+      "browser-screenshot-21.png",
+      "browser-screenshot-22.png",
+      "a_.._b__c.txt",
+    ]);
+    expect(skipped[0]!.reason).toBe("over the limit of 20 attachments per call");
+  });
+
   it("results without media, downloads or recordings take no step", async () => {
     const tools = router();
     await tools.specs(turn);

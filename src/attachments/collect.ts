@@ -16,6 +16,7 @@
  *   ATT3 files are read only through `readFile` (the computer's worker, as its user, confined to
  *        /workspace): a path the tool names cannot reach anything the files API cannot.
  *   ATT4 the model's view of the result is unchanged: attachments are added to `details` only.
+ *   ATT6 at most `maxPerCall` (20) attachments per call; the rest are skipped, said in details.
  *   ATT5 blobs are keyed under their account, bot and conversation (`attachmentBlobPrefix`), so
  *        deleting a conversation or a bot removes its blobs by prefix, whatever the rows say.
  */
@@ -116,8 +117,24 @@ export function candidatesOf(tool: string, result: ToolResult): Candidate[] {
       source: { path: recording.path },
     });
   }
-  return found;
+  // Names reach headers and the page only escaped, but stay short and free of control characters.
+  return found.map((candidate) => ({
+    ...candidate,
+    name: cleanName(candidate.name),
+  }));
 }
+
+function cleanName(name: string): string {
+  let clean = "";
+  for (const char of name) {
+    const code = char.codePointAt(0) ?? 0;
+    clean += code < 0x20 || code === 0x7f || char === "/" || char === "\\" ? "_" : char;
+  }
+  return clean.slice(0, 200) || "file";
+}
+
+/** ATT6. */
+export const maxAttachmentsPerCall = 20;
 
 /**
  * Where a conversation's (or, without `conversationId`, a bot's) attachment blobs live: the
@@ -178,6 +195,13 @@ export function withAttachments(router: ToolRouter, options: AttachmentsOptions)
     const attachments: Api.Attachment[] = [];
     const skipped: { name: string; reason: string }[] = [];
     for (const [index, candidate] of candidates.entries()) {
+      if (index >= maxAttachmentsPerCall) {
+        skipped.push({
+          name: candidate.name,
+          reason: `over the limit of ${maxAttachmentsPerCall} attachments per call`,
+        }); // ATT6
+        continue;
+      }
       const id = attachmentIdOf(request.callId, index);
       const blobKey = `${attachmentBlobPrefix(request)}${id}`;
       let size: number;
