@@ -47,6 +47,8 @@ import type { ApprovalsService } from "../policy/index.ts";
 import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
+import type { BlobStore } from "../blobs/index.ts";
+import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -90,6 +92,8 @@ export interface ApiDependencies {
   approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
+  /** Conversation attachments' bytes (absent: no attachments routes). */
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -139,6 +143,7 @@ const skillNames = z
   .nullable();
 const memoryReview = z.boolean({ error: "memoryReview must be true or false" });
 const notify = z.boolean({ error: "notify must be true or false" });
+const browserRecording = z.boolean({ error: "browserRecording must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
@@ -146,6 +151,7 @@ const createBotBody = z.strictObject({
   memoryReview: memoryReview.optional(),
   skills: skillNames.optional(),
   notify: notify.optional(),
+  browserRecording: browserRecording.optional(),
 });
 const patchBotBody = z
   .strictObject({
@@ -155,9 +161,11 @@ const patchBotBody = z
     memoryReview: memoryReview.optional(),
     skills: skillNames.optional(),
     notify: notify.optional(),
+    browserRecording: browserRecording.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model, memoryReview, skills, notify",
+    error:
+      "send at least one of name, instructions, model, memoryReview, skills, notify, browserRecording",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
@@ -550,6 +558,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       secrets: deps.secrets,
     });
+  if (deps.attachments !== undefined)
+    registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
+    });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
   if (deps.results !== undefined)
@@ -594,6 +607,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       memoryReview: body.memoryReview ?? false,
       skills: body.skills ?? null,
       notify: body.notify ?? false,
+      browserRecording: body.browserRecording ?? false,
     });
     await store.audit({
       accountId: account.id,
@@ -635,6 +649,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const bot = await ownBot(context, context.req.param("id"));
     await refuseBody(context, "DELETE /v1/bots/{id}");
     await store.deleteBot({ id: bot.id, actorAccountId: context.get("account").id });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        { accountId: bot.accountId, botId: bot.id },
+        logger,
+      ); // AAPI3
     endStreams({ botId: bot.id });
     return context.body(null, 204);
   });
@@ -682,6 +702,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       id: conversation.id,
       actorAccountId: context.get("account").id,
     });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        {
+          accountId: conversation.accountId,
+          botId: conversation.botId,
+          conversationId: conversation.id,
+        },
+        logger,
+      ); // AAPI3
     endStreams({ conversationId: conversation.id });
     return context.body(null, 204);
   });

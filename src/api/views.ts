@@ -19,6 +19,7 @@ export function botView(bot: Bot, defaultModel: { id: string; isDemo: boolean })
     memoryReview: bot.memoryReview,
     skills: bot.skills,
     notify: bot.notify,
+    browserRecording: bot.browserRecording,
     createdAt: iso(bot.createdAt),
     updatedAt: iso(bot.updatedAt),
   };

@@ -207,6 +207,21 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_EGRESS_ALLOW_PRIVATE",
     default: "none",
   },
+  "web-search-provider": {
+    type: "string",
+    value: "NAME",
+    description:
+      "the web_search tool's provider: searxng, brave or tavily (key: ROOST_WEB_SEARCH_API_KEY)",
+    env: "ROOST_WEB_SEARCH_PROVIDER",
+    default: "none (no web_search)",
+  },
+  "web-search-url": {
+    type: "string",
+    value: "URL",
+    description: "SearXNG's URL, or another base URL for the Brave or Tavily API",
+    env: "ROOST_WEB_SEARCH_URL",
+    default: "the provider's API",
+  },
   "vault-dir": {
     type: "string",
     value: "DIR",

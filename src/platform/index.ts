@@ -73,6 +73,8 @@ import {
   type UsageService,
 } from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
+import { createWebToolSource, type WebToolsWiring } from "./web-tools.ts";
+import { withConversationAttachments } from "./attachments.ts";
 import {
   createRoutineLookup,
   createRoutineObject,
@@ -112,6 +114,8 @@ export interface PlatformOptions {
   routineLookup?: RoutineLookup;
   /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
   results?: ResultsOptions;
+  /** web_fetch's name resolution and connections (tests route them to test hosts). */
+  webFetch?: WebToolsWiring["fetcher"];
 }
 
 export interface Platform {
@@ -344,7 +348,7 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
-    const tools = createToolRouter({
+    const routed = createToolRouter({
       policy: approvals.policy,
       ask: approvals.ask,
       ...secretRedaction,
@@ -364,7 +368,22 @@ export async function startPlatform(
         createSkillTools({ store, skills }),
         ...results.tools,
         createEscalateTool(usage),
+        createWebToolSource(config, {
+          store,
+          gateway,
+          providerKind: provider.kind,
+          platformPorts: () => platformPorts,
+          logger: logger.child({ component: "web-tools" }),
+          ...(options.webFetch === undefined ? {} : { fetcher: options.webFetch }),
+        }),
       ],
+    });
+    // Screenshots, downloads and recordings of tool calls become the conversation's attachments.
+    const tools = withConversationAttachments(routed, {
+      store,
+      blobs,
+      gateway,
+      providerKind: provider.kind,
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
     const interrupts = createTurnInterrupts();
@@ -535,6 +554,7 @@ export async function startPlatform(
     );
 
     const api = createApi({
+      attachments: { blobs },
       memory,
       skills,
       usage,

@@ -27,6 +27,8 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
   notify: boolean;
+  /** Its `browser` calls record a few frames per second, kept with the turn as an attachment. */
+  browserRecording: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -151,6 +153,24 @@ export interface ModelPayload {
   /** The prompt sections this call was sent, hashed (PRM2). */
   prompt?: PromptHash[];
 }
+/** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export interface Attachment {
+  id: string;
+  conversationId: string;
+  turnId: string;
+  /** The tool call that produced it (its tool step's `callId`). */
+  callId: string;
+  kind: AttachmentKind;
+  name: string;
+  mimeType: string;
+  size: number;
+  createdAt: string;
+}
+export interface AttachmentList {
+  attachments: Attachment[];
+}
+
 export interface ToolPayload {
   callId: string;
   name: string;

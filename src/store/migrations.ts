@@ -486,6 +486,26 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 21,
+    statements: [
+      // Conversation attachments (attachment-types.ts, ATS1-ATS2): screenshots, images, downloads
+      // and recordings of tool calls; the bytes are in the blob store under blob_key.
+      `CREATE TABLE attachments (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        blob_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX attachments_by_conversation ON attachments (conversation_id, created_at)`,
+    ],
+  },
+  {
     version: 22,
     statements: [
       // One admin, however many nodes start on a fresh database (decision 0028): nodes that raced

@@ -12,6 +12,7 @@ import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
+import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -109,15 +110,19 @@ const toBot = (row: BotRow): Bot => {
     memoryReview: settings.memoryReview === true,
     skills: settings.skills ?? null,
     notify: settings.notify === true,
+    browserRecording: settings.browserRecording === true,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
 };
-const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills" | "notify">): string =>
+const settingsOf = (
+  bot: Pick<Bot, "memoryReview" | "skills" | "notify" | "browserRecording">,
+): string =>
   JSON.stringify({
     memoryReview: bot.memoryReview,
     skills: bot.skills,
     notify: bot.notify,
+    browserRecording: bot.browserRecording,
   } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
@@ -274,6 +279,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
     await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
+    await deleteAttachmentsOf(tx, where, key); // ATS2
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
       key,
@@ -322,6 +328,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createUsageQueries(driver, now),
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
+    ...createAttachmentQueries(driver, now),
     kind: driver.kind,
 
     async migrate() {
@@ -464,6 +471,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       memoryReview = false,
       skills = null,
       notify = false,
+      browserRecording = false,
     }) {
       const at = now();
       const bot: Bot = {
@@ -475,6 +483,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         memoryReview,
         skills,
         notify,
+        browserRecording,
         createdAt: at,
         updatedAt: at,
       };
@@ -533,6 +542,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           memoryReview: patch.memoryReview ?? bot.memoryReview,
           skills: patch.skills === undefined ? bot.skills : patch.skills,
           notify: patch.notify ?? bot.notify,
+          browserRecording: patch.browserRecording ?? bot.browserRecording,
           updatedAt: now(),
         };
         try {

@@ -27,6 +27,7 @@ import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
+import type { AttachmentStore } from "./attachment-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -37,6 +38,7 @@ export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
+export type * from "./attachment-types.ts";
 
 export interface Account {
   id: string;
@@ -67,6 +69,8 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when it finishes a turn or needs input (issue 11 §3). */
   notify: boolean;
+  /** Its browser calls record a few frames per second, kept with the turn (issue 13 §4). */
+  browserRecording: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -76,6 +80,7 @@ export interface BotSettings {
   memoryReview?: boolean;
   skills?: string[] | null;
   notify?: boolean;
+  browserRecording?: boolean;
 }
 
 export interface Conversation {
@@ -171,6 +176,7 @@ export interface BotPatch {
   memoryReview?: boolean;
   skills?: string[] | null;
   notify?: boolean;
+  browserRecording?: boolean;
 }
 
 export interface Store
@@ -181,7 +187,8 @@ export interface Store
     ResultsStore,
     UsageStore,
     ApprovalStore,
-    SecretStore {
+    SecretStore,
+    AttachmentStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -219,6 +226,7 @@ export interface Store
     memoryReview?: boolean;
     skills?: string[] | null;
     notify?: boolean;
+    browserRecording?: boolean;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;

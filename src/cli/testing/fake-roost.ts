@@ -79,6 +79,7 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     memoryReview: false,
     skills: null,
     notify: false,
+    browserRecording: false,
     createdAt: now(),
     updatedAt: now(),
   };

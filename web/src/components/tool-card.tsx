@@ -142,6 +142,7 @@ function detailLines(
     "matches",
     "command",
     "input",
+    "attachments", // shown under the card (attachments.tsx)
   ]) {
     seen.add(key);
   }
