@@ -1,0 +1,349 @@
+/**
+ * Screens (issue 13 §1, docs/browser.md): one virtual X display per bot on the computer, created on
+ * the bot's first `browser` or `computer` call, each with an x11vnc server on the computer's
+ * loopback for the live view, and the bot's Chromium (browser-session.ts) on it.
+ *
+ * Invariants:
+ *   SCR1 at most `max` screens per computer; a bot without a screen when all are taken gets exactly
+ *        screensInUseMessage (code `busy`), and so does a second call on a bot's own busy screen.
+ *   SCR2 while a controller is set and its `until` is in the future, the bot's calls on that screen
+ *        answer personOnScreenMessage (code `busy`); the worker never decides leases, it is told.
+ *   SCR3 the VNC server listens on 127.0.0.1 only (`-localhost`): it is reached only through the
+ *        worker's tunnel, which the gateway opens for the screen's owner.
+ *   SCR4 every process a screen starts (Xvfb, x11vnc, Chromium) is stopped when the manager
+ *        closes (the worker stops); the sandbox's pid namespace takes them on a kill.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import {
+  personOnScreenMessage,
+  screensInUseMessage,
+  type Screen,
+  type ScreenController,
+} from "../protocol/index.ts";
+import { listListeningPorts } from "./ports.ts";
+import { ToolFailure } from "./tool-context.ts";
+import { BrowserSession, type BrowserSessionOptions } from "./browser-session.ts";
+
+/** Defaults of a screen (ROOST_SCREENS_MAX, the display size). */
+export const screenDefaults = { max: 4, width: 1280, height: 800, firstDisplay: 10 } as const;
+
+export interface ScreenManagerOptions {
+  /** @default screenDefaults.max */
+  max?: number;
+  width?: number;
+  height?: number;
+  /** The durable home folder (browser profiles live under it). */
+  home: string;
+  /** Downloads land in `<workspace>/downloads`. */
+  workspace: string;
+  /** The computer's environment (HTTP_PROXY and friends). */
+  env: Readonly<Record<string, string>>;
+  /** Where the framebuffer files go. @default /tmp/roost-screens */
+  runtimeDir?: string;
+  /** Folder of the X sockets and lock files. @default /tmp */
+  xTmp?: string;
+  /** @default /usr/bin/chromium */
+  chromiumPath?: string;
+  now?: () => number;
+  log?: (line: string) => void;
+}
+
+export interface ScreenHandle {
+  readonly id: string;
+  readonly botId: string;
+  readonly display: number;
+  readonly width: number;
+  readonly height: number;
+  readonly vncPort: number;
+  /** The framebuffer of the display as an XWD file (Xvfb -fbdir). */
+  readonly framebufferFile: string;
+  /** The bot's Chromium on this screen, started on first use. */
+  browser(): Promise<BrowserSession>;
+  /** The browser if it is running (no start). */
+  runningBrowser(): BrowserSession | undefined;
+}
+
+interface ScreenState extends ScreenHandle {
+  busy: boolean;
+  controller: ScreenController | null;
+  processes: ChildProcess[];
+  session: Promise<BrowserSession> | undefined;
+  started: BrowserSession | undefined;
+}
+
+export interface ScreenManager {
+  /** SCR1, SCR2: runs `task` on the bot's screen (created on first use), marked busy meanwhile. */
+  use<T>(botId: string, task: (screen: ScreenHandle) => Promise<T>): Promise<T>;
+  list(): Screen[];
+  /** SCR2 */
+  control(screenId: string, controller: ScreenController | null): void;
+  /** A fresh snapshot of the screen's browser (for a person's hand-back). */
+  snapshot(screenId: string): Promise<{ text: string; url: string; title: string }>;
+  close(): Promise<void>;
+}
+
+/** The screen id of a bot (stable: the live view's URLs use it). */
+export const screenIdOf = (botId: string) => `s-${botId}`;
+
+/** The packages a screen needs, by program, for the error that names the apt command. */
+const programs = [
+  ["Xvfb", "xvfb"],
+  ["x11vnc", "x11vnc"],
+  ["xdotool", "xdotool"],
+] as const;
+
+function findProgram(name: string, env: Readonly<Record<string, string>>): string | undefined {
+  const folders = (env.PATH ?? "/usr/local/bin:/usr/bin:/bin").split(":");
+  for (const folder of [...folders, "/usr/bin", "/bin"]) {
+    const candidate = path.join(folder, name);
+    if (folder !== "" && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Checks the programs a screen needs; the error says exactly what to install. */
+export function missingScreenPrograms(
+  env: Readonly<Record<string, string>>,
+  chromiumPath: string,
+): string | undefined {
+  const missing: string[] = programs
+    .filter(([program]) => findProgram(program, env) === undefined)
+    .map(([, pkg]) => pkg);
+  if (!existsSync(chromiumPath)) missing.push("chromium");
+  if (missing.length === 0) return undefined;
+  return `the browser needs ${missing.join(", ")} on the computer's host, which ${missing.length === 1 ? "is" : "are"} not installed: run \`sudo apt-get install -y ${missing.join(" ")}\` on the host (docs/browser.md), then try again`;
+}
+
+export function createScreenManager(options: ScreenManagerOptions): ScreenManager {
+  const max = options.max ?? screenDefaults.max;
+  const width = options.width ?? screenDefaults.width;
+  const height = options.height ?? screenDefaults.height;
+  const runtimeDir = options.runtimeDir ?? "/tmp/roost-screens";
+  const xTmp = options.xTmp ?? "/tmp";
+  const chromiumPath = options.chromiumPath ?? "/usr/bin/chromium";
+  const now = options.now ?? Date.now;
+  const log = options.log ?? (() => undefined);
+  const screens = new Map<string, ScreenState>();
+  const creating = new Map<string, Promise<ScreenState>>();
+  let closed = false;
+
+  const displayTaken = (display: number) =>
+    [...screens.values()].some((screen) => screen.display === display) ||
+    existsSync(path.join(xTmp, `.X${display}-lock`)) ||
+    existsSync(path.join(xTmp, ".X11-unix", `X${display}`));
+
+  async function waitUntil(
+    what: string,
+    check: () => Promise<boolean> | boolean,
+    child: ChildProcess,
+  ) {
+    const deadline = now() + 15_000;
+    while (!(await check())) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new ToolFailure(
+          "io_error",
+          `${what} exited at start (code ${child.exitCode ?? child.signalCode})`,
+        );
+      if (now() > deadline) throw new ToolFailure("timeout", `${what} did not start within 15 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  function startProcess(
+    command: string,
+    args: string[],
+    env: Record<string, string>,
+  ): ChildProcess {
+    const child = spawn(command, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    let tail = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      tail = (tail + chunk.toString("utf8")).slice(-2000);
+    });
+    child.once("exit", (code, signal) => {
+      if (!closed)
+        log(
+          `screens: ${path.basename(command)} exited (${code ?? signal}): ${tail.trim().split("\n").at(-1) ?? ""}`,
+        );
+    });
+    child.once("error", () => undefined);
+    return child;
+  }
+
+  async function create(botId: string): Promise<ScreenState> {
+    const missing = missingScreenPrograms(options.env, chromiumPath);
+    if (missing !== undefined) throw new ToolFailure("unavailable", missing);
+    let display: number = screenDefaults.firstDisplay;
+    while (displayTaken(display)) display++;
+    const framebufferDir = path.join(runtimeDir, String(display));
+    await mkdir(framebufferDir, { recursive: true });
+    const env = { ...options.env, DISPLAY: `:${display}` };
+    const xvfb = startProcess(
+      findProgram("Xvfb", options.env)!,
+      [
+        `:${display}`,
+        "-screen",
+        "0",
+        `${width}x${height}x24`,
+        "-nolisten",
+        "tcp",
+        "-fbdir",
+        framebufferDir,
+        "-noreset",
+      ],
+      env,
+    );
+    const processes: ChildProcess[] = [xvfb];
+    try {
+      await waitUntil("Xvfb", () => existsSync(path.join(xTmp, ".X11-unix", `X${display}`)), xvfb);
+      const vncPort = 5900 + display;
+      const vnc = startProcess(
+        findProgram("x11vnc", options.env)!,
+        // SCR3: loopback only; -shared lets viewers watch together (input is the server's call).
+        [
+          "-display",
+          `:${display}`,
+          "-localhost",
+          "-rfbport",
+          String(vncPort),
+          "-shared",
+          "-forever",
+          "-nopw",
+          "-quiet",
+          "-noxdamage",
+        ],
+        env,
+      );
+      processes.push(vnc);
+      await waitUntil(
+        "x11vnc",
+        async () => (await listListeningPorts()).ports.some((entry) => entry.port === vncPort),
+        vnc,
+      );
+      const sessionOptions: BrowserSessionOptions = {
+        chromiumPath,
+        display,
+        width,
+        height,
+        env,
+        profileDir: path.join(options.home, ".config", "roost-browser", botId),
+        downloadsDir: path.join(options.workspace, "downloads"),
+        log,
+      };
+      const screen: ScreenState = {
+        id: screenIdOf(botId),
+        botId,
+        display,
+        width,
+        height,
+        vncPort,
+        framebufferFile: path.join(framebufferDir, "Xvfb_screen0"),
+        busy: false,
+        controller: null,
+        processes,
+        session: undefined,
+        started: undefined,
+        browser() {
+          if (screen.started?.isClosed() === true) {
+            screen.session = undefined;
+            screen.started = undefined;
+          }
+          screen.session ??= BrowserSession.launch(sessionOptions).then(
+            (session) => {
+              screen.started = session;
+              return session;
+            },
+            (error: unknown) => {
+              screen.session = undefined;
+              throw error;
+            },
+          );
+          return screen.session;
+        },
+        runningBrowser: () => screen.started,
+      };
+      return screen;
+    } catch (error) {
+      for (const child of processes) child.kill("SIGKILL");
+      throw error;
+    }
+  }
+
+  function find(screenId: string): ScreenState {
+    const screen = [...screens.values()].find((entry) => entry.id === screenId);
+    if (screen === undefined)
+      throw new ToolFailure(
+        "not_found",
+        `there is no screen ${screenId} (screens.list shows the screens)`,
+      );
+    return screen;
+  }
+
+  const controlled = (screen: ScreenState) =>
+    screen.controller !== null && Date.parse(screen.controller.until) > now();
+
+  return {
+    async use(botId, task) {
+      if (closed) throw new ToolFailure("cancelled", "the worker is stopping");
+      let screen = screens.get(botId);
+      if (screen === undefined) {
+        let pending = creating.get(botId);
+        if (pending === undefined) {
+          if (screens.size + creating.size >= max)
+            throw new ToolFailure("busy", screensInUseMessage); // SCR1
+          pending = create(botId);
+          creating.set(botId, pending);
+          try {
+            screen = await pending;
+            screens.set(botId, screen);
+          } finally {
+            creating.delete(botId);
+          }
+        } else {
+          await pending.catch(() => undefined);
+          throw new ToolFailure("busy", screensInUseMessage); // SCR1: another call is setting it up
+        }
+      }
+      if (controlled(screen)) throw new ToolFailure("busy", personOnScreenMessage); // SCR2
+      if (screen.busy) throw new ToolFailure("busy", screensInUseMessage); // SCR1
+      screen.busy = true;
+      try {
+        return await task(screen);
+      } finally {
+        screen.busy = false;
+      }
+    },
+    list() {
+      return [...screens.values()].map((screen) => ({
+        id: screen.id,
+        botId: screen.botId,
+        width: screen.width,
+        height: screen.height,
+        busy: screen.busy,
+        vncPort: screen.vncPort,
+        controller: controlled(screen) ? screen.controller : null,
+      }));
+    },
+    control(screenId, controller) {
+      find(screenId).controller = controller; // SCR2: the server decides
+    },
+    async snapshot(screenId) {
+      const screen = find(screenId);
+      const session = await screen.browser();
+      return session.snapshotText();
+    },
+    async close() {
+      closed = true;
+      await Promise.allSettled([...creating.values()]);
+      for (const screen of screens.values()) {
+        // SCR4: the browser first (it writes its profile), then the display's servers.
+        await screen.started?.close().catch(() => undefined);
+        for (const child of screen.processes.reverse()) child.kill("SIGTERM");
+      }
+      screens.clear();
+      await rm(runtimeDir, { recursive: true, force: true }).catch(() => undefined);
+    },
+  };
+}
