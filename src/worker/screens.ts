@@ -12,10 +12,13 @@
  *        worker's tunnel, which the gateway opens for the screen's owner.
  *   SCR4 every process a screen starts (Xvfb, x11vnc, Chromium) is stopped when the manager
  *        closes (the worker stops); the sandbox's pid namespace takes them on a kill.
+ *   SCR5 those processes source the job prelude before they start, like a bot's commands: they
+ *        count against the computer's user limits, and an out-of-memory browser cannot take the
+ *        worker with it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import {
   personOnScreenMessage,
@@ -47,6 +50,11 @@ export interface ScreenManagerOptions {
   xTmp?: string;
   /** @default /usr/bin/chromium */
   chromiumPath?: string;
+  /**
+   * SCR5: the worker's job prelude; a screen's programs source it first, so they run in the
+   * computer's `user` cgroup (its memory and process limits), not in the worker's. @default none
+   */
+  jobPrelude?: string | undefined;
   now?: () => number;
   log?: (line: string) => void;
 }
@@ -157,7 +165,14 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     args: string[],
     env: Record<string, string>,
   ): ChildProcess {
-    const child = spawn(command, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    // SCR5: `. prelude; exec program …` keeps the pid, so killing the child kills the program.
+    const child =
+      options.jobPrelude === undefined
+        ? spawn(command, args, { env, stdio: ["ignore", "ignore", "pipe"] })
+        : spawn("/bin/bash", ["-c", '. "$0"; exec "$@"', options.jobPrelude, command, ...args], {
+            env,
+            stdio: ["ignore", "ignore", "pipe"],
+          });
     let tail = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       tail = (tail + chunk.toString("utf8")).slice(-2000);
@@ -223,7 +238,7 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
         vnc,
       );
       const sessionOptions: BrowserSessionOptions = {
-        chromiumPath,
+        chromiumPath: await chromiumLauncher(),
         display,
         width,
         height,
@@ -269,6 +284,18 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
       for (const child of processes) child.kill("SIGKILL");
       throw error;
     }
+  }
+
+  /** SCR5: Playwright starts Chromium itself, so the prelude goes in a launcher script. */
+  async function chromiumLauncher(): Promise<string> {
+    if (options.jobPrelude === undefined) return chromiumPath;
+    const launcher = path.join(runtimeDir, "chromium");
+    await writeFile(
+      launcher,
+      `#!/bin/bash\n. ${shellQuote(options.jobPrelude)}\nexec ${shellQuote(chromiumPath)} "$@"\n`,
+    );
+    await chmod(launcher, 0o755);
+    return launcher;
   }
 
   function find(screenId: string): ScreenState {
@@ -346,4 +373,8 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
       await rm(runtimeDir, { recursive: true, force: true }).catch(() => undefined);
     },
   };
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }

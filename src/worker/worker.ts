@@ -161,6 +161,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     home: options.home ?? options.commandEnv.HOME ?? homedir(),
     workspace: options.workspace,
     env: options.commandEnv,
+    jobPrelude: options.jobPrelude,
     log,
   });
 
