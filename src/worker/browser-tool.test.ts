@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   browserInputSchema,
+  browserLimits,
   personOnScreenMessage,
   screensInUseMessage,
   type BrowserInput,
@@ -20,7 +21,7 @@ import {
 import { browserTool } from "./browser-tool.ts";
 import { desktopTool } from "./browser-desktop.ts";
 import { safeDownloadName } from "./browser-session.ts";
-import { parseXwd } from "./browser-xwd.ts";
+import { encodePng, parseXwd } from "./browser-xwd.ts";
 import { createScreenManager, missingScreenPrograms, type ScreenManager } from "./screens.ts";
 import { ToolFailure, type ToolContext } from "./tool-context.ts";
 
@@ -36,6 +37,9 @@ const pages: Record<string, string> = {
 <label for="name">Your name</label><input id="name" type="text"><button type="submit">Send</button></form>
 <p id="echo"></p>
 <a href="/evil-download">evil download</a>`),
+  "/huge": page(
+    `<ul>${Array.from({ length: 4000 }, (_, index) => `<li>item number ${index}</li>`).join("")}</ul>`,
+  ),
   "/desktop": page(
     `<p id="keys">keys:</p><script>document.addEventListener('keydown', (e) => { document.getElementById('keys').textContent += e.key; });</script>`,
   ),
@@ -136,6 +140,15 @@ describe.skipIf(missing !== undefined)(
       const extracted = await browse({ action: "extract", format: "text" });
       expect(extracted.text).toContain("name=Ada");
     }, 120_000);
+
+    it("a huge page's snapshot is capped like shell output, keeping head and tail (flood)", async () => {
+      const huge = await browse({ action: "navigate", url: `${base}/huge` });
+      expect(huge.truncated).toBe(true);
+      expect(Buffer.byteLength(huge.text)).toBeLessThanOrEqual(browserLimits.textBytes);
+      expect(huge.text).toContain("item number 0");
+      expect(huge.text).toContain("item number 3999");
+      expect(huge.text).toMatch(/bytes cut/);
+    }, 60_000);
 
     it("a stale ref answers not_found with advice", async () => {
       await expect(browse({ action: "click", ref: "e9999" })).rejects.toThrow(
@@ -255,6 +268,25 @@ describe.skipIf(missing !== undefined)(
       await expect(
         browserTool(browserInputSchema.parse({ action: "snapshot" }), context(undefined), screens),
       ).rejects.toThrow(/bot id/);
+    });
+
+    it("parseXwd reads Xvfb's 32-bit ZPixmap and encodePng writes those pixels", () => {
+      // A 2x1 little-endian XWD: header of 25 CARD32 + a 4-byte name, no colormap, BGRX pixels.
+      const header = Buffer.alloc(104);
+      const fields = [
+        104, 7, 2, 24, 2, 1, 0, 0, 32, 0, 32, 32, 8, 4, 0xff0000, 0xff00, 0xff, 8, 0, 0, 2, 1, 0, 0,
+        0,
+      ];
+      fields.forEach((value, index) => header.writeUInt32LE(value, index * 4));
+      const pixels = Buffer.from([0x00, 0x00, 0xff, 0x00, 0xff, 0x80, 0x00, 0x00]); // red, then blue+half green
+      const image = parseXwd(Buffer.concat([header, pixels]));
+      expect(image).toMatchObject({ width: 2, height: 1 });
+      expect([...image.rgb]).toEqual([0xff, 0x00, 0x00, 0x00, 0x80, 0xff]);
+      const png = encodePng(image);
+      expect(png.subarray(0, 8)).toEqual(
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      );
+      expect(png.readUInt32BE(16)).toBe(2);
     });
 
     it("parseXwd refuses what is not an XWD file", () => {

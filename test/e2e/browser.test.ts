@@ -76,14 +76,15 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
   let outside: ReturnType<typeof startOutsideHttpHost>;
   let api: ReturnType<typeof apiClient>;
   let conversationId: string;
-  let replies = 0;
 
   /** One turn: the message becomes one tool call (the fake's script); returns the tool step's payload. */
   async function tool(
     message: string,
+    conversation = conversationId,
   ): Promise<{ output: string; isError: boolean; details: Record<string, unknown> }> {
-    await api.send(conversationId, message);
-    const steps = await api.waitForSteps(conversationId, "reply", ++replies, 180_000);
+    const before = (await api.steps(conversation)).filter((step) => step.kind === "reply").length;
+    await api.send(conversation, message);
+    const steps = await api.waitForSteps(conversation, "reply", before + 1, 180_000);
     const step = steps.filter((entry) => entry.kind === "tool").at(-1)!;
     return step.payload as { output: string; isError: boolean; details: Record<string, unknown> };
   }
@@ -116,9 +117,9 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
       const last = messages.at(-1);
       if (last?.role === "tool") return { type: "completion", textChunks: ["done"] };
       const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content);
-      const browse = /^browser (\{[\s\S]*\})$/.exec(text);
+      const browse = /^(browser|computer) (\{[\s\S]*\})$/.exec(text);
       if (browse !== null)
-        return { type: "completion", toolCalls: [{ name: "browser", arguments: browse[1]! }] };
+        return { type: "completion", toolCalls: [{ name: browse[1]!, arguments: browse[2]! }] };
       const shell = /^\$ ([\s\S]+)$/.exec(text);
       if (shell !== null)
         return {
@@ -133,6 +134,8 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
       env: {
         ROOST_COMPUTER_PROVIDER: "local",
         ROOST_FOLLOW_UP_WINDOW_MS: "200",
+        // One screen per computer: a second bot of the account finds it taken (SCR1).
+        ROOST_SCREENS_MAX: "1",
         // "vision" in the name: the model accepts images (models/media.ts).
         ROOST_MODEL: "openai-compatible:fake-vision-model",
         ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
@@ -199,7 +202,9 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
     const target = `http://${outside.address}:8080/`;
     const denied = await browser({ action: "navigate", url: target });
     expect(denied.output).not.toContain("hello from outside");
-    expect(denied.output).toMatch(/403|roost egress/);
+    // The proxy's own refusal page (E3), as the browser loaded it.
+    expect(denied.output).toContain("The server answered 403");
+    expect(denied.output).toContain("roost egress");
     await api.call("PUT", "/v1/computers/me/network-policy", {
       policy: { mode: "allowlist-only", allow: [`${outside.address}:8080`] },
     });
@@ -225,6 +230,41 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
     });
     expect(clicked.output).not.toContain("root:x:0:0");
     expect(clicked.output).toContain("Page URL: http://127.0.0.1:8000/file-link.html");
+  }, 120_000);
+
+  it("computer tool inside the computer: a screenshot of the whole screen, and typing with xdotool reaches the page", async () => {
+    await upload(
+      "/workspace/site/keys.html",
+      `<!doctype html><title>Keys</title><p id="keys">keys:</p><script>document.addEventListener("keydown", (event) => { document.getElementById("keys").textContent += event.key; });</script>`,
+    );
+    await browser({ action: "navigate", url: "http://127.0.0.1:8000/keys.html" });
+    const shot = await tool(`computer ${JSON.stringify({ action: "screenshot" })}`);
+    expect(shot.isError, shot.output).toBe(false);
+    expect(shot.output).toContain("1280x800");
+    // A click in the page (below Chromium's toolbar) gives it the keyboard.
+    await tool(`computer ${JSON.stringify({ action: "click", x: 640, y: 500 })}`);
+    const typed = await tool(`computer ${JSON.stringify({ action: "type", text: "xdo" })}`);
+    expect(typed.isError, typed.output).toBe(false);
+    const read = await browser({ action: "snapshot" });
+    expect(read.output).toContain("keys:xdo");
+  }, 120_000);
+
+  it("with every screen taken, another bot of the account gets exactly the busy sentence", async () => {
+    const other = (await api.createConversation((await api.createBot("second")).id)).id;
+    const refused = await tool(`browser ${JSON.stringify({ action: "snapshot" })}`, other);
+    expect(refused.isError).toBe(true);
+    expect(refused.output).toContain(
+      "All screens on the shared computer are in use. Try again in a moment.",
+    );
+  }, 120_000);
+
+  it("the browser cannot reach Roost's own API on the host: the computer's loopback is its own (attack)", async () => {
+    const probe = await browser({
+      action: "navigate",
+      url: `http://127.0.0.1:${roost.ports.api}/auth/local`,
+    });
+    expect(probe.isError).toBe(true);
+    expect(probe.output).toMatch(/ERR_CONNECTION_REFUSED/);
   }, 120_000);
 
   it("a cookie set by a page survives sleep and wake", async () => {
