@@ -129,6 +129,10 @@ export class BrowserSession {
       "--webrtc-ip-handling-policy=disable_non_proxied_udp",
       "--disable-background-networking",
       "--password-store=basic",
+      // A virtual display has no GPU; Chromium's software GL process would cost ~100 MiB for nothing.
+      "--disable-gpu",
+      "--renderer-process-limit=4",
+      "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
       ...(proxy === undefined ? [] : [`--proxy-server=${proxy}`]), // BRW1
     ];
     let context: BrowserContext;
