@@ -16,8 +16,10 @@
  *        choose where a file goes.
  *   BRW4 only http(s) URLs are navigated to by the tool (the schema refuses javascript:, file:,
  *        data:, chrome:).
+ *   BRW5 Chromium starts on a profile only when no process of the computer uses it: a browser a
+ *        previous worker left is stopped first (then its lock files are removed).
  */
-import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import {
   chromium,
@@ -114,6 +116,7 @@ export class BrowserSession {
   static async launch(options: BrowserSessionOptions): Promise<BrowserSession> {
     await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
     await mkdir(options.downloadsDir, { recursive: true });
+    await stopProfileUsers(options.profileDir, options.log); // BRW5
     // BRW2: a previous Chromium killed with the computer leaves its lock, naming a pid that may be
     // alive again in a new sandbox; this bot's profile is only ever used by this worker.
     for (const name of ["SingletonLock", "SingletonSocket", "SingletonCookie"])
@@ -324,4 +327,31 @@ async function restoreCookies(
   } catch (error) {
     log(`browser: the saved cookies could not be restored: ${(error as Error).message}`);
   }
+}
+
+/** BRW5: stops every process whose command line names this profile, and waits until they exit. */
+async function stopProfileUsers(profileDir: string, log: (line: string) => void): Promise<void> {
+  const marker = `--user-data-dir=${profileDir}\u0000`;
+  const users = async () => {
+    const found: number[] = [];
+    for (const entry of await readdir("/proc").catch(() => [] as string[])) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+      const command = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+      if (command.includes(marker)) found.push(Number(entry));
+    }
+    return found;
+  };
+  const pids = await users();
+  if (pids.length === 0) return;
+  log(`browser: stopping ${pids.length} process(es) of a browser left on ${profileDir}`);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  const deadline = Date.now() + 10_000;
+  while ((await users()).length > 0 && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50));
 }

@@ -3,7 +3,7 @@
  * (no sandbox: test/e2e/browser.test.ts runs them inside a real computer). Pages come from a
  * small real HTTP server on 127.0.0.1.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import net from "node:net";
@@ -263,6 +263,57 @@ describe.skipIf(missing !== undefined)(
       expect(recorded.recording?.frames).toBeGreaterThan(0);
       expect(existsSync(recorded.recording!.path)).toBe(true);
     }, 60_000);
+
+    it("a worker restarted while its computer stays awake stops the last one's screens and browser first (SCR6, BRW5)", async () => {
+      const runtimeDir = path.join(root, "screens-restart");
+      const make = () =>
+        createScreenManager({
+          max: 2,
+          home: path.join(root, "home-restart"),
+          workspace: path.join(root, "workspace"),
+          env: { PATH: "/usr/bin:/bin", HOME: path.join(root, "home-restart") },
+          runtimeDir,
+        });
+      const first = make();
+      const second = make();
+      try {
+        const firstPids = await first.use("bot_r", async (screen) => {
+          await (await screen.browser()).page.goto(`${base}/`);
+          return readFileSync(path.join(runtimeDir, String(screen.display), "pids"), "utf8")
+            .split("\n")
+            .map(Number);
+        });
+        const profileUsers = () =>
+          readdirSync("/proc")
+            .filter((entry) => /^\d+$/.test(entry))
+            .filter((entry) => {
+              try {
+                return readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(
+                  `--user-data-dir=${path.join(root, "home-restart", ".config", "roost-browser", "bot_r")}\u0000`,
+                );
+              } catch {
+                return false;
+              }
+            }).length;
+        expect(profileUsers()).toBeGreaterThan(0);
+        // The "crashed" first worker is never closed: the second finds its leftovers.
+        const text = await second.use("bot_r", async (screen) => {
+          const session = await screen.browser();
+          await session.page.goto(`${base}/`);
+          return (await session.snapshotText()).text;
+        });
+        expect(text).toContain("Hello from the test host");
+        for (const pid of firstPids)
+          expect(
+            existsSync(`/proc/${pid}`) &&
+              !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z "),
+            `pid ${pid}`,
+          ).toBe(false);
+      } finally {
+        await second.close();
+        await first.close();
+      }
+    }, 120_000);
 
     it("without a bot id the tools refuse clearly", async () => {
       await expect(

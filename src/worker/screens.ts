@@ -15,10 +15,15 @@
  *   SCR5 those processes source the job prelude before they start, like a bot's commands: they
  *        count against the computer's user limits, and an out-of-memory browser cannot take the
  *        worker with it.
+ *   SCR6 a worker that restarts while its computer stays awake first stops the screens the last
+ *        one left (their pids are kept in the runtime folder; Chromium exits with its display),
+ *        and a bot's Chromium is started only when no other process uses its profile
+ *        (browser-session.ts, BRW5): two browsers never share one profile.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import {
   personOnScreenMessage,
@@ -129,7 +134,8 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
   const max = options.max ?? screenDefaults.max;
   const width = options.width ?? screenDefaults.width;
   const height = options.height ?? screenDefaults.height;
-  const runtimeDir = options.runtimeDir ?? "/tmp/roost-screens";
+  // os.tmpdir(): the computer's /tmp in a sandbox, the computer's own TMPDIR with `process`.
+  const runtimeDir = options.runtimeDir ?? path.join(os.tmpdir(), "roost-screens");
   const xTmp = options.xTmp ?? "/tmp";
   const chromiumPath = options.chromiumPath ?? "/usr/bin/chromium";
   const now = options.now ?? Date.now;
@@ -138,10 +144,19 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
   const creating = new Map<string, Promise<ScreenState>>();
   let closed = false;
 
-  const displayTaken = (display: number) =>
-    [...screens.values()].some((screen) => screen.display === display) ||
-    existsSync(path.join(xTmp, `.X${display}-lock`)) ||
-    existsSync(path.join(xTmp, ".X11-unix", `X${display}`));
+  /** Whether a display number is used; the lock and socket of a dead server are removed. */
+  async function displayTaken(display: number): Promise<boolean> {
+    if ([...screens.values()].some((screen) => screen.display === display)) return true;
+    const lock = path.join(xTmp, `.X${display}-lock`);
+    const socket = path.join(xTmp, ".X11-unix", `X${display}`);
+    if (!existsSync(lock)) return existsSync(socket);
+    const pid = Number((await readFile(lock, "utf8").catch(() => "")).trim());
+    if (Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`)) return true;
+    // A server killed with SIGKILL (a previous worker's, SCR6) leaves both behind.
+    await rm(lock, { force: true }).catch(() => undefined);
+    await rm(socket, { force: true }).catch(() => undefined);
+    return existsSync(lock) || existsSync(socket);
+  }
 
   async function waitUntil(
     what: string,
@@ -187,11 +202,14 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     return child;
   }
 
+  let swept: Promise<void> | undefined;
+
   async function create(botId: string): Promise<ScreenState> {
     const missing = missingScreenPrograms(options.env, chromiumPath);
     if (missing !== undefined) throw new ToolFailure("unavailable", missing);
+    await (swept ??= sweepLeftovers(runtimeDir, log)); // SCR6
     let display: number = screenDefaults.firstDisplay;
-    while (displayTaken(display)) display++;
+    while (await displayTaken(display)) display++;
     const framebufferDir = path.join(runtimeDir, String(display));
     await mkdir(framebufferDir, { recursive: true });
     const env = { ...options.env, DISPLAY: `:${display}` };
@@ -212,7 +230,15 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     );
     const processes: ChildProcess[] = [xvfb];
     try {
-      await waitUntil("Xvfb", () => existsSync(path.join(xTmp, ".X11-unix", `X${display}`)), xvfb);
+      // Ours, not another server's that took the number meanwhile: its lock file names our pid.
+      await waitUntil(
+        "Xvfb",
+        async () =>
+          existsSync(path.join(xTmp, ".X11-unix", `X${display}`)) &&
+          (await readFile(path.join(xTmp, `.X${display}-lock`), "utf8").catch(() => "")).trim() ===
+            String(xvfb.pid),
+        xvfb,
+      );
       const vncPort = 5900 + display;
       const vnc = startProcess(
         findProgram("x11vnc", options.env)!,
@@ -232,6 +258,10 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
         env,
       );
       processes.push(vnc);
+      await writeFile(
+        path.join(framebufferDir, "pids"),
+        processes.map((child) => child.pid).join("\n"),
+      ); // SCR6
       await waitUntil(
         "x11vnc",
         async () => (await listListeningPorts()).ports.some((entry) => entry.port === vncPort),
@@ -377,4 +407,32 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
 
 function shellQuote(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** SCR6: stops the Xvfb and x11vnc processes a previous worker started, then forgets them. */
+async function sweepLeftovers(runtimeDir: string, log: (line: string) => void): Promise<void> {
+  const entries = await readdir(runtimeDir).catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const folder = path.join(runtimeDir, entry);
+    const pids = (await readFile(path.join(folder, "pids"), "utf8").catch(() => ""))
+      .split("\n")
+      .map(Number)
+      .filter((pid) => Number.isInteger(pid) && pid > 1);
+    for (const pid of pids) {
+      const command = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+      // Only our programs: a pid reused by something else is left alone.
+      const program = path.basename(command.split("\0")[0] ?? "");
+      if (program !== "Xvfb" && program !== "x11vnc" && !command.includes('exec "$@"')) continue;
+      try {
+        process.kill(pid, "SIGKILL");
+        log(
+          `screens: stopped ${command.split("\u0000")[0]} (pid ${pid}) left by a previous worker`,
+        );
+      } catch {
+        // already gone
+      }
+    }
+    await rm(folder, { recursive: true, force: true });
+  }
 }
