@@ -26,12 +26,19 @@ import {
   isPortOperationName,
   isScreenOperationName,
   screensControlInputSchema,
+  screensListInputSchema,
   screensSnapshotInputSchema,
   isToolName,
   MAX_FRAME_BYTES,
   toolInputSchemas,
 } from "../protocol/index.ts";
-import type { CallFrame, ResultFrame, ToolName, WorkerFrame } from "../protocol/index.ts";
+import type {
+  CallFrame,
+  ResultFrame,
+  ScreensControlInput,
+  ToolName,
+  WorkerFrame,
+} from "../protocol/index.ts";
 import type { CallOutcome, DoneLog, StartedRecord } from "./done-log.ts";
 import { editTool } from "./edit-tool.ts";
 import { createFileOperations } from "./file-operations.ts";
@@ -152,17 +159,32 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
   }
 
   async function screenOperation(tool: string, input: unknown): Promise<unknown> {
+    const parsed = (
+      tool === "screens.control"
+        ? screensControlInputSchema
+        : tool === "screens.snapshot"
+          ? screensSnapshotInputSchema
+          : screensListInputSchema
+    ).safeParse(input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ToolFailure(
+        "invalid_input",
+        `invalid ${tool} input${issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`}: ${issue?.message ?? "schema mismatch"}`,
+      );
+    }
     const screens = screensOrFail();
+    const data = parsed.data as Record<string, unknown>;
     switch (tool) {
-      case "screens.list":
-        return { screens: screens.list() };
       case "screens.control": {
-        const parsed = screensControlInputSchema.parse(input);
-        screens.control(parsed.screenId, parsed.controller);
+        const control = data as ScreensControlInput;
+        screens.control(control.screenId, control.controller);
         return { ok: true };
       }
+      case "screens.snapshot":
+        return screens.snapshot(String(data.screenId));
       default:
-        return screens.snapshot(screensSnapshotInputSchema.parse(input).screenId);
+        return { screens: screens.list() };
     }
   }
 
