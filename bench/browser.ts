@@ -7,8 +7,8 @@
  *    (Xvfb, x11vnc and Chromium start, then the snapshot), as the tool's own duration and as the
  *    whole turn seen by the API;
  *  - navigate plus snapshot of a local page: p50/p95 of the tool's duration over `--rounds`;
- *  - memory of the awake computer: the PSS of every process inside it (read from inside), before
- *    the browser starts and with it open on the page.
+ *  - memory of the awake computer: the PSS of every process inside it (read from inside, so with
+ *    `--provider local` only), before the browser starts and with it open on the page.
  *
  *   node bench/browser.ts [--provider local|process] [--rounds 30]
  */
@@ -78,9 +78,14 @@ try {
   console.log(summarize("navigate + snapshot of a local page (tool)", samples));
   console.log(summarize("navigate + snapshot of a local page (whole turn)", turnSamples));
   const after = await pssKiB();
-  console.log(
-    `memory (PSS) of the awake computer (${values.provider}): ${(before / 1024).toFixed(0)} MiB before the browser, ${(after / 1024).toFixed(0)} MiB with it open (+${((after - before) / 1024).toFixed(0)} MiB)`,
-  );
+  if (values.provider !== "local")
+    console.log(
+      "memory: measured with --provider local only (a process computer sees the host's processes)",
+    );
+  else
+    console.log(
+      `memory (PSS) of the awake computer (${values.provider}): ${(before / 1024).toFixed(0)} MiB before the browser, ${(after / 1024).toFixed(0)} MiB with it open (+${((after - before) / 1024).toFixed(0)} MiB)`,
+    );
 } finally {
   await roost.stop();
   rmSync(dataDir, { recursive: true, force: true });
