@@ -176,6 +176,20 @@ export class BrowserSession {
     return this.#page;
   }
 
+  /**
+   * A tab to act on, opening one when every tab was closed (by a person on the live view, say).
+   * False when Chromium cannot open one (its last window closed, so it is exiting).
+   */
+  async ensurePage(): Promise<boolean> {
+    if (!this.page.isClosed()) return true;
+    try {
+      this.#page = await this.context.newPage();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   set page(page: Page) {
     this.#page = page;
   }

@@ -315,6 +315,15 @@ describe.skipIf(missing !== undefined)(
       }
     }, 120_000);
 
+    it("when every tab was closed (a person on the live view), the next call opens one", async () => {
+      await screens.use("bot_a", async (screen) => {
+        const session = await screen.browser();
+        for (const tab of session.context.pages()) await tab.close();
+      });
+      const opened = await browse({ action: "navigate", url: `${base}/` });
+      expect(opened.text).toContain("Hello from the test host");
+    }, 60_000);
+
     it("without a bot id the tools refuse clearly", async () => {
       await expect(
         browserTool(browserInputSchema.parse({ action: "snapshot" }), context(undefined), screens),

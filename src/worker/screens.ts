@@ -290,24 +290,31 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
         processes,
         session: undefined,
         started: undefined,
-        browser() {
-          if (screen.started?.isClosed() === true) {
-            screen.session = undefined;
-            screen.started = undefined;
-          }
-          screen.session ??= BrowserSession.launch(sessionOptions).then(
-            (session) => {
-              screen.started = session;
-              return session;
-            },
-            (error: unknown) => {
-              screen.session = undefined;
-              throw error;
-            },
-          );
-          return screen.session;
+        async browser() {
+          const launched = await launch();
+          if (await launched.ensurePage()) return launched;
+          // Every window was closed (a person on the live view) and Chromium is exiting: again.
+          await launched.close();
+          return launch();
         },
         runningBrowser: () => screen.started,
+      };
+      const launch = () => {
+        if (screen.started?.isClosed() === true) {
+          screen.session = undefined;
+          screen.started = undefined;
+        }
+        screen.session ??= BrowserSession.launch(sessionOptions).then(
+          (session) => {
+            screen.started = session;
+            return session;
+          },
+          (error: unknown) => {
+            screen.session = undefined;
+            throw error;
+          },
+        );
+        return screen.session;
       };
       return screen;
     } catch (error) {
