@@ -404,7 +404,7 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
       for (const screen of screens.values()) {
         // SCR4: the browser first (it writes its profile), then the display's servers.
         await screen.started?.close().catch(() => undefined);
-        for (const child of screen.processes.reverse()) child.kill("SIGTERM");
+        for (const child of screen.processes.reverse()) await stopChild(child);
       }
       screens.clear();
       await rm(runtimeDir, { recursive: true, force: true }).catch(() => undefined);
@@ -442,4 +442,14 @@ async function sweepLeftovers(runtimeDir: string, log: (line: string) => void): 
     }
     await rm(folder, { recursive: true, force: true });
   }
+}
+
+/** SIGTERM, then SIGKILL after 2 s; resolves when the process has exited. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 2000);
+  await exited;
+  clearTimeout(timer);
 }
