@@ -5,8 +5,10 @@
  *
  *  - the RFB handshake (banner to ServerInit) through the tunnel;
  *  - a full 1280x800 frame (raw encoding, ~4 MB): request to the last byte, p50/p95;
- *  - an incremental update after the page changes (a browser action): change to first byte of
- *    the update, p50/p95.
+ *  - an incremental update: from a `browser navigate` starting (the page then repaints) to the
+ *    first byte of the update, p50/p95 (so it includes the navigation).
+ *
+ * Host processes, not a sandbox: the tunnel and x11vnc are what is measured.
  *
  *   node bench/vnc.ts [--rounds 20]
  */
