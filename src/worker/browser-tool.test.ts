@@ -324,6 +324,22 @@ describe.skipIf(missing !== undefined)(
       expect(opened.text).toContain("Hello from the test host");
     }, 60_000);
 
+    it("a screen whose display died is started again at the bot's next call (SCR7)", async () => {
+      const pids = await screens.use("bot_a", async (screen) =>
+        readFileSync(path.join(root, "screens", String(screen.display), "pids"), "utf8")
+          .split("\n")
+          .map(Number),
+      );
+      process.kill(pids[0]!, "SIGKILL"); // Xvfb
+      // Reaped, not just a zombie: the worker has seen the exit by then.
+      const deadline = Date.now() + 10_000;
+      while (existsSync(`/proc/${pids[0]}`) && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setImmediate(resolve));
+      const opened = await browse({ action: "navigate", url: `${base}/` });
+      expect(opened.text).toContain("Hello from the test host");
+    }, 60_000);
+
     it("without a bot id the tools refuse clearly", async () => {
       await expect(
         browserTool(browserInputSchema.parse({ action: "snapshot" }), context(undefined), screens),

@@ -15,6 +15,7 @@
  *   SCR5 those processes source the job prelude before they start, like a bot's commands: they
  *        count against the computer's user limits, and an out-of-memory browser cannot take the
  *        worker with it.
+ *   SCR7 a screen whose Xvfb or x11vnc died is replaced by a new one at the bot's next call.
  *   SCR6 a worker that restarts while its computer stays awake first stops the screens the last
  *        one left (their pids are kept in the runtime folder; Chromium exits with its display),
  *        and a bot's Chromium is started only when no other process uses its profile
@@ -345,6 +346,15 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     return screen;
   }
 
+  const alive = (screen: ScreenState) =>
+    screen.processes.every((child) => child.exitCode === null && child.signalCode === null);
+
+  /** SCR4: the browser first (it writes its profile), then the display's servers. */
+  async function dispose(screen: ScreenState): Promise<void> {
+    await screen.started?.close().catch(() => undefined);
+    for (const child of [...screen.processes].reverse()) await stopChild(child);
+  }
+
   const controlled = (screen: ScreenState) =>
     screen.controller !== null && Date.parse(screen.controller.until) > now();
 
@@ -352,6 +362,13 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     async use(botId, task) {
       if (closed) throw new ToolFailure("cancelled", "the worker is stopping");
       let screen = screens.get(botId);
+      if (screen !== undefined && !screen.busy && !alive(screen)) {
+        // SCR7: its display or VNC server died (an out-of-memory kill, say): a new screen.
+        log(`screens: the screen of ${botId} lost a program; starting it again`);
+        screens.delete(botId);
+        await dispose(screen);
+        screen = undefined;
+      }
       if (screen === undefined) {
         let pending = creating.get(botId);
         if (pending === undefined) {
@@ -401,11 +418,7 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     async close() {
       closed = true;
       await Promise.allSettled([...creating.values()]);
-      for (const screen of screens.values()) {
-        // SCR4: the browser first (it writes its profile), then the display's servers.
-        await screen.started?.close().catch(() => undefined);
-        for (const child of screen.processes.reverse()) await stopChild(child);
-      }
+      for (const screen of screens.values()) await dispose(screen); // SCR4
       screens.clear();
       await rm(runtimeDir, { recursive: true, force: true }).catch(() => undefined);
     },
