@@ -340,6 +340,27 @@ describe.skipIf(missing !== undefined)(
       expect(opened.text).toContain("Hello from the test host");
     }, 60_000);
 
+    it("two workers on one host starting screens at the same moment get different displays", async () => {
+      const make = (name: string) =>
+        createScreenManager({
+          home: path.join(root, `home-${name}`),
+          workspace: path.join(root, "workspace"),
+          env: { PATH: "/usr/bin:/bin" },
+          runtimeDir: path.join(root, `race-${name}`),
+        });
+      const [a, b] = [make("a"), make("b")];
+      try {
+        const displays = await Promise.all([
+          a.use("bot_x", async (screen) => screen.display),
+          b.use("bot_y", async (screen) => screen.display),
+        ]);
+        expect(new Set(displays).size).toBe(2);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    }, 60_000);
+
     it("without a bot id the tools refuse clearly", async () => {
       await expect(
         browserTool(browserInputSchema.parse({ action: "snapshot" }), context(undefined), screens),

@@ -203,43 +203,67 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
     return child;
   }
 
+  /**
+   * Starts Xvfb on the first free display from 10 up. Another program (a second worker on the
+   * host, with `process`) may take the same number at the same moment: then the next one.
+   */
+  async function startDisplay(): Promise<{
+    display: number;
+    xvfb: ChildProcess;
+    framebufferDir: string;
+  }> {
+    let display: number = screenDefaults.firstDisplay;
+    for (let attempt = 0; ; attempt++) {
+      while (await displayTaken(display)) display++;
+      const framebufferDir = path.join(runtimeDir, String(display));
+      await mkdir(framebufferDir, { recursive: true });
+      const xvfb = startProcess(
+        findProgram("Xvfb", options.env)!,
+        [
+          `:${display}`,
+          "-screen",
+          "0",
+          `${width}x${height}x24`,
+          "-nolisten",
+          "tcp",
+          "-fbdir",
+          framebufferDir,
+          "-noreset",
+        ],
+        { ...options.env, DISPLAY: `:${display}` },
+      );
+      try {
+        // Ours, not another server's that took the number meanwhile: its lock file names our pid.
+        await waitUntil(
+          "Xvfb",
+          async () =>
+            existsSync(path.join(xTmp, ".X11-unix", `X${display}`)) &&
+            (
+              await readFile(path.join(xTmp, `.X${display}-lock`), "utf8").catch(() => "")
+            ).trim() === String(xvfb.pid),
+          xvfb,
+        );
+        return { display, xvfb, framebufferDir };
+      } catch (error) {
+        xvfb.kill("SIGKILL");
+        await rm(framebufferDir, { recursive: true, force: true });
+        const lost = existsSync(path.join(xTmp, `.X${display}-lock`));
+        if (!lost || attempt >= 10) throw error;
+        display++; // taken by another server meanwhile
+      }
+    }
+  }
+
   let swept: Promise<void> | undefined;
 
   async function create(botId: string): Promise<ScreenState> {
     const missing = missingScreenPrograms(options.env, chromiumPath);
     if (missing !== undefined) throw new ToolFailure("unavailable", missing);
     await (swept ??= sweepLeftovers(runtimeDir, log)); // SCR6
-    let display: number = screenDefaults.firstDisplay;
-    while (await displayTaken(display)) display++;
-    const framebufferDir = path.join(runtimeDir, String(display));
-    await mkdir(framebufferDir, { recursive: true });
+    const { display, xvfb, framebufferDir } = await startDisplay();
     const env = { ...options.env, DISPLAY: `:${display}` };
-    const xvfb = startProcess(
-      findProgram("Xvfb", options.env)!,
-      [
-        `:${display}`,
-        "-screen",
-        "0",
-        `${width}x${height}x24`,
-        "-nolisten",
-        "tcp",
-        "-fbdir",
-        framebufferDir,
-        "-noreset",
-      ],
-      env,
-    );
     const processes: ChildProcess[] = [xvfb];
     try {
-      // Ours, not another server's that took the number meanwhile: its lock file names our pid.
-      await waitUntil(
-        "Xvfb",
-        async () =>
-          existsSync(path.join(xTmp, ".X11-unix", `X${display}`)) &&
-          (await readFile(path.join(xTmp, `.X${display}-lock`), "utf8").catch(() => "")).trim() ===
-            String(xvfb.pid),
-        xvfb,
-      );
       const vncPort = 5900 + display;
       const vnc = startProcess(
         findProgram("x11vnc", options.env)!,
