@@ -44,6 +44,8 @@ export interface BrowserSessionOptions {
 }
 
 const cookiesFile = "roost-cookies.json";
+/** Recordings are copied off the computer right after their call; older ones are removed. */
+export const recordingRetentionMs = 24 * 60 * 60 * 1000;
 
 /** The proxy the computer's programs use (BRW1), as Chromium's --proxy-server wants it. */
 export function proxyServerOf(env: Readonly<Record<string, string>>): string | undefined {
@@ -272,6 +274,7 @@ export class BrowserSession {
   /** Records screencast frames (JPEG, a few per second, capped) as JSON lines until stopped. */
   async startRecording(file: string): Promise<Recorder> {
     await mkdir(path.dirname(file), { recursive: true });
+    await pruneRecordings(path.dirname(file), Date.now() - recordingRetentionMs);
     const session: CDPSession = await this.context.newCDPSession(this.page);
     const lines: string[] = [];
     let bytes = 0;
@@ -368,4 +371,15 @@ async function stopProfileUsers(profileDir: string, log: (line: string) => void)
   const deadline = Date.now() + 10_000;
   while ((await users()).length > 0 && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Removes recordings (`*.jsonl`) last written before `before` (epoch ms). */
+export async function pruneRecordings(folder: string, before: number): Promise<void> {
+  for (const name of await readdir(folder).catch(() => [] as string[])) {
+    if (!name.endsWith(".jsonl")) continue;
+    const file = path.join(folder, name);
+    const info = await stat(file).catch(() => undefined);
+    if (info !== undefined && info.isFile() && info.mtimeMs < before)
+      await rm(file, { force: true });
+  }
 }

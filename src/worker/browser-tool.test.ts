@@ -3,7 +3,16 @@
  * (no sandbox: test/e2e/browser.test.ts runs them inside a real computer). Pages come from a
  * small real HTTP server on 127.0.0.1.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import net from "node:net";
@@ -20,7 +29,7 @@ import {
 } from "../protocol/index.ts";
 import { browserTool } from "./browser-tool.ts";
 import { desktopTool } from "./browser-desktop.ts";
-import { safeDownloadName } from "./browser-session.ts";
+import { pruneRecordings, recordingRetentionMs, safeDownloadName } from "./browser-session.ts";
 import { encodePng, parseXwd } from "./browser-xwd.ts";
 import { createScreenManager, missingScreenPrograms, type ScreenManager } from "./screens.ts";
 import { ToolFailure, type ToolContext } from "./tool-context.ts";
@@ -360,6 +369,18 @@ describe.skipIf(missing !== undefined)(
         await b.close();
       }
     }, 60_000);
+
+    it("recordings older than a day are removed when a new one starts", async () => {
+      const folder = path.join(root, "recordings");
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(path.join(folder, "old.jsonl"), "{}\n");
+      writeFileSync(path.join(folder, "new.jsonl"), "{}\n");
+      writeFileSync(path.join(folder, "keep.txt"), "not a recording");
+      const dayAgo = (Date.now() - recordingRetentionMs - 60_000) / 1000;
+      utimesSync(path.join(folder, "old.jsonl"), dayAgo, dayAgo);
+      await pruneRecordings(folder, Date.now() - recordingRetentionMs);
+      expect(readdirSync(folder).sort()).toEqual(["keep.txt", "new.jsonl"]);
+    });
 
     it("without a bot id the tools refuse clearly", async () => {
       await expect(
