@@ -76,8 +76,6 @@ export interface ScreenHandle {
   readonly framebufferFile: string;
   /** The bot's Chromium on this screen, started on first use. */
   browser(): Promise<BrowserSession>;
-  /** The browser if it is running (no start). */
-  runningBrowser(): BrowserSession | undefined;
 }
 
 interface ScreenState extends ScreenHandle {
@@ -322,7 +320,6 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
           await launched.close();
           return launch();
         },
-        runningBrowser: () => screen.started,
       };
       const launch = () => {
         if (screen.started?.isClosed() === true) {
