@@ -2,7 +2,7 @@
  * Computer tools (ARCHITECTURE.md §5): run on the user's computer through the gateway.
  *
  * Invariants:
- *   CT1 on a sleeping computer only waking tools (shell, read) may wake it; any other computer
+ *   CT1 on a sleeping computer only waking tools (shell, read, browser, computer) may wake it; any other computer
  *       tool answers exactly `asleepMessage`.
  *   CT2 the call id comes from the journal (ToolCallContext.callId), so an engine retry of the
  *       step sends the same id and the worker's done-log answers it instead of running it again.
@@ -58,7 +58,7 @@ export const asleepMessage =
 export const notConnectedMessage =
   "Your computer (a self-hosted machine) is not connected. Start `roost worker` on it, then try again.";
 
-/** Tools that may wake a sleeping computer. @default shell and read */
+/** Tools that may wake a sleeping computer. @default shell, read, browser and computer */
 export const defaultWakingTools: readonly ToolName[] = ["shell", "read", "browser", "computer"];
 
 /** A shell command's time limit unless the model asks for another. */
