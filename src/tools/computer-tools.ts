@@ -2,8 +2,8 @@
  * Computer tools (ARCHITECTURE.md §5): run on the user's computer through the gateway.
  *
  * Invariants:
- *   CT1 on a sleeping computer only waking tools (shell, read, browser, computer) may wake it; any other computer
- *       tool answers exactly `asleepMessage`.
+ *   CT1 on a sleeping computer only waking tools (shell, read, browser, computer) may wake it;
+ *       any other computer tool answers exactly `asleepMessage`.
  *   CT2 the call id comes from the journal (ToolCallContext.callId), so an engine retry of the
  *       step sends the same id and the worker's done-log answers it instead of running it again.
  *   CT3 a turn that used the computer holds it (no idle sleep) until `endTurn` releases it.
