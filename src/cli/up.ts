@@ -172,6 +172,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_COMPUTER_DISK_BYTES",
     default: "10737418240",
   },
+  "screens-max": {
+    type: "string",
+    value: "N",
+    description: "screens (one per bot, each with a browser) a computer runs at most",
+    env: "ROOST_SCREENS_MAX",
+    default: "4",
+  },
   "idle-sleep-ms": {
     type: "string",
     value: "MS",

@@ -250,6 +250,8 @@ export interface ComputersConfig {
    * next wake. @default 10737418240 (10 GiB)
    */
   diskBytes: number;
+  /** Screens (one per bot: a display, its VNC server, its browser) a computer runs at most. @default 4 */
+  screensMax: number;
   /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
   idleSleepMs: number;
   /** How long a wake waits for the worker's hello. @default 60000 */
@@ -397,6 +399,7 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       min: 32 * 1024 ** 2,
       max: 16 * 1024 ** 4,
     }),
+    screensMax: integer(source, "screens-max", "ROOST_SCREENS_MAX", 4, { min: 1, max: 32 }),
     idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
       min: 1000,
       max: 7 * 24 * 3600_000,

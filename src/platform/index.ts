@@ -448,6 +448,8 @@ export async function startPlatform(
           await snapshotter.snapshot(computerId, paths.root);
         },
       },
+      // The worker reads it (screens.ts); the providers pass it to the worker, not to user processes.
+      computerEnv: () => ({ ROOST_SCREENS_MAX: String(config.computers.screensMax) }),
       idleSleepMs: config.computers.idleSleepMs,
       wakeTimeoutMs: config.computers.wakeTimeoutMs,
       workerTokenTtlMs: config.computers.workerTokenTtlMs,

@@ -13,9 +13,10 @@
  *   W4 Results stay in memory until the gateway acks them and are re-sent after a reconnect;
  *      chunks and progress are best effort (dropped while disconnected).
  *   W5 File operations (`files.*`, the files API's), the skill operations (`skills.*`,
- *      skill-operations.ts, SKW4) and `ports.list` (the port previews') bypass the done-log: they
- *      are not tool calls a replay could repeat wrongly, and each is idempotent by design
- *      (file-operations.ts, FOP1; ports.list is a read). W1 and W4 still hold for them.
+ *      skill-operations.ts, SKW4), `ports.list` (the port previews') and `screens.*` (screens.ts)
+ *      bypass the done-log: they are not tool calls a replay could repeat wrongly, and each is
+ *      idempotent by design (file-operations.ts, FOP1; ports.list and screens.list are reads,
+ *      screens.control sets a value, screens.snapshot reads the page). W1 and W4 still hold for them.
  */
 import {
   encodeFrame,
@@ -23,11 +24,21 @@ import {
   isFileOperationName,
   isSkillOperationName,
   isPortOperationName,
+  isScreenOperationName,
+  screensControlInputSchema,
+  screensListInputSchema,
+  screensSnapshotInputSchema,
   isToolName,
   MAX_FRAME_BYTES,
   toolInputSchemas,
 } from "../protocol/index.ts";
-import type { CallFrame, ResultFrame, ToolName, WorkerFrame } from "../protocol/index.ts";
+import type {
+  CallFrame,
+  ResultFrame,
+  ScreensControlInput,
+  ToolName,
+  WorkerFrame,
+} from "../protocol/index.ts";
 import type { CallOutcome, DoneLog, StartedRecord } from "./done-log.ts";
 import { editTool } from "./edit-tool.ts";
 import { createFileOperations } from "./file-operations.ts";
@@ -35,6 +46,10 @@ import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
 import type { SkillOperations } from "./skill-operations.ts";
 import { listListeningPorts } from "./ports.ts";
+import { browserTool } from "./browser-tool.ts";
+import { desktopTool } from "./browser-desktop.ts";
+import type { ScreenManager } from "./screens.ts";
+import { ToolFailure } from "./tool-context.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -67,6 +82,8 @@ export interface CallRunnerOptions {
   files?: FileOperations;
   /** The skill operations (`~/skills`); without them `skills.*` answers unknown_tool. */
   skills?: SkillOperations;
+  /** The screens of the browser and computer tools; without them those tools answer `unavailable`. */
+  screens?: ScreenManager;
   now?: () => number;
   log?: (line: string) => void;
   /** Each call answered once (not its re-sends): the worker's call metrics. */
@@ -126,7 +143,50 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     edit: (input, context) => editTool(toolInputSchemas.edit.parse(input), context),
     list: (input, context) => listTool(toolInputSchemas.list.parse(input), context),
     glob: (input, context) => globTool(toolInputSchemas.glob.parse(input), context),
+    browser: (input, context) =>
+      browserTool(toolInputSchemas.browser.parse(input), context, screensOrFail()),
+    computer: (input, context) =>
+      desktopTool(toolInputSchemas.computer.parse(input), context, screensOrFail()),
   };
+
+  function screensOrFail(): ScreenManager {
+    if (options.screens === undefined)
+      throw new ToolFailure(
+        "unavailable",
+        "this worker has no screens (the browser is not set up here)",
+      );
+    return options.screens;
+  }
+
+  async function screenOperation(tool: string, input: unknown): Promise<unknown> {
+    const parsed = (
+      tool === "screens.control"
+        ? screensControlInputSchema
+        : tool === "screens.snapshot"
+          ? screensSnapshotInputSchema
+          : screensListInputSchema
+    ).safeParse(input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ToolFailure(
+        "invalid_input",
+        `invalid ${tool} input${issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`}: ${issue?.message ?? "schema mismatch"}`,
+      );
+    }
+    const screens = screensOrFail();
+    const data = parsed.data as Record<string, unknown>;
+    switch (tool) {
+      case "screens.control": {
+        const control = data as ScreensControlInput;
+        screens.control(control.screenId, control.controller);
+        return { ok: true };
+      }
+      case "screens.snapshot":
+        return screens.snapshot(String(data.screenId));
+      default:
+        return { screens: screens.list() };
+    }
+  }
 
   const progressTimer = setInterval(() => {
     const at = now();
@@ -197,6 +257,16 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }
+    if (isScreenOperationName(frame.tool)) {
+      let outcome: CallOutcome;
+      try {
+        outcome = { ok: true, output: await screenOperation(frame.tool, frame.input) }; // W5: no done-log
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
+      return;
+    }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
       sendResult(frame.tool, callId, record.outcome); // W2
@@ -233,6 +303,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     let marked = previous !== undefined;
     const context: ToolContext = {
       callId,
+      botId: frame.botId,
       workspace: options.workspace,
       stateDir: options.stateDir,
       commandEnv: options.commandEnv,

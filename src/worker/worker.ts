@@ -28,6 +28,7 @@ import {
   MAX_FRAME_BYTES,
   parseFrame,
   portOperationNames,
+  screenOperationNames,
   PROTOCOL_VERSION,
   skillOperationNames,
   toolNames,
@@ -48,6 +49,7 @@ import { createSkillOperations } from "./skill-operations.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 import { createTunnelEndpoint } from "./tunnels.ts";
+import { createScreenManager, type ScreenManagerOptions } from "./screens.ts";
 import type { TunnelEndpointOptions } from "./tunnels.ts";
 
 export interface WorkerOptions extends WorkerConfig {
@@ -76,6 +78,8 @@ export interface WorkerOptions extends WorkerConfig {
    * from HTTPS_PROXY / HTTP_PROXY). Never used for a unix-socket gateway. @default none
    */
   proxy?: URL;
+  /** The browser's screens (screens.ts); home, workspace and env come from the worker's. */
+  screens?: Partial<Omit<ScreenManagerOptions, "home" | "workspace" | "env">>;
 }
 
 export interface Worker {
@@ -151,6 +155,16 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   let helloTimer: NodeJS.Timeout | undefined;
   const backoff = createBackoff(options.backoff);
 
+  const screens = createScreenManager({
+    max: options.screensMax,
+    ...options.screens,
+    home: options.home ?? options.commandEnv.HOME ?? homedir(),
+    workspace: options.workspace,
+    env: options.commandEnv,
+    jobPrelude: options.jobPrelude,
+    log,
+  });
+
   const sendNow = (ws: WebSocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
@@ -163,6 +177,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     maxFrameBytes: () => maxFrameBytes,
     files,
     skills,
+    screens,
     log,
     onAnswered(tool, ok) {
       // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
@@ -271,6 +286,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...fileOperationNames,
           ...skillOperationNames,
           ...portOperationNames,
+          ...screenOperationNames,
           tunnelCapability,
         ],
         inflight: runner.inflight(),
@@ -406,6 +422,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(sweepTimer);
       runner.close();
       tunnels.closeAll();
+      await screens.close(); // SCR4
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
