@@ -145,7 +145,7 @@ describe("computer tools", () => {
       );
   });
 
-  it("browser: the model's spec has no record field; the server sets it and the bot id; a screenshot becomes an image part", async () => {
+  it("browser: the model's spec has no record field; the server's record and the bot id reach the worker; a screenshot becomes an image part", async () => {
     const screenshot = {
       action: "screenshot",
       url: "http://127.0.0.1:8000/",
@@ -175,13 +175,17 @@ describe("computer tools", () => {
     expect(result.media).toEqual([{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }]);
     expect(result.output).toContain("/workspace/downloads/a.pdf");
     expect(result.details).toMatchObject({ downloads: screenshot.downloads });
-    const sent = calls.filter((call) => (call as unknown[])[0] === "gateway").at(-1) as unknown[];
-    // The model's `record: true` is stripped (not in its schema); the server's setting (none) wins.
-    expect(sent[2]).toMatchObject({
+    const sent = () =>
+      (calls.filter((call) => (call as unknown[])[0] === "gateway").at(-1) as unknown[])[2];
+    // `record` is the server's: withBrowserRecording (attachments/, REC1) sets it from the bot's
+    // setting and removes the model's before the call reaches this source, which passes it on.
+    expect(sent()).toMatchObject({
       tool: "browser",
       botId: "bot_1",
-      input: { action: "screenshot", record: false },
+      input: { action: "screenshot", record: true },
     });
+    await router.execute("browser", { action: "screenshot" }, request("call_shot_2"));
+    expect(sent()).toMatchObject({ input: { action: "screenshot", record: false } });
   });
 
   it("answers a non-waking tool on a sleeping computer with the exact text, without calling the worker", async () => {

@@ -116,8 +116,6 @@ export interface ComputerToolsOptions {
   prepare?: (computerId: string, context: ToolCallContext) => Promise<void>;
   /** CT8, CT9: the bot's secrets (secrets/). @default none */
   secrets?: ComputerSecrets;
-  /** Whether the bot's browser calls are recorded (the bot's setting): sets `record`. @default never */
-  recordBrowser?: (accountId: string, botId: string) => Promise<boolean>;
 }
 
 /** What computer tools need of the secrets module (CT8, CT9). */
@@ -278,8 +276,9 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
             name === "browser"
               ? {
                   ...toolInput,
-                  record:
-                    (await options.recordBrowser?.(context.accountId, context.botId)) === true,
+                  // The server's, never the model's: withBrowserRecording (attachments/) sets it
+                  // from the bot's setting and removes any the model wrote.
+                  record: (input as { record?: unknown }).record === true,
                 }
               : name === "shell" && options.secrets !== undefined
                 ? {

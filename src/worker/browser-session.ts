@@ -21,13 +21,7 @@
  */
 import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import {
-  chromium,
-  type BrowserContext,
-  type CDPSession,
-  type Download,
-  type Page,
-} from "playwright-core";
+import type { BrowserContext, CDPSession, Download, Page } from "playwright-core";
 import { browserLimits, type DownloadedFile } from "../protocol/index.ts";
 import { ToolFailure } from "./tool-context.ts";
 
@@ -142,6 +136,9 @@ export class BrowserSession {
     ];
     let context: BrowserContext;
     try {
+      // Loaded on first use: playwright-core costs an idle worker ~47 MiB (issue 9's memory
+      // target counts every awake computer's worker), and most computers never open a browser.
+      const { chromium } = await import("playwright-core");
       context = await chromium.launchPersistentContext(options.profileDir, {
         executablePath: options.chromiumPath,
         headless: false,
