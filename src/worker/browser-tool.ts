@@ -3,7 +3,6 @@
  * (screens.ts). Actions that change the page answer with its new snapshot, so the model's next
  * click or type can name a ref from it.
  */
-import os from "node:os";
 import path from "node:path";
 import type { Locator } from "playwright-core";
 import {
@@ -78,10 +77,11 @@ export async function browserTool(
     const recorder =
       input.record === true
         ? await session.startRecording(
+            // In the workspace, beside downloads: the server keeps it as an attachment
+            // through the files operations, which reach the workspace only.
             path.join(
-              os.homedir(),
-              ".cache",
-              "roost-recordings",
+              context.workspace,
+              "recordings",
               `${context.callId.replace(/[^A-Za-z0-9_-]/g, "_")}.jsonl`,
             ),
           )

@@ -66,6 +66,8 @@ const site: Record<string, string> = {
 <label for="name">Your name</label><input id="name"><button type="submit">Send</button></form>
 <p id="echo"></p>`,
   "set-cookie.html": `<!doctype html><title>Set</title><script>document.cookie = "roost_login=kept-across-sleep; max-age=86400; path=/";</script><p>cookie set</p>`,
+  "download.html": `<!doctype html><title>Reports</title><a href="report.txt" download="report.txt">Get the report</a>`,
+  "report.txt": "quarterly numbers: 42\n",
   "show-cookie.html": `<!doctype html><title>Show</title><p id="c"></p><script>document.getElementById('c').textContent = 'cookies: ' + document.cookie;</script>`,
 };
 
@@ -76,6 +78,7 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
   let outside: ReturnType<typeof startOutsideHttpHost>;
   let api: ReturnType<typeof apiClient>;
   let conversationId: string;
+  let botId: string;
 
   /** One turn: the message becomes one tool call (the fake's script); returns the tool step's payload. */
   async function tool(
@@ -143,7 +146,8 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
     });
     await roost.start();
     api = apiClient(roost.url, roost.token);
-    conversationId = (await api.createConversation((await api.createBot("surfer")).id)).id;
+    botId = (await api.createBot("surfer")).id;
+    conversationId = (await api.createConversation(botId)).id;
     await tool("$ mkdir -p /workspace/site && echo made");
     for (const [name, content] of Object.entries(site))
       await upload(`/workspace/site/${name}`, content);
@@ -197,6 +201,50 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
     expect(images.length).toBeGreaterThan(0);
     expect(images[0]!.image_url!.url).toMatch(/^data:image\/png;base64,iVBORw0KGgo/);
   }, 120_000);
+
+  it("a screenshot, a download and (with the bot's recording on) a recording become the conversation's attachments", async () => {
+    const patch = (browserRecording: boolean) =>
+      rawRequest(`${roost.url}/v1/bots/${botId}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${roost.token()}`, "content-type": "application/json" },
+        body: JSON.stringify({ browserRecording }),
+      });
+    expect((await patch(true)).status).toBe(200);
+    try {
+      const page = await browser({
+        action: "navigate",
+        url: "http://127.0.0.1:8000/download.html",
+      });
+      expect(page.isError, page.output).toBe(false);
+      const clicked = await browser({
+        action: "click",
+        ref: refOf(page.output, /link "Get the report"/),
+      });
+      expect(clicked.isError, clicked.output).toBe(false);
+      const shot = await browser({ action: "screenshot" });
+      expect(shot.isError, shot.output).toBe(false);
+    } finally {
+      expect((await patch(false)).status).toBe(200);
+    }
+    const listed = await rawRequest(`${roost.url}/v1/conversations/${conversationId}/attachments`, {
+      headers: { authorization: `Bearer ${roost.token()}` },
+    });
+    expect(listed.status, listed.text).toBe(200);
+    const { attachments } = JSON.parse(listed.text) as {
+      attachments: { id: string; kind: string; name: string; size: number }[];
+    };
+    const kinds = new Set(attachments.map((attachment) => attachment.kind));
+    expect([...kinds].sort()).toEqual(
+      expect.arrayContaining(["download", "recording", "screenshot"]),
+    );
+    const report = attachments.find((attachment) => attachment.kind === "download")!;
+    expect(report.name).toBe("report.txt");
+    const body = await rawRequest(
+      `${roost.url}/v1/conversations/${conversationId}/attachments/${report.id}`,
+      { headers: { authorization: `Bearer ${roost.token()}` } },
+    );
+    expect(body.text).toBe("quarterly numbers: 42\n");
+  }, 240_000);
 
   it("the browser's traffic obeys the egress policy: a denied host shows the proxy's refusal, an allowed one loads", async () => {
     const target = `http://${outside.address}:8080/`;
