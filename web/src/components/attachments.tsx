@@ -3,10 +3,11 @@
  * its card: images and videos previewed, everything else a download button. The bytes come from
  * the attachments API with the session's token, so previews are object URLs, revoked on unmount.
  */
-import { Download, Film, Image as ImageIcon } from "lucide-react";
-import { useEffect, useState } from "react";
+import { Download, Film, Image as ImageIcon, Pause, Play } from "lucide-react";
+import { useEffect, useRef, useState } from "react";
 import type { Attachment } from "../api/types.ts";
 import { formatBytes } from "../lib/format.ts";
+import { parseRecording, type Frame } from "../lib/recording.ts";
 import { useSession } from "../state/session.tsx";
 
 const previewable = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -47,6 +48,75 @@ function useObjectUrl(attachment: Attachment, wanted: boolean): string | undefin
   return url;
 }
 
+/** A flip-book of a browser task's frames, at their recorded pace. */
+function RecordingPlayer({ attachment }: { attachment: Attachment }) {
+  const { api } = useSession();
+  const [frames, setFrames] = useState<Frame[]>();
+  const [index, setIndex] = useState(0);
+  const [playing, setPlaying] = useState(false);
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+
+  useEffect(() => {
+    const controller = new AbortController();
+    api
+      .attachment(attachment.conversationId, attachment.id, controller.signal)
+      .then((blob) => blob.text())
+      .then((text) => setFrames(parseRecording(text)))
+      .catch(() => setFrames([]));
+    return () => controller.abort();
+  }, [api, attachment.conversationId, attachment.id]);
+
+  useEffect(() => {
+    if (!playing || frames === undefined) return;
+    if (index >= frames.length - 1) {
+      setPlaying(false);
+      return;
+    }
+    const wait = Math.min(2000, Math.max(50, frames[index + 1]!.atMs - frames[index]!.atMs));
+    timer.current = setTimeout(() => setIndex(index + 1), wait);
+    return () => clearTimeout(timer.current);
+  }, [playing, index, frames]);
+
+  if (frames === undefined || frames.length === 0) return null;
+  const frame = frames[Math.min(index, frames.length - 1)]!;
+  return (
+    <figure className="recording" aria-label={`Recording: ${attachment.name}`}>
+      <img
+        className="attachment-preview"
+        src={frame.src}
+        alt={`Frame ${index + 1} of ${frames.length}`}
+      />
+      <figcaption className="recording-controls">
+        <button
+          type="button"
+          className="button button-small"
+          aria-label={playing ? "Pause the recording" : "Play the recording"}
+          onClick={() => {
+            if (!playing && index >= frames.length - 1) setIndex(0);
+            setPlaying(!playing);
+          }}
+        >
+          {playing ? <Pause size={14} aria-hidden="true" /> : <Play size={14} aria-hidden="true" />}
+        </button>
+        <input
+          type="range"
+          min={0}
+          max={frames.length - 1}
+          value={index}
+          aria-label="Frame"
+          onChange={(event) => {
+            setPlaying(false);
+            setIndex(Number(event.target.value));
+          }}
+        />
+        <span>
+          {index + 1}/{frames.length} · {(frame.atMs / 1000).toFixed(1)} s
+        </span>
+      </figcaption>
+    </figure>
+  );
+}
+
 function AttachmentItem({ attachment }: { attachment: Attachment }) {
   const { api } = useSession();
   const isImage = previewable.has(attachment.mimeType);
@@ -83,6 +153,7 @@ function AttachmentItem({ attachment }: { attachment: Attachment }) {
           />
         </a>
       )}
+      {attachment.kind === "recording" && <RecordingPlayer attachment={attachment} />}
       {isVideo && url !== undefined && (
         <video className="attachment-preview" src={url} controls aria-label={label} />
       )}
