@@ -9,5 +9,6 @@ export * from "./tools.ts";
 export * from "./files.ts";
 export * from "./skills.ts";
 export * from "./tunnels.ts";
+export * from "./mcp.ts";
 export * from "./results.ts";
 export type * as Api from "./api.ts";

@@ -485,4 +485,28 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX secrets_by_account ON secrets (account_id)`,
     ],
   },
+  {
+    version: 25,
+    statements: [
+      // MCP servers (mcp-types.ts, MST1): per bot (scope 'bot') or per account (scope 'user').
+      // `sealed` holds env or header values (src/secrets/crypto.ts); the rest is no secret.
+      `CREATE TABLE mcp_servers (
+        scope TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        sealed TEXT,
+        secret_names TEXT NOT NULL,
+        tools TEXT,
+        listed_at BIGINT,
+        last_error TEXT,
+        last_error_at BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, owner_id, name))`,
+      `CREATE INDEX mcp_servers_by_account ON mcp_servers (account_id)`,
+    ],
+  },
 ];

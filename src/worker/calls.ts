@@ -16,6 +16,9 @@
  *      skill-operations.ts, SKW4) and `ports.list` (the port previews') bypass the done-log: they
  *      are not tool calls a replay could repeat wrongly, and each is idempotent by design
  *      (file-operations.ts, FOP1; ports.list is a read). W1 and W4 still hold for them.
+ *   W6 `mcp.tools` bypasses the done-log too (a listing); `mcp.call` goes through it: a repeated
+ *      call id is answered from it (W2), and one a previous worker process started but did not
+ *      finish answers `interrupted` (the MCP server may or may not have acted; never re-run).
  */
 import {
   encodeFrame,
@@ -23,7 +26,10 @@ import {
   isFileOperationName,
   isSkillOperationName,
   isPortOperationName,
+  isMcpOperationName,
   isToolName,
+  mcpCallInputSchema,
+  mcpToolsInputSchema,
   MAX_FRAME_BYTES,
   toolInputSchemas,
 } from "../protocol/index.ts";
@@ -35,6 +41,7 @@ import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
 import type { SkillOperations } from "./skill-operations.ts";
 import { listListeningPorts } from "./ports.ts";
+import type { McpServers } from "./mcp-servers.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -67,6 +74,8 @@ export interface CallRunnerOptions {
   files?: FileOperations;
   /** The skill operations (`~/skills`); without them `skills.*` answers unknown_tool. */
   skills?: SkillOperations;
+  /** The computer's command MCP servers (mcp-servers.ts); without them `mcp.*` answers unknown_tool. */
+  mcp?: McpServers;
   now?: () => number;
   log?: (line: string) => void;
   /** Each call answered once (not its re-sends): the worker's call metrics. */
@@ -197,6 +206,10 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }
+    if (isMcpOperationName(frame.tool) && options.mcp !== undefined) {
+      await runMcp(frame, entry, options.mcp);
+      return;
+    }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
       sendResult(frame.tool, callId, record.outcome); // W2
@@ -275,6 +288,68 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     }
     entry.result = sendResult(frame.tool, callId, outcome);
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
+  }
+
+  async function runMcp(frame: CallFrame, entry: Running, mcp: McpServers): Promise<void> {
+    const { callId } = frame;
+    const deadline = now() + frame.timeoutMs;
+    const invalid = (message: string): CallOutcome => ({
+      ok: false,
+      error: { code: "invalid_input", message },
+    });
+    if (frame.tool === "mcp.tools") {
+      const parsed = mcpToolsInputSchema.safeParse(frame.input);
+      const outcome: CallOutcome = parsed.success
+        ? {
+            ok: true,
+            output: await mcp.tools(parsed.data.servers, deadline, entry.controller.signal),
+          }
+        : invalid(`invalid mcp.tools input: ${parsed.error.issues[0]?.message ?? "schema"}`);
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome)); // W6: no done-log
+      return;
+    }
+    const record = await options.doneLog.get(callId);
+    if (record?.state === "done") {
+      sendResult(frame.tool, callId, record.outcome); // W2
+      return;
+    }
+    let outcome: CallOutcome;
+    if (record?.state === "started") {
+      outcome = {
+        ok: false,
+        error: {
+          code: "interrupted",
+          message:
+            "the computer's worker restarted while this MCP call ran; it may or may not have taken effect (check before calling again)",
+        },
+      }; // W6
+    } else {
+      const parsed = mcpCallInputSchema.safeParse(frame.input);
+      if (!parsed.success) {
+        sendResult(
+          frame.tool,
+          callId,
+          invalid(`invalid mcp.call input: ${parsed.error.issues[0]?.message ?? "schema"}`),
+        );
+        return;
+      }
+      await options.doneLog.markStarted(callId, frame.tool, { timeoutMs: frame.timeoutMs }); // W3
+      try {
+        outcome = {
+          ok: true,
+          output: await mcp.call(parsed.data, deadline, entry.controller.signal),
+        };
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
+    }
+    outcome = fitted(callId, outcome);
+    try {
+      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
+    } catch (error) {
+      log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
+    }
+    entry.result = sendResult(frame.tool, callId, outcome);
   }
 
   function start(frame: CallFrame): void {

@@ -27,6 +27,7 @@ import {
   isToolName,
   MAX_FRAME_BYTES,
   parseFrame,
+  mcpOperationNames,
   portOperationNames,
   PROTOCOL_VERSION,
   skillOperationNames,
@@ -45,6 +46,7 @@ import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
 import { createSkillOperations } from "./skill-operations.ts";
+import { createMcpServers } from "./mcp-servers.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 import { createTunnelEndpoint } from "./tunnels.ts";
@@ -136,6 +138,14 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
+  // Command MCP servers run while this worker does (the computer is awake); MCPW2.
+  const mcp = createMcpServers({
+    workspace: options.workspace,
+    commandEnv: options.commandEnv,
+    jobPrelude: options.jobPrelude,
+    log,
+  });
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -163,6 +173,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     maxFrameBytes: () => maxFrameBytes,
     files,
     skills,
+    mcp,
     log,
     onAnswered(tool, ok) {
       // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
@@ -271,6 +282,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...fileOperationNames,
           ...skillOperationNames,
           ...portOperationNames,
+          ...mcpOperationNames,
           tunnelCapability,
         ],
         inflight: runner.inflight(),
@@ -406,6 +418,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(sweepTimer);
       runner.close();
       tunnels.closeAll();
+      await mcp.close();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
