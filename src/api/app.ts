@@ -45,6 +45,8 @@ import type { ApprovalsService } from "../policy/index.ts";
 import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
+import type { McpService } from "../mcp/index.ts";
+import { registerMcpRoutes } from "./mcp-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -88,6 +90,8 @@ export interface ApiDependencies {
   approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
+  /** MCP servers per bot and per user (absent: no MCP server routes). */
+  mcp?: McpService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -525,6 +529,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     registerSecretRoutes(app as unknown as Parameters<typeof registerSecretRoutes>[0], {
       store,
       secrets: deps.secrets,
+    });
+  if (deps.mcp !== undefined)
+    registerMcpRoutes(app as unknown as Parameters<typeof registerMcpRoutes>[0], {
+      store,
+      mcp: deps.mcp,
     });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

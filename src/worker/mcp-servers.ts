@@ -25,10 +25,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   mcpLimits,
+  reduceMcpResult,
   type McpCallInput,
   type McpCallOutput,
   type McpCommandServer,
-  type McpContent,
   type McpTool,
   type McpToolsOutput,
 } from "../protocol/index.ts";
@@ -296,7 +296,7 @@ export function createMcpServers(options: McpServersOptions): McpServers {
       } catch (error) {
         throw asFailure(error, entry, deadline);
       }
-      return reduceResult(result as { content?: unknown[]; isError?: boolean });
+      return reduceMcpResult(result as { content?: unknown[]; isError?: boolean });
     },
 
     running: () => [...entries.values()].filter((entry) => entry.client !== undefined).length,
@@ -307,72 +307,4 @@ export function createMcpServers(options: McpServersOptions): McpServers {
       entries.clear();
     },
   };
-}
-
-/** MCPW3: a tool result reduced to text, images and resources, within mcpLimits. */
-export function reduceResult(result: {
-  content?: unknown[];
-  isError?: boolean;
-  structuredContent?: unknown;
-}): McpCallOutput {
-  const content: McpContent[] = [];
-  let chars = 0;
-  let images = 0;
-  let truncated = false;
-  const addText = (text: string): string => {
-    const room = Math.max(0, mcpLimits.maxResultChars - chars);
-    if (text.length > room) truncated = true;
-    const kept = text.slice(0, room);
-    chars += kept.length;
-    return kept;
-  };
-  for (const raw of result.content ?? []) {
-    const part = raw as Record<string, unknown>;
-    if (part.type === "text" && typeof part.text === "string") {
-      content.push({ type: "text", text: addText(part.text) });
-    } else if (part.type === "image" && typeof part.data === "string") {
-      if (images >= mcpLimits.maxImages || part.data.length > mcpLimits.maxImageChars) {
-        truncated = true;
-        content.push({
-          type: "note",
-          text: `(an image of ${part.data.length} base64 characters was left out: over the limit)`,
-        });
-        continue;
-      }
-      images += 1;
-      content.push({
-        type: "image",
-        mimeType: (typeof part.mimeType === "string" ? part.mimeType : "image/png").slice(0, 128),
-        data: part.data,
-      });
-    } else if (
-      part.type === "resource" &&
-      typeof part.resource === "object" &&
-      part.resource !== null
-    ) {
-      const resource = part.resource as Record<string, unknown>;
-      content.push({
-        type: "resource",
-        uri: (typeof resource.uri === "string" ? resource.uri : "").slice(0, 4096),
-        ...(typeof resource.mimeType === "string"
-          ? { mimeType: resource.mimeType.slice(0, 128) }
-          : {}),
-        ...(typeof resource.text === "string" ? { text: addText(resource.text) } : {}),
-        ...(typeof resource.blob === "string" ? { blobChars: resource.blob.length } : {}),
-      });
-    } else if (part.type === "resource_link") {
-      content.push({
-        type: "note",
-        text: `(a link to the resource ${(typeof part.uri === "string" ? part.uri : "").slice(0, 2048)}${typeof part.name === "string" ? ` named ${part.name.slice(0, 256)}` : ""})`,
-      });
-    } else {
-      content.push({
-        type: "note",
-        text: `(a ${String(part.type).slice(0, 64)} part, which Roost does not show)`,
-      });
-    }
-  }
-  if (content.length === 0 && result.structuredContent !== undefined)
-    content.push({ type: "text", text: addText(JSON.stringify(result.structuredContent)) });
-  return { content, isError: result.isError === true, truncated };
 }
