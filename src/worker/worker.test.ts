@@ -119,6 +119,8 @@ describe("worker connection", () => {
         ...["skills.sync", "skills.put"],
         // The port previews: the listening ports, and tunnels (protocol/tunnels.ts).
         ...["ports.list", "tunnel"],
+        // The computer's command MCP servers (protocol/mcp.ts).
+        ...["mcp.tools", "mcp.call"],
       ],
       inflight: [],
     });

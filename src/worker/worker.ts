@@ -282,8 +282,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...fileOperationNames,
           ...skillOperationNames,
           ...portOperationNames,
-          ...mcpOperationNames,
           tunnelCapability,
+          ...mcpOperationNames,
         ],
         inflight: runner.inflight(),
       });
