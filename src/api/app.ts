@@ -46,7 +46,7 @@ import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import type { McpService } from "../mcp/index.ts";
-import { registerMcpRoutes } from "./mcp-routes.ts";
+import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -344,6 +344,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       app as unknown as Parameters<typeof registerWebhookRoute>[0],
       routineRoutes,
     );
+
+  // MCPAPI4: a browser's redirect back from an MCP server's OAuth flow, with no API token.
+  if (deps.mcp !== undefined)
+    registerMcpOAuthCallback(app as unknown as Parameters<typeof registerMcpOAuthCallback>[0], {
+      mcp: deps.mcp,
+    });
 
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");

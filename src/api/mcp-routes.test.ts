@@ -227,3 +227,32 @@ describe("MCPAPI1: another account", () => {
     expect((await call("GET", "/v1/me/mcp-servers/mine")).status).toBe(200);
   });
 });
+
+describe("MCP OAuth routes", () => {
+  it("MCPAPI4 attack: a forged callback (no token, made-up state) changes nothing and says why", async () => {
+    const response = await app.request("/v1/mcp-oauth/callback?state=forged&code=abc");
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/no longer valid/);
+    const missing = await app.request("/v1/mcp-oauth/callback");
+    expect(missing.status).toBe(400);
+    const markup = await app.request(
+      `/v1/mcp-oauth/callback?error=${encodeURIComponent("<script>x</script>")}`,
+    );
+    expect(await markup.text()).not.toContain("<script>");
+  });
+
+  it("authorize: a command server is a 400; another account's bot or a missing server a 404", async () => {
+    await call("PUT", `/v1/bots/${alice.botId}/mcp-servers/cmd`, { command: "x" });
+    const command = await call("POST", `/v1/bots/${alice.botId}/mcp-servers/cmd/authorize`);
+    expect(command.status).toBe(400);
+    expect(command.body.error?.message).toMatch(/only HTTP MCP servers use OAuth/);
+    const other = await call(
+      "POST",
+      `/v1/bots/${alice.botId}/mcp-servers/cmd/authorize`,
+      undefined,
+      bob.token,
+    );
+    expect(other.status).toBe(404);
+    expect((await call("POST", "/v1/me/mcp-servers/none/authorize")).status).toBe(404);
+  });
+});

@@ -30,6 +30,8 @@ import { createSecretCipher, createSecretsService, loadSecretsKey } from "../sec
 import { openStore, type Store } from "../store/index.ts";
 import { createToolRouter, type ToolRouter, type ToolTurnContext } from "../tools/index.ts";
 import { createGuardedFetch } from "./http-fetch.ts";
+import { readOAuth } from "./oauth.ts";
+import { readFile } from "node:fs/promises";
 import { createHttpMcpClients, type HttpMcpClients } from "./http-servers.ts";
 import { createMcpService, type McpService } from "./service.ts";
 import { createMcpTools } from "./source.ts";
@@ -56,12 +58,18 @@ let policy: EgressPolicy = parseEgressPolicy({ mode: "allow-all" });
 let alice: { accountId: string; botId: string };
 let bobId: string;
 const roostApiPort = 4242;
+const redirectUrl = "http://roost.example.com/v1/mcp-oauth/callback";
+let cipherForTest: ReturnType<typeof createSecretCipher> | undefined;
 let turnCount = 0;
 
-async function startExample(): Promise<void> {
-  examplePort = await findFreePort();
-  example = spawn(process.execPath, [path.join(examples, "simpleStreamableHttp.js")], {
-    env: { ...process.env, MCP_PORT: String(examplePort) },
+/** The SDK's example server (with `--oauth`: and its demo authorization server) on free ports. */
+async function spawnExample(
+  args: string[],
+): Promise<{ child: ChildProcess; port: number; authPort: number }> {
+  const port = await findFreePort();
+  const authPort = await findFreePort([port]);
+  const child = spawn(process.execPath, [path.join(examples, "simpleStreamableHttp.js"), ...args], {
+    env: { ...process.env, MCP_PORT: String(port), MCP_AUTH_PORT: String(authPort) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   await new Promise<void>((resolve, reject) => {
@@ -70,15 +78,16 @@ async function startExample(): Promise<void> {
       () => reject(new Error(`the example did not start: ${output}`)),
       20_000,
     );
-    example.stdout!.on("data", (chunk: Buffer) => {
+    child.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes("listening on port")) {
+      if (output.includes("MCP Streamable HTTP Server listening on port")) {
         clearTimeout(timer);
         resolve();
       }
     });
-    example.once("exit", (code) => reject(new Error(`the example exited with ${code}: ${output}`)));
+    child.once("exit", (code) => reject(new Error(`the example exited with ${code}: ${output}`)));
   });
+  return { child, port, authPort };
 }
 
 beforeAll(async () => {
@@ -103,18 +112,28 @@ beforeAll(async () => {
     value: "demo-token-value-123",
     actorAccountId: account.id,
   });
-  await startExample();
+  ({ child: example, port: examplePort } = await spawnExample([]));
   // A server that accepts connections and never answers.
   silent = createServer(() => undefined);
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
   silentPort = (silent.address() as AddressInfo).port;
 
   http = createHttpMcpClients();
+  const fetchFor = () =>
+    createGuardedFetch({
+      policy: async () => compilePolicy(policy),
+      destination: createDestinationContext({ platformPorts: () => [roostApiPort] }),
+      resolve: async (host) =>
+        host === "localhost" ? [publicAddress] : host === "rebind.example.com" ? ["127.0.0.1"] : [],
+      connect: (address, port) => connect(port, address === publicAddress ? "127.0.0.1" : address),
+    });
   mcp = createMcpService({
     store,
     cipher,
     onChange: (key) => http.forget(`${key.scope}:${key.ownerId}:${key.name}:`),
+    oauth: { redirectUrl, fetchFor },
   });
+  cipherForTest = cipher;
   const source = createMcpTools({
     store,
     cipher,
@@ -128,19 +147,8 @@ beforeAll(async () => {
     http,
     listTimeoutMs: 2000,
     callTimeoutMs: 5000,
-    fetchFor: () =>
-      createGuardedFetch({
-        policy: async () => compilePolicy(policy),
-        destination: createDestinationContext({ platformPorts: () => [roostApiPort] }),
-        resolve: async (host) =>
-          host === "localhost"
-            ? [publicAddress]
-            : host === "rebind.example.com"
-              ? ["127.0.0.1"]
-              : [],
-        connect: (address, port) =>
-          connect(port, address === publicAddress ? "127.0.0.1" : address),
-      }),
+    fetchFor,
+    oauthRedirectUrl: redirectUrl,
   });
   router = createToolRouter({ sources: [source] });
 });
@@ -295,5 +303,62 @@ describe("HTTP MCP servers (the SDK's example server)", () => {
     expect(Date.now() - started).toBeLessThan(15_000);
     expect((await statusOf("silent"))?.lastError).toMatch(/did not answer in time|timed out/i);
     await del("silent");
+  });
+});
+
+describe("HTTP MCP servers with OAuth (the SDK's example server and its demo authorization server)", () => {
+  let secured: { child: ChildProcess; port: number };
+  beforeAll(async () => {
+    secured = await spawnExample(["--oauth"]);
+  });
+  afterAll(() => {
+    secured?.child.kill();
+  });
+
+  it("asks the owner to authorize, finishes at the callback, keeps the tokens sealed, and calls", async () => {
+    await put("secured", { url: `http://localhost:${secured.port}/mcp` });
+    // The first listing meets a 401: no tools, and the owner is told what to do.
+    expect(await router.specs(turn())).toEqual([]);
+    expect((await statusOf("secured"))?.lastError).toMatch(/needs authorization/);
+
+    const started = await mcp.authorize("bot", alice.botId, "secured");
+    if (!("authorizationUrl" in started)) throw new Error("expected a link to open");
+    const view = await mcp.get("bot", alice.botId, "secured");
+    expect(view?.oauth).toEqual({ connected: false, authorizationUrl: started.authorizationUrl });
+
+    // The owner's browser: the demo authorization server approves at once and redirects back.
+    const approved = await fetch(started.authorizationUrl, { redirect: "manual" });
+    const back = new URL(approved.headers.get("location") ?? "");
+    expect(`${back.origin}${back.pathname}`).toBe(redirectUrl);
+    const code = back.searchParams.get("code")!;
+    const state = back.searchParams.get("state")!;
+    expect(await mcp.finishAuthorization(state, code)).toBe("secured");
+    // MCPO2: the same callback again does nothing.
+    await expect(mcp.finishAuthorization(state, code)).rejects.toThrow(/no longer valid/);
+    await expect(mcp.finishAuthorization("forged", code)).rejects.toThrow(/no longer valid/);
+
+    const connected = await mcp.get("bot", alice.botId, "secured");
+    expect(connected?.oauth).toEqual({ connected: true, authorizationUrl: null });
+    expect(connected?.usesSecrets).toBe(true); // MCP6: its tokens are the owner's
+
+    const context = turn();
+    expect((await router.specs(context)).map((spec) => spec.name)).toContain("mcp__secured__greet");
+    expect((await call(context, "mcp__secured__greet", { name: "Ada" })).output).toBe(
+      "Hello, Ada!",
+    );
+    // MCP6: a teammate's chat does not get a server whose tokens are the owner's.
+    expect((await router.specs(turn(bobId))).map((spec) => spec.name)).not.toContain(
+      "mcp__secured__greet",
+    );
+
+    // MCPO1: the access token is in no view and not in the store's file.
+    const record = await store.getMcpServer("bot", alice.botId, "secured");
+    const token = readOAuth(record!, cipherForTest!).tokens?.access_token;
+    expect(token).toBeTruthy();
+    expect(JSON.stringify(connected)).not.toContain(token);
+    const bytes = await readFile(path.join(dir, "roost.db"));
+    const wal = await readFile(path.join(dir, "roost.db-wal")).catch(() => Buffer.alloc(0));
+    expect(bytes.includes(token!) || wal.includes(token!)).toBe(false);
+    await del("secured");
   });
 });

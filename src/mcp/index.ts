@@ -13,7 +13,8 @@ export {
   type McpValue,
 } from "./settings.ts";
 export { capTools, modelToolNames, mcpToolPrefix, maxMcpPartChars } from "./names.ts";
-export { createMcpService, type McpService } from "./service.ts";
+export { createMcpService, type McpOAuthOptions, type McpService } from "./service.ts";
+export { createStoredOAuthProvider, mcpOAuthCallbackPath, type McpOAuthState } from "./oauth.ts";
 export { createMcpTools, formatResult, serversOf, type McpToolsOptions } from "./source.ts";
 export {
   createHttpMcpClients,

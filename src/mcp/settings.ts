@@ -8,8 +8,8 @@
  *   MCPS2 the values of `env` and `headers` (literals and `{"secret": NAME}` references alike) are
  *         sealed with the secrets key (src/secrets), under the server's row as associated data;
  *         a view shows their names only, never a value (`{"hidden": true}` or the secret's name).
- *   MCPS3 a server "needs secrets" when a value refers to a secret or it sends any header (HTTP
- *         headers carry credentials): its tools are offered only when the turn's talking person
+ *   MCPS3 a server "needs secrets" when a value refers to a secret, it sends any header (HTTP
+ *         headers carry credentials) or it holds OAuth state (oauth.ts): its tools are offered only when the turn's talking person
  *         is the bot's owner (source.ts MCP6).
  *   MCPS4 a bad body is a 400 that says how to fix it and stores nothing: variables the computer
  *         relies on (PATH, HOME, LD_*, the proxy and CA variables) and headers the transport sets
@@ -20,6 +20,7 @@ import { InvalidRequestError } from "../errors/index.ts";
 import { mcpLimits, type Api } from "../protocol/index.ts";
 import type { SecretCipher } from "../secrets/index.ts";
 import type { McpScope, McpServerRecord, McpTransport } from "../store/index.ts";
+import { readOAuth } from "./oauth.ts";
 
 /** At most this many servers per bot, and per user. */
 export const maxMcpServersPerOwner = 20;
@@ -238,8 +239,18 @@ export function fromStored(record: McpServerRecord, cipher: SecretCipher): McpSe
 export function needsSecrets(record: McpServerRecord, settings: McpSettings): boolean {
   return (
     record.secretNames.length > 0 ||
+    record.oauth !== null ||
     (settings.transport === "http" && Object.keys(settings.headers).length > 0)
   );
+}
+
+/** MCPO1: whether it is connected, and the link the owner opens; never a token. */
+function oauthView(record: McpServerRecord, cipher: SecretCipher): Api.McpServerView["oauth"] {
+  const state = readOAuth(record, cipher);
+  return {
+    connected: state.tokens !== undefined,
+    authorizationUrl: state.tokens === undefined ? (state.authorizationUrl ?? null) : null,
+  };
 }
 
 const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
@@ -263,6 +274,7 @@ export function toView(record: McpServerRecord, cipher: SecretCipher): Api.McpSe
       ? { command: settings.command, args: settings.args, env: shown(settings.env) }
       : { url: settings.url, headers: shown(settings.headers) }),
     usesSecrets: needsSecrets(record, settings),
+    ...(record.oauth === null ? {} : { oauth: oauthView(record, cipher) }),
     status: {
       tools: record.tools?.map((tool) => tool.name) ?? null,
       listedAt: iso(record.listedAt),

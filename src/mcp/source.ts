@@ -25,6 +25,7 @@
  *   MCP8 a command server's call holds the computer awake for the turn (CT3: released by
  *        `endTurn`), and wakes a sleeping computer, like the shell.
  */
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import {
   computerObjectName,
   type ComputerStatus,
@@ -50,6 +51,7 @@ import {
 } from "../tools/index.ts";
 import type { HttpMcpClients, McpFetch } from "./http-servers.ts";
 import { capTools, toToolSpec } from "./names.ts";
+import { createStoredOAuthProvider } from "./oauth.ts";
 import { fromStored, needsSecrets, type McpSettings, type McpValue } from "./settings.ts";
 
 export interface McpToolsOptions {
@@ -62,6 +64,8 @@ export interface McpToolsOptions {
   http: HttpMcpClients;
   /** The guarded fetch for an account's HTTP servers (http-fetch.ts, MCPF1). */
   fetchFor(accountId: string): McpFetch;
+  /** The OAuth callback's absolute URL (oauth.ts); absent: no OAuth for HTTP servers. */
+  oauthRedirectUrl?: string;
   /** How long a listing may take at a turn's start. @default 15_000 */
   listTimeoutMs?: number;
   /** How long one call may take. @default 120_000 */
@@ -159,6 +163,16 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
     url: settings.url,
     headers: await resolveValues(settings.headers, options.secrets, context, record.name, "http"), // MCP7
     fetch: options.fetchFor(context.accountId),
+    ...(options.oauthRedirectUrl === undefined
+      ? {}
+      : {
+          authProvider: createStoredOAuthProvider({
+            store,
+            cipher,
+            record,
+            redirectUrl: options.oauthRedirectUrl,
+          }),
+        }),
   });
 
   const commandServer = async (
@@ -440,7 +454,7 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
 function describeError(server: string, error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const name = error instanceof Error ? error.name : "";
-  if (name === "UnauthorizedError")
+  if (error instanceof UnauthorizedError || name === "UnauthorizedError")
     return `MCP server ${server} needs authorization: the bot's owner connects it in the bot's settings (POST …/mcp-servers/${server}/authorize)`;
   if (name === "EgressRefusedError") return `MCP server ${server} was not contacted: ${message}`;
   if (/timed out|timeout/i.test(message))

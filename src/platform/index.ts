@@ -39,6 +39,7 @@ import {
   createMcpService,
   createMcpTools,
   type GuardedFetchOptions,
+  mcpOAuthCallbackPath,
 } from "../mcp/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
@@ -354,14 +355,26 @@ export async function startPlatform(
     // a fetch that obeys the account's egress policy (MCPF1).
     const mcpHttp = createHttpMcpClients();
     cleanups.push(() => mcpHttp.close());
+    const mcpDestination = createDestinationContext({
+      allowPrivate: config.egress.allowPrivate,
+      platformPorts: () => platformPorts,
+    });
+    const mcpFetchFor = (accountId: string) =>
+      createGuardedFetch({
+        policy: async () => {
+          const computer = await store.ensureComputer(accountId, provider.kind);
+          const stored = await store.getNetworkPolicy(computer.id);
+          return compilePolicy(stored === null ? defaultEgressPolicy : parseEgressPolicy(stored));
+        },
+        destination: mcpDestination,
+        ...options.mcpFetch,
+      });
+    const mcpOAuthRedirectUrl = `${config.publicUrl ?? url}${mcpOAuthCallbackPath}`;
     const mcp = createMcpService({
       store,
       cipher,
       onChange: (key) => mcpHttp.forget(`${key.scope}:${key.ownerId}:${key.name}:`),
-    });
-    const mcpDestination = createDestinationContext({
-      allowPrivate: config.egress.allowPrivate,
-      platformPorts: () => platformPorts,
+      oauth: { redirectUrl: mcpOAuthRedirectUrl, fetchFor: mcpFetchFor },
     });
     const mcpTools = createMcpTools({
       store,
@@ -370,16 +383,8 @@ export async function startPlatform(
       gateway,
       providerKind: provider.kind,
       http: mcpHttp,
-      fetchFor: (accountId) =>
-        createGuardedFetch({
-          policy: async () => {
-            const computer = await store.ensureComputer(accountId, provider.kind);
-            const stored = await store.getNetworkPolicy(computer.id);
-            return compilePolicy(stored === null ? defaultEgressPolicy : parseEgressPolicy(stored));
-          },
-          destination: mcpDestination,
-          ...options.mcpFetch,
-        }),
+      fetchFor: mcpFetchFor,
+      oauthRedirectUrl: mcpOAuthRedirectUrl,
     });
     const tools = createToolRouter({
       policy: approvals.policy,

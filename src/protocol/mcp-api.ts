@@ -23,6 +23,11 @@ export interface McpServerView {
   headers?: Record<string, McpValueView>;
   /** True when a value refers to a secret: the server's tools are offered only in the owner's chat. */
   usesSecrets: boolean;
+  /**
+   * An HTTP server that asked for OAuth: whether Roost holds its tokens, and while it does not,
+   * the link the owner opens to authorize it (`POST …/mcp-servers/{name}/authorize` makes one).
+   */
+  oauth?: { connected: boolean; authorizationUrl: string | null };
   /** What the last listing gave: the tool names a turn is offered, and the last error. */
   status: {
     tools: string[] | null;
@@ -39,3 +44,6 @@ export interface McpServerList {
   /** At most this many per bot, and per user. */
   limit: number;
 }
+
+/** `POST …/mcp-servers/{name}/authorize`: connected already, or the link to open. */
+export type McpAuthorizeResponse = { authorized: true } | { authorizationUrl: string };

@@ -22,6 +22,8 @@ interface McpRow {
   listed_at: number | string | null;
   last_error: string | null;
   last_error_at: number | string | null;
+  oauth: string | null;
+  oauth_state: string | null;
   created_at: number | string;
   updated_at: number | string;
 }
@@ -41,6 +43,8 @@ const toRecord = (row: McpRow): McpServerRecord => ({
   listedAt: orNull(row.listed_at),
   lastError: row.last_error,
   lastErrorAt: orNull(row.last_error_at),
+  oauth: row.oauth,
+  oauthState: row.oauth_state,
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
 });
@@ -92,7 +96,8 @@ export function createMcpQueries(
         else
           await tx.run(
             `UPDATE mcp_servers SET transport = ?, spec = ?, sealed = ?, secret_names = ?,
-               tools = NULL, listed_at = NULL, last_error = NULL, last_error_at = NULL, updated_at = ?
+               tools = NULL, listed_at = NULL, last_error = NULL, last_error_at = NULL,
+               oauth = NULL, oauth_state = NULL, updated_at = ?
              WHERE scope = ? AND owner_id = ? AND name = ?`,
             [
               input.transport,
@@ -129,6 +134,8 @@ export function createMcpQueries(
           listedAt: null,
           lastError: null,
           lastErrorAt: null,
+          oauth: null,
+          oauthState: null,
           createdAt: old === undefined ? at : Number(old.created_at),
           updatedAt: at,
         };
@@ -163,6 +170,22 @@ export function createMcpQueries(
         }); // MST3
         return true;
       });
+    },
+
+    async saveMcpOAuth(key, oauth) {
+      const result = await driver.run(
+        `UPDATE mcp_servers SET oauth = ?, oauth_state = ?
+         WHERE scope = ? AND owner_id = ? AND name = ? AND updated_at = ?`,
+        [oauth.sealed, oauth.state, key.scope, key.ownerId, key.name, key.updatedAt],
+      );
+      return result.changes > 0;
+    },
+
+    async findMcpServerByOAuthState(state) {
+      const rows = await driver.all<McpRow>("SELECT * FROM mcp_servers WHERE oauth_state = ?", [
+        state,
+      ]);
+      return rows[0] === undefined ? undefined : toRecord(rows[0]);
     },
 
     async recordMcpListing(key, outcome) {

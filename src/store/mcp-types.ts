@@ -9,6 +9,7 @@
  *   MST1 one server per (scope, owner, name): a PUT of a name that exists replaces its settings
  *        and forgets its tool list and error (they were the old settings').
  *   MST2 at most `limit` servers per owner (the owner's row is locked while counting).
+ *   MST4 a PUT forgets the server's OAuth state (its tokens were for the old settings).
  *   MST3 every write and delete is audited in its transaction (name, scope and transport, never
  *        a value).
  */
@@ -42,6 +43,10 @@ export interface McpServerRecord {
   listedAt: number | null;
   lastError: string | null;
   lastErrorAt: number | null;
+  /** An HTTP server's OAuth client state (registration, tokens, verifier), sealed; null: none. */
+  oauth: string | null;
+  /** The random state of an OAuth flow under way (its callback finds the server by it). */
+  oauthState: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -81,4 +86,11 @@ export interface McpStore {
     key: { scope: McpScope; ownerId: string; name: string; updatedAt: number },
     outcome: { tools: McpToolRecord[] } | { error: string },
   ): Promise<void>;
+  /** Keeps an HTTP server's OAuth state; only while the row has `updatedAt` (MST4). */
+  saveMcpOAuth(
+    key: { scope: McpScope; ownerId: string; name: string; updatedAt: number },
+    oauth: { sealed: string | null; state: string | null },
+  ): Promise<boolean>;
+  /** The server whose OAuth flow has this state. */
+  findMcpServerByOAuthState(state: string): Promise<McpServerRecord | undefined>;
 }

@@ -489,7 +489,8 @@ export const migrations: readonly Migration[] = [
     version: 25,
     statements: [
       // MCP servers (mcp-types.ts, MST1): per bot (scope 'bot') or per account (scope 'user').
-      // `sealed` holds env or header values (src/secrets/crypto.ts); the rest is no secret.
+      // `sealed` holds env or header values and `oauth` an OAuth client's tokens, both sealed
+      // (src/secrets/crypto.ts); the rest is no secret.
       `CREATE TABLE mcp_servers (
         scope TEXT NOT NULL,
         owner_id TEXT NOT NULL,
@@ -503,10 +504,14 @@ export const migrations: readonly Migration[] = [
         listed_at BIGINT,
         last_error TEXT,
         last_error_at BIGINT,
+        oauth TEXT,
+        oauth_state TEXT,
         created_at BIGINT NOT NULL,
         updated_at BIGINT NOT NULL,
         PRIMARY KEY (scope, owner_id, name))`,
       `CREATE INDEX mcp_servers_by_account ON mcp_servers (account_id)`,
+      // An OAuth flow's callback finds its server by the flow's random state (src/mcp/oauth.ts).
+      `CREATE INDEX mcp_servers_by_oauth_state ON mcp_servers (oauth_state)`,
     ],
   },
 ];
