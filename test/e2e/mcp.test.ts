@@ -128,4 +128,23 @@ describe(`command MCP servers end to end (${testComputerProvider} provider, demo
     const steps = JSON.stringify(await api.steps(conversationId));
     expect(steps).not.toContain(secretValue);
   }, 300_000);
+
+  it("MCPF1 attack: HTTP servers at the metadata address or at Roost's own API are never contacted", async () => {
+    const apiPort = new URL(roost.url).port;
+    await api.call("PUT", `/v1/bots/${botId}/mcp-servers/metadata`, {
+      url: "http://169.254.169.254/latest/mcp",
+    });
+    await api.call("PUT", `/v1/bots/${botId}/mcp-servers/itself`, {
+      url: `http://127.0.0.1:${apiPort}/v1/mcp`,
+    });
+    await turn("hello");
+    const metadata = await api.call<Api.McpServerView>(
+      "GET",
+      `/v1/bots/${botId}/mcp-servers/metadata`,
+    );
+    expect(metadata.status.lastError).toMatch(/was not contacted: .*link-local/);
+    const itself = await api.call<Api.McpServerView>("GET", `/v1/bots/${botId}/mcp-servers/itself`);
+    expect(itself.status.lastError).toMatch(/was not contacted: .*Roost host itself/);
+    expect(itself.status.tools).toBeNull();
+  }, 120_000);
 });
