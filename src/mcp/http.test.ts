@@ -245,6 +245,43 @@ describe("HTTP MCP servers (the SDK's example server)", () => {
     await del("secret");
   });
 
+  it("another account's bot is offered none of this account's servers, bot or user", async () => {
+    await put("mine", { url: `http://localhost:${examplePort}/mcp` });
+    await mcp.put({
+      scope: "user",
+      ownerId: alice.accountId,
+      accountId: alice.accountId,
+      name: "shared",
+      body: { url: `http://localhost:${examplePort}/mcp` },
+      actorAccountId: alice.accountId,
+    });
+    const bobBot = await store.createBot({
+      accountId: bobId,
+      name: "bb",
+      instructions: "",
+      model: null,
+    });
+    const bobTurn: ToolTurnContext = {
+      accountId: bobId,
+      botId: bobBot.id,
+      conversationId: "conv_bob",
+      turnId: "turn_bob",
+    };
+    expect(await router.specs(bobTurn)).toEqual([]);
+    expect((await call(bobTurn, "mcp__mine__greet", { name: "x" })).output).toBe(
+      'There is no tool named "mcp__mine__greet".',
+    );
+    const names = (await router.specs(turn())).map((spec) => spec.name);
+    expect(names).toEqual(expect.arrayContaining(["mcp__mine__greet", "mcp__shared__greet"]));
+    await del("mine");
+    await mcp.delete({
+      scope: "user",
+      ownerId: alice.accountId,
+      name: "shared",
+      actorAccountId: alice.accountId,
+    });
+  });
+
   it("a missing secret is a clear error the owner sees", async () => {
     await put("nokey", {
       url: `http://localhost:${examplePort}/mcp`,

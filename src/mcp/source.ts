@@ -286,9 +286,17 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
     return turns.get(context.turnId)!;
   }
 
+  /** MCP6 at call time, inside the call's step: the server's current record and settings. */
+  async function currentServer(offered: Offered, context: ToolTurnContext) {
+    const servers = await allowedServers(context);
+    return servers.find((entry) => entry.record.name === offered.record.name);
+  }
+
+  const goneMessage = (name: string, offered: Offered) =>
+    `${name} is no longer available: its MCP server ${offered.record.name} was removed, changed kind, or is not usable in this chat.`;
+
   async function runCommand(
     offered: Offered,
-    settings: Extract<McpSettings, { transport: "command" }>,
     args: Record<string, unknown>,
     context: ToolCallContext,
     name: string,
@@ -326,11 +334,14 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
     return context.run(`tool:${name}`, async (signal) => {
       const started = Date.now();
       if (signal.aborted) return interruptedResult(name);
+      const current = await currentServer(offered, context);
+      if (current?.settings.transport !== "command")
+        return { output: goneMessage(name, offered), isError: true };
       let server: McpCommandServer;
       try {
-        server = await commandServer(offered.record, settings, context); // MCP7: inside the step
+        server = await commandServer(current.record, current.settings, context); // MCP7: inside the step
       } catch (error) {
-        return failure(offered.record, name, (error as Error).message, started);
+        return failure(current.record, name, (error as Error).message, started);
       }
       try {
         const result = await gateway.call(
@@ -345,7 +356,7 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
         );
         if (!result.ok)
           return failure(
-            offered.record,
+            current.record,
             name,
             `${result.error.code}: ${result.error.message}`,
             started,
@@ -353,18 +364,18 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
         const parsed = mcpCallOutputSchema.safeParse(result.output);
         if (!parsed.success)
           return failure(
-            offered.record,
+            current.record,
             name,
             "the computer's worker answered in a shape this server does not know",
             started,
           );
         return {
-          ...formatResult(parsed.data, offered.record.name),
+          ...formatResult(parsed.data, current.record.name),
           durationMs: Date.now() - started,
         };
       } catch (error) {
         if (signal.aborted) return interruptedResult(name, Date.now() - started);
-        return failure(offered.record, name, describeError(offered.record.name, error), started);
+        return failure(current.record, name, describeError(current.record.name, error), started);
       }
     });
   }
@@ -403,35 +414,33 @@ export function createMcpTools(options: McpToolsOptions): ToolSource {
       if (typeof input !== "object" || input === null || Array.isArray(input))
         return { output: `${name} takes a JSON object of arguments.`, isError: true };
       // The server's settings now (they may have changed since the turn started: the call runs
-      // the current ones, under the name the turn was offered).
-      const current = await context.run(`mcp-server:${name}`, async () => {
-        const servers = await allowedServers(context); // MCP6, again at call time
-        return servers.find((entry) => entry.record.name === offered.record.name)?.record ?? null;
-      });
-      if (current === null)
-        return {
-          output: `${name} is no longer available: its MCP server ${offered.record.name} was removed or is not usable in this chat.`,
-          isError: true,
-        };
-      const settings = fromStored(current, cipher);
-      const target = { record: current, tool: offered.tool };
-      if (settings.transport === "command")
-        return runCommand(target, settings, input as Record<string, unknown>, context, name);
+      // the current ones, under the name the turn was offered). Only its kind is journaled: it
+      // decides which steps follow; the settings themselves are read inside the call's step.
+      const transport = await context.run(
+        `mcp-server:${name}`,
+        async () => (await currentServer(offered, context))?.record.transport ?? null,
+      );
+      if (transport === null) return { output: goneMessage(name, offered), isError: true };
+      const args = input as Record<string, unknown>;
+      if (transport === "command") return runCommand(offered, args, context, name);
       return context.run(`tool:${name}`, async (signal) => {
         const started = Date.now();
         if (signal.aborted) return interruptedResult(name);
+        const current = await currentServer(offered, context);
+        if (current?.settings.transport !== "http")
+          return { output: goneMessage(name, offered), isError: true };
         try {
-          const http = await httpTarget(current, settings, context); // MCP7: inside the step
+          const http = await httpTarget(current.record, current.settings, context); // MCP7
           const result = await options.http.call(
             http,
-            { tool: offered.tool.tool, arguments: input as Record<string, unknown> },
+            { tool: offered.tool.tool, arguments: args },
             callTimeoutMs,
             signal,
           );
-          return { ...formatResult(result, current.name), durationMs: Date.now() - started };
+          return { ...formatResult(result, current.record.name), durationMs: Date.now() - started };
         } catch (error) {
           if (signal.aborted) return interruptedResult(name, Date.now() - started);
-          return failure(current, name, describeError(current.name, error), started);
+          return failure(current.record, name, describeError(current.record.name, error), started);
         }
       });
     },
