@@ -13,6 +13,8 @@
  *   MCPO3 the state is read from the store at every use (another node may have refreshed the
  *         tokens) and written only while the server's settings are the ones it was made for (a
  *         PUT forgets it: MST4).
+ *   MCPO5 an authorization link is kept (and shown to the owner) only when it is http(s): a
+ *         server's metadata cannot put a `javascript:` link in the owner's settings page.
  *   MCPO4 the OAuth requests (discovery, registration, token) use the same egress-checked fetch
  *         as the server's own (MCPF1).
  */
@@ -105,7 +107,14 @@ export function createStoredOAuthProvider(deps: {
     // MCPO2: tokens end the flow: its state and link are cleared.
     saveTokens: (tokens) =>
       update(({ client }) => ({ ...(client === undefined ? {} : { client }), tokens }), null),
-    redirectToAuthorization: (url) => update((state) => ({ ...state, authorizationUrl: url.href })),
+    async redirectToAuthorization(url) {
+      // MCPO5: the link comes from the server's metadata and is shown to the owner as a link.
+      if (url.protocol !== "https:" && url.protocol !== "http:")
+        throw new Error(
+          `the MCP server's authorization endpoint is a ${url.protocol} URL; only http(s) links are shown`,
+        );
+      await update((state) => ({ ...state, authorizationUrl: url.href }));
+    },
     saveCodeVerifier: (codeVerifier) => update((state) => ({ ...state, codeVerifier })),
     async codeVerifier() {
       const verifier = (await current()).state.codeVerifier;

@@ -98,7 +98,8 @@ export function McpServersSection({ botId }: { botId: string }) {
             {server.oauth !== undefined && !server.oauth.connected && (
               <p className="notice" role="status">
                 This server needs your authorization.{" "}
-                {server.oauth.authorizationUrl === null ? null : (
+                {server.oauth.authorizationUrl === null ||
+                !/^https?:\/\//i.test(server.oauth.authorizationUrl) ? null : (
                   <a href={server.oauth.authorizationUrl} target="_blank" rel="noreferrer">
                     Authorize
                   </a>
@@ -117,7 +118,10 @@ export function McpServersSection({ botId }: { botId: string }) {
                         "POST",
                         `${path(server)}/authorize`,
                       );
-                      if ("authorizationUrl" in answer)
+                      if (
+                        "authorizationUrl" in answer &&
+                        /^https?:\/\//i.test(answer.authorizationUrl)
+                      )
                         window.open(answer.authorizationUrl, "_blank", "noreferrer");
                     })
                   }
