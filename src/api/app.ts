@@ -49,6 +49,8 @@ import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
+import type { McpService } from "../mcp/index.ts";
+import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import { ownBotOf } from "./ownership.ts";
 import {
@@ -94,6 +96,8 @@ export interface ApiDependencies {
   secrets?: SecretsService;
   /** Conversation attachments' bytes (absent: no attachments routes). */
   attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
+  /** MCP servers per bot and per user (absent: no MCP server routes). */
+  mcp?: McpService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -373,6 +377,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       routineRoutes,
     );
 
+  // MCPAPI4: a browser's redirect back from an MCP server's OAuth flow, with no API token.
+  if (deps.mcp !== undefined)
+    registerMcpOAuthCallback(app as unknown as Parameters<typeof registerMcpOAuthCallback>[0], {
+      mcp: deps.mcp,
+    });
+
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
     const match = header === undefined ? null : /^Bearer\s+(\S+)$/i.exec(header);
@@ -562,6 +572,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
       store,
       blobs: deps.attachments.blobs,
+    });
+  if (deps.mcp !== undefined)
+    registerMcpRoutes(app as unknown as Parameters<typeof registerMcpRoutes>[0], {
+      store,
+      mcp: deps.mcp,
     });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);

@@ -33,7 +33,15 @@ import {
   ensureRequestIdentity,
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
-import { parseEgressPolicy } from "../egress/index.ts";
+import { compilePolicy, createDestinationContext, parseEgressPolicy } from "../egress/index.ts";
+import {
+  createGuardedFetch,
+  createHttpMcpClients,
+  createMcpService,
+  createMcpTools,
+  type GuardedFetchOptions,
+  mcpOAuthCallbackPath,
+} from "../mcp/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
@@ -116,6 +124,11 @@ export interface PlatformOptions {
   results?: ResultsOptions;
   /** web_fetch's name resolution and connections (tests route them to test hosts). */
   webFetch?: WebToolsWiring["fetcher"];
+  /**
+   * How HTTP MCP servers' names are resolved and connected to (tests point a public-looking name
+   * at 127.0.0.1, as for the owner's webhooks; the egress checks still run). @default DNS and TCP
+   */
+  mcpFetch?: Pick<GuardedFetchOptions, "resolve" | "connect">;
 }
 
 export interface Platform {
@@ -225,12 +238,10 @@ export async function startPlatform(
 
     // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
     // from every result (docs/secrets.md).
-    const secrets = createSecretsService({
-      store,
-      cipher: createSecretCipher(
-        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
-      ),
-    });
+    const cipher = createSecretCipher(
+      await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+    );
+    const secrets = createSecretsService({ store, cipher });
     const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
     cleanups.push(async () => unregisterLogRedaction());
     // Roost's own ports, which no computer may reach through the egress proxy (P3).
@@ -348,6 +359,41 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
+    // MCP servers (docs/mcp.md): command servers on the computer, HTTP servers from here, through
+    // a fetch that obeys the account's egress policy (MCPF1).
+    const mcpHttp = createHttpMcpClients();
+    cleanups.push(() => mcpHttp.close());
+    const mcpDestination = createDestinationContext({
+      allowPrivate: config.egress.allowPrivate,
+      platformPorts: () => platformPorts,
+    });
+    const mcpFetchFor = (accountId: string) =>
+      createGuardedFetch({
+        policy: async () => {
+          const computer = await store.ensureComputer(accountId, provider.kind);
+          const stored = await store.getNetworkPolicy(computer.id);
+          return compilePolicy(stored === null ? defaultEgressPolicy : parseEgressPolicy(stored));
+        },
+        destination: mcpDestination,
+        ...options.mcpFetch,
+      });
+    const mcpOAuthRedirectUrl = `${config.publicUrl ?? url}${mcpOAuthCallbackPath}`;
+    const mcp = createMcpService({
+      store,
+      cipher,
+      onChange: (key) => mcpHttp.forget(`${key.scope}:${key.ownerId}:${key.name}:`),
+      oauth: { redirectUrl: mcpOAuthRedirectUrl, fetchFor: mcpFetchFor },
+    });
+    const mcpTools = createMcpTools({
+      store,
+      cipher,
+      secrets,
+      gateway,
+      providerKind: provider.kind,
+      http: mcpHttp,
+      fetchFor: mcpFetchFor,
+      oauthRedirectUrl: mcpOAuthRedirectUrl,
+    });
     const routed = createToolRouter({
       policy: approvals.policy,
       ask: approvals.ask,
@@ -363,6 +409,7 @@ export async function startPlatform(
             secrets,
           }),
         ]),
+        mcpTools,
         createRequestSecretTool({ store, secrets, notifier }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
@@ -562,6 +609,7 @@ export async function startPlatform(
       usage,
       approvals,
       secrets,
+      mcp,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),

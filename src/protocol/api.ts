@@ -5,6 +5,7 @@
  */
 
 export type * from "./skills-api.ts";
+export type * from "./mcp-api.ts";
 
 export interface Me {
   id: string;

@@ -11,5 +11,6 @@ export * from "./skills.ts";
 export * from "./tunnels.ts";
 export * from "./browser.ts";
 export * from "./screens.ts";
+export * from "./mcp.ts";
 export * from "./results.ts";
 export type * as Api from "./api.ts";

@@ -527,4 +527,33 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX relay_payloads_by_age ON relay_payloads (created_at)`,
     ],
   },
+  {
+    version: 25,
+    statements: [
+      // MCP servers (mcp-types.ts, MST1): per bot (scope 'bot') or per account (scope 'user').
+      // `sealed` holds env or header values and `oauth` an OAuth client's tokens, both sealed
+      // (src/secrets/crypto.ts); the rest is no secret.
+      `CREATE TABLE mcp_servers (
+        scope TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        sealed TEXT,
+        secret_names TEXT NOT NULL,
+        tools TEXT,
+        listed_at BIGINT,
+        last_error TEXT,
+        last_error_at BIGINT,
+        oauth TEXT,
+        oauth_state TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, owner_id, name))`,
+      `CREATE INDEX mcp_servers_by_account ON mcp_servers (account_id)`,
+      // An OAuth flow's callback finds its server by the flow's random state (src/mcp/oauth.ts).
+      `CREATE INDEX mcp_servers_by_oauth_state ON mcp_servers (oauth_state)`,
+    ],
+  },
 ];

@@ -13,6 +13,7 @@ import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
+import { createMcpQueries } from "./mcp-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -329,6 +330,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
     ...createAttachmentQueries(driver, now),
+    ...createMcpQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -592,6 +594,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
         // Its secrets (SST1): their sealed values are of no use to anyone else.
         await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
+        await tx.run("DELETE FROM mcp_servers WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

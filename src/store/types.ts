@@ -25,6 +25,7 @@ import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
+import type { McpStore } from "./mcp-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
@@ -36,6 +37,7 @@ export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
+export type * from "./mcp-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./attachment-types.ts";
@@ -188,7 +190,8 @@ export interface Store
     UsageStore,
     ApprovalStore,
     SecretStore,
-    AttachmentStore {
+    AttachmentStore,
+    McpStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -17,6 +17,9 @@
  *      bypass the done-log: they are not tool calls a replay could repeat wrongly, and each is
  *      idempotent by design (file-operations.ts, FOP1; ports.list and screens.list are reads,
  *      screens.control sets a value, screens.snapshot reads the page). W1 and W4 still hold for them.
+ *   W6 `mcp.tools` bypasses the done-log too (a listing); `mcp.call` goes through it: a repeated
+ *      call id is answered from it (W2), and one a previous worker process started but did not
+ *      finish answers `interrupted` (the MCP server may or may not have acted; never re-run).
  */
 import {
   encodeFrame,
@@ -28,7 +31,10 @@ import {
   screensControlInputSchema,
   screensListInputSchema,
   screensSnapshotInputSchema,
+  isMcpOperationName,
   isToolName,
+  mcpCallInputSchema,
+  mcpToolsInputSchema,
   MAX_FRAME_BYTES,
   toolInputSchemas,
 } from "../protocol/index.ts";
@@ -50,6 +56,7 @@ import { browserTool } from "./browser-tool.ts";
 import { desktopTool } from "./browser-desktop.ts";
 import type { ScreenManager } from "./screens.ts";
 import { ToolFailure } from "./tool-context.ts";
+import type { McpServers } from "./mcp-servers.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -84,6 +91,8 @@ export interface CallRunnerOptions {
   skills?: SkillOperations;
   /** The screens of the browser and computer tools; without them those tools answer `unavailable`. */
   screens?: ScreenManager;
+  /** The computer's command MCP servers (mcp-servers.ts); without them `mcp.*` answers unknown_tool. */
+  mcp?: McpServers;
   now?: () => number;
   log?: (line: string) => void;
   /** Each call answered once (not its re-sends): the worker's call metrics. */
@@ -267,6 +276,10 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }
+    if (isMcpOperationName(frame.tool) && options.mcp !== undefined) {
+      await runMcp(frame, entry, options.mcp);
+      return;
+    }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
       sendResult(frame.tool, callId, record.outcome); // W2
@@ -346,6 +359,68 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     }
     entry.result = sendResult(frame.tool, callId, outcome);
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
+  }
+
+  async function runMcp(frame: CallFrame, entry: Running, mcp: McpServers): Promise<void> {
+    const { callId } = frame;
+    const deadline = now() + frame.timeoutMs;
+    const invalid = (message: string): CallOutcome => ({
+      ok: false,
+      error: { code: "invalid_input", message },
+    });
+    if (frame.tool === "mcp.tools") {
+      const parsed = mcpToolsInputSchema.safeParse(frame.input);
+      const outcome: CallOutcome = parsed.success
+        ? {
+            ok: true,
+            output: await mcp.tools(parsed.data.servers, deadline, entry.controller.signal),
+          }
+        : invalid(`invalid mcp.tools input: ${parsed.error.issues[0]?.message ?? "schema"}`);
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome)); // W6: no done-log
+      return;
+    }
+    const record = await options.doneLog.get(callId);
+    if (record?.state === "done") {
+      sendResult(frame.tool, callId, record.outcome); // W2
+      return;
+    }
+    let outcome: CallOutcome;
+    if (record?.state === "started") {
+      outcome = {
+        ok: false,
+        error: {
+          code: "interrupted",
+          message:
+            "the computer's worker restarted while this MCP call ran; it may or may not have taken effect (check before calling again)",
+        },
+      }; // W6
+    } else {
+      const parsed = mcpCallInputSchema.safeParse(frame.input);
+      if (!parsed.success) {
+        sendResult(
+          frame.tool,
+          callId,
+          invalid(`invalid mcp.call input: ${parsed.error.issues[0]?.message ?? "schema"}`),
+        );
+        return;
+      }
+      await options.doneLog.markStarted(callId, frame.tool, { timeoutMs: frame.timeoutMs }); // W3
+      try {
+        outcome = {
+          ok: true,
+          output: await mcp.call(parsed.data, deadline, entry.controller.signal),
+        };
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
+    }
+    outcome = fitted(callId, outcome);
+    try {
+      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
+    } catch (error) {
+      log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
+    }
+    entry.result = sendResult(frame.tool, callId, outcome);
   }
 
   function start(frame: CallFrame): void {

@@ -124,6 +124,8 @@ describe("worker connection", () => {
         // The browser's screens (protocol/screens.ts), then the tunnel capability.
         ...["screens.list", "screens.control", "screens.snapshot"],
         "tunnel",
+        // The computer's command MCP servers (protocol/mcp.ts).
+        ...["mcp.tools", "mcp.call"],
       ],
       inflight: [],
     });

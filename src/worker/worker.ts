@@ -27,6 +27,7 @@ import {
   isToolName,
   MAX_FRAME_BYTES,
   parseFrame,
+  mcpOperationNames,
   portOperationNames,
   screenOperationNames,
   PROTOCOL_VERSION,
@@ -46,6 +47,7 @@ import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
 import { createSkillOperations } from "./skill-operations.ts";
+import { createMcpServers } from "./mcp-servers.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 import { createTunnelEndpoint } from "./tunnels.ts";
@@ -140,6 +142,14 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
+  // Command MCP servers run while this worker does (the computer is awake); MCPW2.
+  const mcp = createMcpServers({
+    workspace: options.workspace,
+    commandEnv: options.commandEnv,
+    jobPrelude: options.jobPrelude,
+    log,
+  });
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -178,6 +188,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     files,
     skills,
     screens,
+    mcp,
     log,
     onAnswered(tool, ok) {
       // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
@@ -288,6 +299,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...portOperationNames,
           ...screenOperationNames,
           tunnelCapability,
+          ...mcpOperationNames,
         ],
         inflight: runner.inflight(),
       });
@@ -423,6 +435,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       runner.close();
       tunnels.closeAll();
       await screens.close(); // SCR4
+      await mcp.close();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));

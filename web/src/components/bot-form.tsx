@@ -5,6 +5,7 @@ import { ApiError } from "../api/client.ts";
 import type { Bot, SkillSummary } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
+import { McpServersSection } from "./mcp-servers.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -54,6 +55,7 @@ export function BotForm(
                 api={api}
               />
               <RoutinesSection botId={loaded.id} />
+              <McpServersSection botId={loaded.id} />
             </>
           )}
         </div>
