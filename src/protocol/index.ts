@@ -10,4 +10,5 @@ export * from "./files.ts";
 export * from "./skills.ts";
 export * from "./tunnels.ts";
 export * from "./results.ts";
+export * from "./screens.ts";
 export type * as Api from "./api.ts";
