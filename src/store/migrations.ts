@@ -485,4 +485,20 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX secrets_by_account ON secrets (account_id)`,
     ],
   },
+  {
+    version: 20,
+    statements: [
+      // Control leases of the live view's screens (screen-lease-types.ts, SCL1-SCL3): one row per
+      // screen at most; an expired row is as good as none, and the next take replaces it.
+      `CREATE TABLE screen_leases (
+        computer_id TEXT NOT NULL,
+        screen_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        viewer_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        until_at BIGINT NOT NULL,
+        PRIMARY KEY (computer_id, screen_id))`,
+    ],
+  },
 ];

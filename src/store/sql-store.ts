@@ -11,6 +11,7 @@ import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
+import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
@@ -313,6 +314,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createUsageQueries(driver, now),
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
+    ...createScreenLeaseQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {

@@ -11,6 +11,7 @@ import { createSqliteDriver } from "./sqlite-driver.ts";
 import { routineStoreContract } from "./routine.contract.ts";
 import { resultsContract } from "./results.contract.ts";
 import { approvalsContract } from "./approvals.contract.ts";
+import { screenLeasesContract } from "./screen-leases.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -38,6 +39,7 @@ storeContract("sqlite", openSqlite);
 resultsContract("sqlite", openSqlite);
 routineStoreContract("sqlite", openSqlite);
 approvalsContract("sqlite", openSqlite);
+screenLeasesContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -57,6 +59,7 @@ if (postgres.ok) {
   resultsContract("postgres", openPostgres);
   routineStoreContract("postgres", openPostgres);
   approvalsContract("postgres", openPostgres);
+  screenLeasesContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

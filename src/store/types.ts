@@ -25,6 +25,7 @@ import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
+import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 
@@ -35,6 +36,7 @@ export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
+export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 
@@ -181,7 +183,8 @@ export interface Store
     ResultsStore,
     UsageStore,
     ApprovalStore,
-    SecretStore {
+    SecretStore,
+    ScreenLeaseStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
