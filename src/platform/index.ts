@@ -10,6 +10,7 @@ import * as restate from "@restatedev/restate-sdk";
 import {
   createApi,
   createFilesClient,
+  createLiveView,
   createPortPreviews,
   createPreviewSigner,
   loadPreviewSecret,
@@ -516,6 +517,24 @@ export async function startPlatform(
     (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
       ports.handleUpgrade(request, socket, head),
     );
+    // The live view: each bot's screen over a tunnel like a preview (decision 0026).
+    const liveView = createLiveView(
+      {
+        computerOf: async (accountId) => (await store.ensureComputer(accountId, provider.kind)).id,
+        state: async (computerId) => (await controlPlane.status(computerId)).state,
+        touch: async (computerId, accountId) => {
+          await controlPlane.ensureAwake(computerId, { accountId, allowWake: false });
+        },
+        gateway,
+        ticketSecret: await loadPreviewSecret(config.dataDir),
+      },
+      store,
+      { logger },
+    );
+    cleanups.push(() => liveView.close());
+    (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
+      liveView.handleUpgrade(request, socket, head),
+    );
 
     const api = createApi({
       memory,
@@ -603,6 +622,7 @@ export async function startPlatform(
         egressEnforced: runtime.egress !== undefined,
       },
       ports,
+      liveView,
       results: results.api,
       health: async () => {
         const checks: Record<string, string> = {};
