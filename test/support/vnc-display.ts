@@ -133,15 +133,36 @@ export interface RfbClient {
 }
 
 export function rfbClient(ws: WebSocket): RfbClient {
+  return rfbOver({
+    onData: (listener) => ws.on("message", listener),
+    onClose: (listener) => ws.once("close", (code, reason) => listener(code, reason.toString())),
+    send: (bytes) => ws.send(bytes, { binary: true }),
+  });
+}
+
+/** The same client straight over TCP to the VNC server (no tunnel), for comparisons. */
+export function rfbSocketClient(socket: net.Socket): RfbClient {
+  return rfbOver({
+    onData: (listener) => socket.on("data", listener),
+    onClose: (listener) => socket.once("close", () => listener(1006, "")),
+    send: (bytes) => socket.write(bytes),
+  });
+}
+
+function rfbOver(transport: {
+  onData(listener: (data: Buffer) => void): void;
+  onClose(listener: (code: number, reason: string) => void): void;
+  send(bytes: Buffer): void;
+}): RfbClient {
   let buffered = Buffer.alloc(0);
   let wake: (() => void) | undefined;
-  ws.on("message", (data: Buffer) => {
+  transport.onData((data: Buffer) => {
     buffered = Buffer.concat([buffered, data]);
     wake?.();
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    ws.once("close", (code, reason) => {
-      resolve({ code, reason: reason.toString() });
+    transport.onClose((code, reason) => {
+      resolve({ code, reason });
       wake?.();
     }),
   );
@@ -156,7 +177,7 @@ export function rfbClient(ws: WebSocket): RfbClient {
     buffered = buffered.subarray(count);
     return out;
   };
-  const send = (bytes: Buffer) => ws.send(bytes, { binary: true });
+  const send = (bytes: Buffer) => transport.send(bytes);
   let bytesPerPixel = 4;
   return {
     read,
