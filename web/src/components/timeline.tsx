@@ -604,6 +604,7 @@ export function Timeline({
                       }
                       stopped={row.stopped}
                       awaitingApproval={awaitingApproval.has(row.call.id)}
+                      botId={bot?.id}
                     />
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
                       <DraftCard draftId={draftIdOf(row.result)!} />
