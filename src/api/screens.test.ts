@@ -53,6 +53,7 @@ describe("the live view through the API", () => {
   const screensOf = new Map<string, Screen[]>();
   const controls: { computerId: string; input: ScreensControlInput }[] = [];
   const sockets: WebSocket[] = [];
+  const reservedPort = 7700;
 
   beforeAll(async () => {
     gw = await startTestGateway({ tunnels: { maxTunnelsPerComputer: 16 } });
@@ -116,6 +117,8 @@ describe("the live view through the API", () => {
             gw.gateway.openTunnel(computerId, port, options),
         },
         ticketSecret: randomBytes(32),
+        reservedPorts: () =>
+          new Map([[reservedPort, "it is one of Roost's own ports on this host"]]),
         leasePollMs: 100,
       },
       store,
@@ -317,7 +320,7 @@ describe("the live view through the API", () => {
     };
     const winner = a!.status === 200 ? first : second;
     expect(listed.screens[0]?.controller?.viewerId).toBe(winner.viewerId);
-    // The holder renews; a short lease ends by itself and the worker is told.
+    // The holder renews.
     const renewed = await api(alice, "POST", "/v1/computers/me/screens/s-bot_a/control", {
       viewerId: winner.viewerId,
       durationMs: 10_000,
@@ -325,7 +328,7 @@ describe("the live view through the API", () => {
     expect(renewed.status).toBe(200);
   });
 
-  it("a lease ends by itself when it runs out: the worker is told and another viewer may take it", async () => {
+  it("an expired lease is as good as none: another viewer may take it", async () => {
     const first = await viewer(alice);
     const second = await viewer(alice);
     await store.takeScreenLease({
@@ -364,5 +367,14 @@ describe("the live view through the API", () => {
     await odd.rfb.handshake();
     odd.rfb.send(Buffer.from([77, 0, 0, 0]));
     expect(await odd.rfb.closed).toMatchObject({ code: 1008 });
+  });
+
+  it("LV7: a screen whose VNC port is reserved (Roost's own) is never tunnelled to", async () => {
+    screensOf.set(alice.computerId, [
+      { ...screensOf.get(alice.computerId)![0]!, id: "s-evil", vncPort: reservedPort },
+    ]);
+    const refused = await connect("/v1/computers/me/screens/s-evil/vnc", bearer(alice));
+    expect(refused).toMatchObject({ status: 503 });
+    expect("body" in refused ? refused.body : "").toContain("no live view may reach");
   });
 });

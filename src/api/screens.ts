@@ -23,6 +23,8 @@
  *       take the worker did not hear of is undone.
  *   LV6 Floods are bounded: viewers per computer, messages per second per viewer (RFB4), bytes
  *       buffered towards a slow viewer (the tunnel pauses).
+ *   LV7 The VNC port comes from the worker's list, so it is checked like a preview's: a reserved
+ *       port (Roost's own, where the computer is the host) is never tunnelled to.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -59,6 +61,11 @@ export interface LiveViewService {
       options?: { signal?: AbortSignal },
     ): Promise<Duplex>;
   };
+  /**
+   * Ports of the computer no tunnel may reach, each with why (the previews' PORT3: Roost's own
+   * ports where the computer's loopback is the host's). A screen naming one is refused (LV7).
+   */
+  reservedPorts?: () => ReadonlyMap<number, string>;
   /** Signs viewer tickets (at least 32 bytes; every node needs the same). */
   ticketSecret: Buffer;
   /** A lease's length when the taker does not say. @default 180_000 (3 min) */
@@ -560,6 +567,12 @@ export function createLiveView(
     const screenId = parseScreenId(decoded);
     const { account, computerId, viewerId } = await viewerOf(request, screenId);
     const screen = await findScreen(computerId, screenId); // LV1, LV2
+    const reserved = service.reservedPorts?.().get(screen.vncPort);
+    if (reserved !== undefined)
+      throw new RoostError(
+        "computer_unavailable",
+        `the computer's worker names port ${screen.vncPort} as ${screenId}'s VNC server, which no live view may reach: ${reserved}`,
+      ); // LV7
     const count = viewersByComputer.get(computerId) ?? 0;
     if (count >= maxViewers)
       throw new RoostError(

@@ -526,6 +526,7 @@ export async function startPlatform(
           await controlPlane.ensureAwake(computerId, { accountId, allowWake: false });
         },
         gateway,
+        reservedPorts: () => reservedPreviewPorts(provider.kind, platformPorts),
         ticketSecret: await loadPreviewSecret(config.dataDir),
       },
       store,
