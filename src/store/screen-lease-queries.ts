@@ -1,6 +1,11 @@
 /** The screen-lease part of the store (screen-lease-types.ts, SCL1–SCL3), one SQL for both. */
 import type { SqlDriver } from "./driver.ts";
-import type { ScreenLease, ScreenLeaseStore } from "./screen-lease-types.ts";
+import type {
+  ScreenHandoff,
+  ScreenHandoffState,
+  ScreenLease,
+  ScreenLeaseStore,
+} from "./screen-lease-types.ts";
 import type { AuditWriter } from "./types.ts";
 
 interface LeaseRow {
@@ -12,6 +17,34 @@ interface LeaseRow {
   started_at: number | string;
   until_at: number | string;
 }
+
+interface HandoffRow {
+  id: string;
+  account_id: string;
+  bot_id: string;
+  conversation_id: string;
+  computer_id: string;
+  screen_id: string;
+  waiter_id: string;
+  reason: string;
+  state: string;
+  created_at: number | string;
+  settled_at: number | string | null;
+}
+
+const toHandoff = (row: HandoffRow): ScreenHandoff => ({
+  id: row.id,
+  accountId: row.account_id,
+  botId: row.bot_id,
+  conversationId: row.conversation_id,
+  computerId: row.computer_id,
+  screenId: row.screen_id,
+  waiterId: row.waiter_id,
+  reason: row.reason,
+  state: row.state as ScreenHandoffState,
+  createdAt: Number(row.created_at),
+  settledAt: row.settled_at === null ? null : Number(row.settled_at),
+});
 
 const toLease = (row: LeaseRow): ScreenLease => ({
   computerId: row.computer_id,
@@ -35,8 +68,52 @@ export function createScreenLeaseQueries(
     );
     return rows[0] === undefined ? undefined : toLease(rows[0]);
   };
+  const getScreenHandoff = async (id: string) => {
+    const rows = await driver.all<HandoffRow>("SELECT * FROM screen_handoffs WHERE id = ?", [id]);
+    return rows[0] === undefined ? undefined : toHandoff(rows[0]);
+  };
   return {
     getScreenLease,
+    getScreenHandoff,
+
+    async createScreenHandoff(input) {
+      // SCL4: a replay's insert changes nothing, and answers the first.
+      await driver.run(
+        `INSERT INTO screen_handoffs (id, account_id, bot_id, conversation_id, computer_id,
+           screen_id, waiter_id, reason, state, created_at, settled_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL)
+         ON CONFLICT (id) DO NOTHING`,
+        [
+          input.id,
+          input.accountId,
+          input.botId,
+          input.conversationId,
+          input.computerId,
+          input.screenId,
+          input.waiterId,
+          input.reason,
+          now(),
+        ],
+      );
+      return (await getScreenHandoff(input.id))!;
+    },
+
+    async listPendingScreenHandoffs(computerId, screenId) {
+      const rows = await driver.all<HandoffRow>(
+        `SELECT * FROM screen_handoffs WHERE computer_id = ? AND screen_id = ? AND state = 'pending'
+         ORDER BY created_at, id`,
+        [computerId, screenId],
+      );
+      return rows.map(toHandoff);
+    },
+
+    async settleScreenHandoff(id, state) {
+      const { changes } = await driver.run(
+        "UPDATE screen_handoffs SET state = ?, settled_at = ? WHERE id = ? AND state = 'pending'",
+        [state, now(), id],
+      ); // SCL4
+      return { changed: changes > 0, handoff: await getScreenHandoff(id) };
+    },
 
     async takeScreenLease(input) {
       const at = now();

@@ -87,5 +87,30 @@ export function screenLeasesContract(
         );
         expect(actions.filter((action) => action === "screen.control_taken")).toHaveLength(1);
       }));
+
+    it("SCL4: a handoff is created once per id and settled once", () =>
+      withStore(async (store) => {
+        const input = {
+          id: "hof_1",
+          accountId: "acc_1",
+          botId: "bot_1",
+          conversationId: "conv_1",
+          computerId: "cmp_1",
+          screenId: "s-bot_1",
+          waiterId: "w1",
+          reason: "log in",
+        };
+        const first = await store.createScreenHandoff(input);
+        const replay = await store.createScreenHandoff({ ...input, waiterId: "w2" });
+        expect(replay.waiterId).toBe("w1");
+        expect(first.state).toBe("pending");
+        expect(await store.listPendingScreenHandoffs("cmp_1", "s-bot_1")).toHaveLength(1);
+        const [a, b] = await Promise.all([
+          store.settleScreenHandoff("hof_1", "handed_back"),
+          store.settleScreenHandoff("hof_1", "expired"),
+        ]);
+        expect([a.changed, b.changed].filter(Boolean)).toHaveLength(1);
+        expect(await store.listPendingScreenHandoffs("cmp_1", "s-bot_1")).toEqual([]);
+      }));
   });
 }
