@@ -68,6 +68,11 @@ export interface LiveViewService {
   reservedPorts?: () => ReadonlyMap<number, string>;
   /** Signs viewer tickets (at least 32 bytes; every node needs the same). */
   ticketSecret: Buffer;
+  /**
+   * The person handed the screen back (a release, or a lease that ran out): resume the bots
+   * that asked for a handoff of it (ask_user_to_take_over). Answers how many were waiting.
+   */
+  handBack?(computerId: string, screenId: string): Promise<number>;
   /** A lease's length when the taker does not say. @default 180_000 (3 min) */
   leaseMs?: number;
   /** @default 600_000 (10 min) */
@@ -335,6 +340,7 @@ export function createLiveView(
           if (released === undefined) return;
           leaseChanged(lease.computerId, lease.screenId, undefined);
           ended(released, "expired");
+          await service.handBack?.(lease.computerId, lease.screenId);
           if (service.gateway.isConnected(lease.computerId))
             await tellWorker(lease.computerId, lease.screenId, null);
         })().catch((error: unknown) =>
@@ -485,11 +491,15 @@ export function createLiveView(
         screenId,
         actorAccountId: account.id,
       });
-      if (released === undefined)
+      // A handoff the bot asked for ends with the hand-back, lease or not (nobody may have taken it).
+      const resumed = (await service.handBack?.(computerId, screenId)) ?? 0;
+      if (released === undefined) {
+        if (resumed > 0) return context.body(null, 204);
         throw new RoostError(
           "not_found",
-          `nobody holds control of ${screenId}: nothing to hand back`,
+          `nobody holds control of ${screenId} and no bot waits for it: nothing to hand back`,
         );
+      }
       clearTimeout(expiryTimers.get(key(computerId, screenId)));
       leaseChanged(computerId, screenId, undefined);
       if (service.gateway.isConnected(computerId))

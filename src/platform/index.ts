@@ -48,7 +48,13 @@ import {
   createSecretsService,
   loadSecretsKey,
 } from "../secrets/index.ts";
-import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
+import {
+  createComputerTools,
+  createHandoffTool,
+  createToolRouter,
+  handBackScreen,
+  type ToolSource,
+} from "../tools/index.ts";
 import {
   createLexicalRanker,
   createMemoryPassObject,
@@ -357,6 +363,13 @@ export async function startPlatform(
           }),
         ]),
         createRequestSecretTool({ store, secrets, notifier }),
+        createHandoffTool({
+          store,
+          notifier,
+          gateway,
+          computerOf: async (accountId) =>
+            (await store.ensureComputer(accountId, provider.kind)).id,
+        }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
@@ -527,6 +540,13 @@ export async function startPlatform(
         },
         gateway,
         reservedPorts: () => reservedPreviewPorts(provider.kind, platformPorts),
+        handBack: (computerId, screenId) =>
+          handBackScreen(
+            store,
+            (waiterId, value) => kicker.wake(waiterId, value),
+            computerId,
+            screenId,
+          ),
         ticketSecret: await loadPreviewSecret(config.dataDir),
       },
       store,

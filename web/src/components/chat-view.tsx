@@ -54,7 +54,10 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
   const snapshot = useSyncExternalStore(feed.subscribe, feed.getSnapshot);
   const listed = conversations?.find((candidate) => candidate.id === conversationId);
   const [fetched, setFetched] = useState<Conversation>();
-  const [showScreen, setShowScreen] = useState(false);
+  // A handoff notification links here with ?screen=: the live view opens at once.
+  const [showScreen, setShowScreen] = useState(
+    () => new URLSearchParams(location.search).get("screen") !== null,
+  );
   const conversation = listed ?? fetched;
   const bot = bots?.find((candidate) => candidate.id === conversation?.botId);
 
