@@ -85,7 +85,7 @@ export function createHandoffTool(deps: {
     const output = result.output;
     if (typeof output === "string") return output;
     if (typeof output === "object" && output !== null && "text" in output)
-      return String((output).text);
+      return String(output.text);
     return JSON.stringify(output);
   }
 
