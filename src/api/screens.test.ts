@@ -377,4 +377,23 @@ describe("the live view through the API", () => {
     expect(refused).toMatchObject({ status: 503 });
     expect("body" in refused ? refused.body : "").toContain("no live view may reach");
   });
+
+  it("LV5: a lease taken here ends by itself at its end: the worker is told and it is audited", async () => {
+    const holder = await viewer(alice);
+    const taken = await api(alice, "POST", "/v1/computers/me/screens/s-bot_a/control", {
+      viewerId: holder.viewerId,
+      durationMs: 10_000,
+    });
+    expect(taken.status).toBe(200);
+    expect(controls.at(-1)?.input.controller).not.toBeNull();
+    await waitFor(() => controls.at(-1)?.input.controller === null, {
+      timeoutMs: 20_000,
+      what: "the worker to be told the lease ended",
+    });
+    expect(await store.getScreenLease(alice.computerId, "s-bot_a")).toBeUndefined();
+    const released = (await store.listAudit({ accountId: alice.accountId })).find(
+      (entry) => entry.action === "screen.control_released",
+    );
+    expect(released?.detail).toMatchObject({ expired: true });
+  }, 30_000);
 });
