@@ -166,11 +166,14 @@ function rfbOver(transport: {
       wake?.();
     }),
   );
-  let ended = false;
-  void closed.then(() => (ended = true));
+  let ended: { code: number; reason: string } | undefined;
+  void closed.then((how) => (ended = how));
   const read = async (count: number): Promise<Buffer> => {
     while (buffered.length < count) {
-      if (ended) throw new Error(`the server closed the stream after ${buffered.length} bytes`);
+      if (ended !== undefined)
+        throw new Error(
+          `the server closed the stream (${ended.code} ${ended.reason}) with ${buffered.length} bytes unread`,
+        );
       await new Promise<void>((resolve) => (wake = resolve));
     }
     const out = buffered.subarray(0, count);
