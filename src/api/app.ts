@@ -27,6 +27,7 @@ import type { Account, Conversation, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { portsPath, type PortPreviews } from "./computer-ports.ts";
+import type { LiveView } from "./screens.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
@@ -84,6 +85,8 @@ export interface ApiDependencies {
   skills?: SkillService;
   /** Port previews of the caller's computer (computer-ports.ts). */
   ports?: PortPreviews;
+  /** The live view of the caller's screens (screens.ts). */
+  liveView?: LiveView;
   /** Routines and their webhooks (absent: no routines routes). */
   routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
   /** Drafts, notifications and the owner's webhooks (absent: no results routes). */
@@ -580,6 +583,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
+  if (deps.liveView !== undefined)
+    deps.liveView.register(app as unknown as Parameters<LiveView["register"]>[0]);
   if (deps.results !== undefined)
     registerResultsRoutes(app as unknown as Parameters<typeof registerResultsRoutes>[0], {
       store,

@@ -10,6 +10,7 @@ import * as restate from "@restatedev/restate-sdk";
 import {
   createApi,
   createFilesClient,
+  createLiveView,
   createPortPreviews,
   createPreviewSigner,
   loadPreviewSecret,
@@ -56,7 +57,13 @@ import {
   createSecretsService,
   loadSecretsKey,
 } from "../secrets/index.ts";
-import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
+import {
+  createComputerTools,
+  createHandoffTool,
+  createToolRouter,
+  handBackScreen,
+  type ToolSource,
+} from "../tools/index.ts";
 import {
   createLexicalRanker,
   createMemoryPassObject,
@@ -411,6 +418,13 @@ export async function startPlatform(
         ]),
         mcpTools,
         createRequestSecretTool({ store, secrets, notifier }),
+        createHandoffTool({
+          store,
+          notifier,
+          gateway,
+          computerOf: async (accountId) =>
+            (await store.ensureComputer(accountId, provider.kind)).id,
+        }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
@@ -601,6 +615,32 @@ export async function startPlatform(
     (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
       ports.handleUpgrade(request, socket, head),
     );
+    // The live view: each bot's screen over a tunnel like a preview (decision 0026).
+    const liveView = createLiveView(
+      {
+        computerOf: async (accountId) => (await store.ensureComputer(accountId, provider.kind)).id,
+        state: async (computerId) => (await controlPlane.status(computerId)).state,
+        touch: async (computerId, accountId) => {
+          await controlPlane.ensureAwake(computerId, { accountId, allowWake: false });
+        },
+        gateway,
+        reservedPorts: () => reservedPreviewPorts(provider.kind, platformPorts),
+        handBack: (computerId, screenId) =>
+          handBackScreen(
+            store,
+            (waiterId, value) => kicker.wake(waiterId, value),
+            computerId,
+            screenId,
+          ),
+        ticketSecret: await loadPreviewSecret(config.dataDir),
+      },
+      store,
+      { logger },
+    );
+    cleanups.push(() => liveView.close());
+    (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
+      liveView.handleUpgrade(request, socket, head),
+    );
 
     const api = createApi({
       attachments: { blobs },
@@ -690,6 +730,7 @@ export async function startPlatform(
         egressEnforced: runtime.egress !== undefined,
       },
       ports,
+      liveView,
       results: results.api,
       health: async () => {
         if (draining) return { ok: false, checks: { node: "shutting down" } };

@@ -352,6 +352,46 @@ export interface PreviewLink {
   expiresAt: string;
 }
 
+/** One screen of the caller's computer (`GET /v1/computers/me/screens`, docs/live-view.md). */
+export interface Screen {
+  /** `s-<botId>`. */
+  id: string;
+  botId: string;
+  width: number;
+  height: number;
+  /** A bot's `browser` or `computer` call is running on it. */
+  busy: boolean;
+  /** Who holds the control lease; null: nobody (every viewer is view-only). */
+  controller: ScreenController | null;
+}
+
+export interface ScreenController {
+  /** The live view (one viewer) holding the lease. */
+  viewerId: string;
+  /** ISO time the lease ends unless renewed. */
+  until: string;
+  /** `person` (Take control) or `handoff` (the bot asked, ask_user_to_take_over). */
+  reason: string;
+}
+
+export interface ScreenList {
+  screens: Screen[];
+}
+
+/** `POST /v1/computers/me/screens/{id}/viewers`: a WebSocket address for one live view. */
+export interface ScreenViewer {
+  viewerId: string;
+  /** The path of the VNC WebSocket, with its ticket (`?ticket=`); good until `expiresAt`. */
+  path: string;
+  expiresAt: string;
+}
+
+/** `POST /v1/computers/me/screens/{id}/control`: the lease now held. */
+export interface ScreenControl {
+  screenId: string;
+  controller: ScreenController;
+}
+
 export type StreamEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }

@@ -13,4 +13,5 @@ export * from "./browser.ts";
 export * from "./screens.ts";
 export * from "./mcp.ts";
 export * from "./results.ts";
+export * from "./screens.ts";
 export type * as Api from "./api.ts";

@@ -486,6 +486,37 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 20,
+    statements: [
+      // Control leases of the live view's screens (screen-lease-types.ts, SCL1-SCL3): one row per
+      // screen at most; an expired row is as good as none, and the next take replaces it.
+      `CREATE TABLE screen_leases (
+        computer_id TEXT NOT NULL,
+        screen_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        viewer_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        until_at BIGINT NOT NULL,
+        PRIMARY KEY (computer_id, screen_id))`,
+      // Handoffs a bot asked for (ask_user_to_take_over, SCL4): the parked call's waiter, until
+      // the person hands the screen back or the wait times out.
+      `CREATE TABLE screen_handoffs (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        computer_id TEXT NOT NULL,
+        screen_id TEXT NOT NULL,
+        waiter_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        settled_at BIGINT)`,
+      `CREATE INDEX screen_handoffs_pending ON screen_handoffs (computer_id, screen_id, state)`,
+    ],
+  },
+  {
     version: 21,
     statements: [
       // Conversation attachments (attachment-types.ts, ATS1-ATS2): screenshots, images, downloads

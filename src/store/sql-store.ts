@@ -11,6 +11,7 @@ import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
+import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
@@ -331,6 +332,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createSecretQueries(driver, now, insertAudit),
     ...createAttachmentQueries(driver, now),
     ...createMcpQueries(driver, now, insertAudit),
+    ...createScreenLeaseQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {

@@ -12,6 +12,7 @@ import { routineStoreContract } from "./routine.contract.ts";
 import { resultsContract } from "./results.contract.ts";
 import { approvalsContract } from "./approvals.contract.ts";
 import { attachmentsContract } from "./attachments.contract.ts";
+import { screenLeasesContract } from "./screen-leases.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -40,6 +41,7 @@ resultsContract("sqlite", openSqlite);
 routineStoreContract("sqlite", openSqlite);
 approvalsContract("sqlite", openSqlite);
 attachmentsContract("sqlite", openSqlite);
+screenLeasesContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -60,6 +62,7 @@ if (postgres.ok) {
   routineStoreContract("postgres", openPostgres);
   approvalsContract("postgres", openPostgres);
   attachmentsContract("postgres", openPostgres);
+  screenLeasesContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

@@ -26,6 +26,7 @@ import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
 import type { McpStore } from "./mcp-types.ts";
+import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
@@ -38,6 +39,7 @@ export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
 export type * from "./mcp-types.ts";
+export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./attachment-types.ts";
@@ -191,7 +193,8 @@ export interface Store
     ApprovalStore,
     SecretStore,
     AttachmentStore,
-    McpStore {
+    McpStore,
+    ScreenLeaseStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;

@@ -247,7 +247,7 @@ describe.skipIf(missing !== undefined)(
     }, 120_000);
 
     it("while a person controls the screen the bot's calls answer 'A person is using this screen'", async () => {
-      const until = new Date(Date.now() + 60_000).toISOString();
+      const until = Date.now() + 60_000;
       screens.control("s-bot_a", { accountId: "acc_x", until });
       expect(screens.list().find((screen) => screen.id === "s-bot_a")?.controller).toEqual({
         accountId: "acc_x",
@@ -262,7 +262,7 @@ describe.skipIf(missing !== undefined)(
       // A lease that ended is no lease.
       screens.control("s-bot_a", {
         accountId: "acc_x",
-        until: new Date(Date.now() - 1000).toISOString(),
+        until: Date.now() - 1000,
       });
       await browse({ action: "snapshot" });
     }, 60_000);

@@ -93,7 +93,7 @@ describe.skipIf(missing !== undefined)("screens.* through a real gateway and wor
   });
 
   it("screens.control sets a controller the bot's calls obey; clearing it and a hand-back snapshot give the screen back", async () => {
-    const until = new Date(Date.now() + 120_000).toISOString();
+    const until = Date.now() + 120_000;
     expect(
       await call("screens.control", {
         screenId: "s-bot_w",

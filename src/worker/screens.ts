@@ -377,7 +377,7 @@ export function createScreenManager(options: ScreenManagerOptions): ScreenManage
   }
 
   const controlled = (screen: ScreenState) =>
-    screen.controller !== null && Date.parse(screen.controller.until) > now();
+    screen.controller !== null && screen.controller.until > now();
 
   return {
     async use(botId, task) {

@@ -605,6 +605,7 @@ export function Timeline({
                       }
                       stopped={row.stopped}
                       awaitingApproval={awaitingApproval.has(row.call.id)}
+                      botId={bot?.id}
                     />
                     <Attachments attachments={attachmentsOf(row.result?.details)} />
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
