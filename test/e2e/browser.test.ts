@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { skipReason } from "../../src/computers/local/testing/index.ts";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { missingScreenPrograms } from "../../src/worker/screens.ts";
@@ -244,6 +245,59 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
       { headers: { authorization: `Bearer ${roost.token()}` } },
     );
     expect(body.text).toBe("quarterly numbers: 42\n");
+  }, 240_000);
+
+  it("the live view of the bot's real screen: listed, its VNC WebSocket answers RFB, control makes the bot wait, hand-back frees it", async () => {
+    const opened = await browser({ action: "navigate", url: "http://127.0.0.1:8000/index.html" });
+    expect(opened.isError, opened.output).toBe(false);
+    const auth = { authorization: `Bearer ${roost.token()}`, "content-type": "application/json" };
+    const listed = await rawRequest(`${roost.url}/v1/computers/me/screens`, { headers: auth });
+    expect(listed.status, listed.text).toBe(200);
+    const { screens } = JSON.parse(listed.text) as {
+      screens: { id: string; botId: string; width: number; busy: boolean }[];
+    };
+    const screen = screens.find((entry) => entry.botId === botId)!;
+    expect(screen).toMatchObject({ id: `s-${botId}`, width: 1280, busy: false });
+
+    // The WebSocket reaches the screen's x11vnc through the worker's tunnel.
+    const socket = new WebSocket(
+      `${roost.url.replace("http", "ws")}/v1/computers/me/screens/${screen.id}/vnc`,
+      { headers: { authorization: `Bearer ${roost.token()}` } },
+    );
+    try {
+      const banner = await new Promise<string>((resolve, reject) => {
+        socket.once("message", (data: Buffer) => resolve(data.subarray(0, 12).toString("latin1")));
+        socket.once("error", reject);
+      });
+      expect(banner).toBe("RFB 003.008\n");
+    } finally {
+      socket.close();
+    }
+
+    // A person takes control: the bot's browser call waits its turn, with the exact sentence.
+    const viewer = await rawRequest(`${roost.url}/v1/computers/me/screens/${screen.id}/viewers`, {
+      method: "POST",
+      headers: auth,
+    });
+    expect(viewer.status, viewer.text).toBe(201);
+    const { viewerId } = JSON.parse(viewer.text) as { viewerId: string };
+    const control = await rawRequest(`${roost.url}/v1/computers/me/screens/${screen.id}/control`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ viewerId }),
+    });
+    expect(control.status, control.text).toBe(200);
+    const blocked = await browser({ action: "snapshot" });
+    expect(blocked.isError).toBe(true);
+    expect(blocked.output).toContain("A person is using this screen");
+    const handBack = await rawRequest(`${roost.url}/v1/computers/me/screens/${screen.id}/control`, {
+      method: "DELETE",
+      headers: auth,
+    });
+    expect([200, 204]).toContain(handBack.status);
+    const free = await browser({ action: "snapshot" });
+    expect(free.isError, free.output).toBe(false);
+    expect(free.output).toContain("Served inside the computer");
   }, 240_000);
 
   it("the browser's traffic obeys the egress policy: a denied host shows the proxy's refusal, an allowed one loads", async () => {
