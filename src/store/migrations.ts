@@ -485,4 +485,39 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX secrets_by_account ON secrets (account_id)`,
     ],
   },
+  {
+    version: 24,
+    statements: [
+      // Teams (team-types.ts, TEAM1-TEAM5; docs/teams.md).
+      `CREATE TABLE teams (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE team_members (
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        role TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (team_id, account_id))`,
+      `CREATE INDEX team_members_by_account ON team_members (account_id)`,
+      // Only the token's SHA-256 hash is kept (TEAM4); a used or expired row stays as the record.
+      `CREATE TABLE team_invitations (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        accepted_by TEXT,
+        accepted_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      // A team bot: published by its owner to one team (null: the owner's alone).
+      `ALTER TABLE bots ADD COLUMN team_id TEXT`,
+      `CREATE INDEX bots_by_team ON bots (team_id)`,
+      // Where the conversation happens: 'direct' (one person's chat) or 'shared' (a channel,
+      // group DM or thread); it decides the computer and the credentials (docs/teams.md).
+      `ALTER TABLE conversations ADD COLUMN place TEXT NOT NULL DEFAULT 'direct'`,
+    ],
+  },
 ];

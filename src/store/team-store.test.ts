@@ -1,0 +1,259 @@
+/**
+ * The teams part of the store (team-types.ts, TEAM1–TEAM5), team bots and the conversation's
+ * place, on SQLite and on Postgres: the same cases run against both real databases, racing
+ * writers included.
+ */
+import { describe, expect, it } from "vitest";
+import { storeOpeners } from "./testing/openers.ts";
+import type { Store } from "./types.ts";
+
+const openers = await storeOpeners("roost-teams-");
+
+async function people(store: Store) {
+  const ann = await store.createAccount({ name: "ann", isAdmin: false });
+  const ben = await store.createAccount({ name: "ben", isAdmin: false });
+  const cat = await store.createAccount({ name: "cat", isAdmin: false });
+  return { ann: ann.id, ben: ben.id, cat: cat.id };
+}
+
+describe.each(openers)("teams on %s", (_name, open) => {
+  async function withStore(run: (store: Store) => Promise<void>) {
+    const { store, close } = await open!();
+    try {
+      await run(store);
+    } finally {
+      await close();
+    }
+  }
+
+  it.skipIf(open === undefined)(
+    "a new team has its creator as owner; TEAM2 putting a member twice changes the role; TEAM5 audited",
+    () =>
+      withStore(async (store) => {
+        const { ann, ben } = await people(store);
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        expect(await store.getTeamRole(team.id, ann)).toBe("owner");
+        expect(
+          await store.putTeamMember({
+            teamId: team.id,
+            accountId: ben,
+            role: "member",
+            actorAccountId: ann,
+          }),
+        ).toEqual({ created: true });
+        expect(
+          await store.putTeamMember({
+            teamId: team.id,
+            accountId: ben,
+            role: "admin",
+            actorAccountId: ann,
+          }),
+        ).toEqual({ created: false });
+        const members = await store.listTeamMembers(team.id);
+        expect(members.map((member) => [member.name, member.role])).toEqual([
+          ["ann", "owner"],
+          ["ben", "admin"],
+        ]);
+        expect((await store.listTeamsOf(ben)).map((t) => [t.name, t.role])).toEqual([
+          ["Ops", "admin"],
+        ]);
+        const actions = (await store.listAudit({ accountId: ann })).map((entry) => entry.action);
+        expect(actions).toEqual(expect.arrayContaining(["team.create", "team.member.put"]));
+        expect(await store.getTeam("team_missing")).toBeUndefined();
+        await expect(
+          store.putTeamMember({
+            teamId: "team_missing",
+            accountId: ben,
+            role: "member",
+            actorAccountId: ann,
+          }),
+        ).rejects.toMatchObject({ code: "not_found" });
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "TEAM1: the last owner can neither leave nor be demoted, also when two owners race to leave",
+    () =>
+      withStore(async (store) => {
+        const { ann, ben } = await people(store);
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        await expect(
+          store.removeTeamMember({ teamId: team.id, accountId: ann, actorAccountId: ann }),
+        ).rejects.toMatchObject({
+          code: "conflict",
+          message: expect.stringContaining("another member an owner"),
+        });
+        await expect(
+          store.putTeamMember({
+            teamId: team.id,
+            accountId: ann,
+            role: "member",
+            actorAccountId: ann,
+          }),
+        ).rejects.toMatchObject({ code: "conflict" });
+        await store.putTeamMember({
+          teamId: team.id,
+          accountId: ben,
+          role: "owner",
+          actorAccountId: ann,
+        });
+        const results = await Promise.allSettled([
+          store.removeTeamMember({ teamId: team.id, accountId: ann, actorAccountId: ann }),
+          store.removeTeamMember({ teamId: team.id, accountId: ben, actorAccountId: ben }),
+        ]);
+        expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(1);
+        const owners = (await store.listTeamMembers(team.id)).filter((m) => m.role === "owner");
+        expect(owners).toHaveLength(1);
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "TEAM3: a bot is published only to its owner's team, and leaves it with its owner",
+    () =>
+      withStore(async (store) => {
+        const { ann, ben, cat } = await people(store);
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        await store.putTeamMember({
+          teamId: team.id,
+          accountId: ben,
+          role: "admin",
+          actorAccountId: ann,
+        });
+        await store.putTeamMember({
+          teamId: team.id,
+          accountId: cat,
+          role: "member",
+          actorAccountId: ann,
+        });
+        const outsider = await store.createAccount({ name: "dan", isAdmin: false });
+        await expect(
+          store.createBot({
+            accountId: outsider.id,
+            name: "x",
+            instructions: "",
+            model: null,
+            teamId: team.id,
+          }),
+        ).rejects.toMatchObject({ code: "not_found" });
+        expect(await store.listBots(outsider.id)).toEqual([]); // nothing stored half-way
+        const bot = await store.createBot({
+          accountId: ben,
+          name: "helper",
+          instructions: "",
+          model: null,
+          teamId: team.id,
+        });
+        expect(bot.teamId).toBe(team.id);
+        expect((await store.getBot(bot.id))?.teamId).toBe(team.id);
+        const other = await store.createBot({
+          accountId: outsider.id,
+          name: "y",
+          instructions: "",
+          model: null,
+        });
+        await expect(store.updateBot(other.id, { teamId: team.id })).rejects.toMatchObject({
+          code: "not_found",
+        });
+        expect((await store.getBot(other.id))?.teamId).toBeNull();
+        expect((await store.listTeamBotsFor(cat)).map((b) => b.id)).toEqual([bot.id]);
+        expect(await store.listTeamBotsFor(ben)).toEqual([]); // own bots are in listBots
+        expect(await store.listTeamBotsFor(outsider.id)).toEqual([]);
+        expect(
+          await store.removeTeamMember({ teamId: team.id, accountId: ben, actorAccountId: ann }),
+        ).toBe(true);
+        expect((await store.getBot(bot.id))?.teamId).toBeNull();
+        expect(await store.listTeamBotsFor(cat)).toEqual([]);
+        expect(
+          await store.removeTeamMember({ teamId: team.id, accountId: ben, actorAccountId: ann }),
+        ).toBe(false);
+        const removal = (await store.listAudit({ accountId: ann })).find(
+          (e) => e.action === "team.member.remove",
+        );
+        expect(removal?.detail).toMatchObject({ accountId: ben, botsUnpublished: 1 });
+        const unpublished = await store.updateBot(bot.id, { teamId: null });
+        expect(unpublished.teamId).toBeNull();
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "TEAM4: an invitation is accepted once, also by racing accepts; expired and unknown ones never",
+    () =>
+      withStore(async (store) => {
+        const { ann, ben, cat } = await people(store);
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        const at = 1_000_000;
+        await store.createTeamInvitation({
+          teamId: team.id,
+          role: "member",
+          tokenHash: "h1",
+          expiresAt: at + 10,
+          actorAccountId: ann,
+        });
+        const [first, second] = await Promise.all([
+          store.acceptTeamInvitation({ tokenHash: "h1", accountId: ben, now: at }),
+          store.acceptTeamInvitation({ tokenHash: "h1", accountId: cat, now: at }),
+        ]);
+        expect([first.outcome, second.outcome].sort()).toEqual(["accepted", "used"]);
+        const members = (await store.listTeamMembers(team.id)).map((m) => m.name);
+        expect(members).toHaveLength(2);
+        await store.createTeamInvitation({
+          teamId: team.id,
+          role: "admin",
+          tokenHash: "h2",
+          expiresAt: at + 10,
+          actorAccountId: ann,
+        });
+        expect(
+          await store.acceptTeamInvitation({ tokenHash: "h2", accountId: cat, now: at + 10 }),
+        ).toEqual({ outcome: "expired" });
+        expect(
+          await store.acceptTeamInvitation({ tokenHash: "nope", accountId: cat, now: at }),
+        ).toEqual({ outcome: "unknown" });
+        // An owner who accepts a member's invitation stays an owner.
+        await store.createTeamInvitation({
+          teamId: team.id,
+          role: "member",
+          tokenHash: "h3",
+          expiresAt: at + 10,
+          actorAccountId: ann,
+        });
+        expect(
+          await store.acceptTeamInvitation({ tokenHash: "h3", accountId: ann, now: at }),
+        ).toMatchObject({
+          outcome: "accepted",
+          role: "owner",
+          alreadyMember: true,
+        });
+        const accepts = (await store.listAudit()).filter(
+          (e) => e.action === "team.invitation.accept",
+        );
+        expect(accepts).toHaveLength(2);
+      }),
+  );
+
+  it.skipIf(open === undefined)("a conversation's place is direct unless created shared", () =>
+    withStore(async (store) => {
+      const { ann } = await people(store);
+      const bot = await store.createBot({
+        accountId: ann,
+        name: "b",
+        instructions: "",
+        model: null,
+      });
+      const direct = await store.createConversation({ accountId: ann, botId: bot.id, title: "d" });
+      const shared = await store.createConversation({
+        accountId: ann,
+        botId: bot.id,
+        title: "s",
+        place: "shared",
+      });
+      expect(direct.place).toBe("direct");
+      expect((await store.getConversation(direct.id))?.place).toBe("direct");
+      expect((await store.getConversation(shared.id))?.place).toBe("shared");
+      expect((await store.listConversations(ann)).map((c) => c.place).sort()).toEqual([
+        "direct",
+        "shared",
+      ]);
+    }),
+  );
+});
