@@ -518,6 +518,7 @@ export async function startPlatform(
     );
 
     const api = createApi({
+      ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }), // invitation links
       memory,
       skills,
       usage,

@@ -5,6 +5,8 @@
  */
 
 export type * from "./skills-api.ts";
+export type * from "./teams-api.ts";
+import type { BotTeam, ConversationPlace } from "./teams-api.ts";
 
 export interface Me {
   id: string;
@@ -27,6 +29,12 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
   notify: boolean;
+  /** The team it is published to (a team bot), or null. */
+  teamId: string | null;
+  /** Set on a teammate's team bot in `GET /v1/bots`: the caller may talk to it, not edit it. */
+  team?: BotTeam & { ownerName: string };
+  /** True when the caller owns it (and so may edit it). */
+  own: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -39,6 +47,8 @@ export interface Conversation {
   title: string;
   lastSeq: number;
   state: TurnState;
+  /** Where it happens (docs/teams.md). */
+  place: ConversationPlace;
   /**
    * The sidebar's state: `working` (a turn runs), `needs_attention` (a draft to review or an
    * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
