@@ -143,7 +143,7 @@ export interface SecretsService {
     actorAccountId: string;
   }): Promise<boolean>;
   /** SECR9: the variables a bot's tool processes get. */
-  envFor(accountId: string, botId: string): Promise<Record<string, string>>;
+  envFor(accountId: string | null, botId: string | null): Promise<Record<string, string>>;
   /** SECR10: the account's redactor, read fresh from the store (cached while nothing changed). */
   redactorFor(accountId: string): Promise<Redactor>;
   /** Every brokered secret of the account, with its value, for the egress proxy (decision 0024). */
@@ -232,9 +232,10 @@ export function createSecretsService(deps: {
 
     async envFor(accountId, botId) {
       const env: Record<string, string> = {};
+      // ROUTE2 (teams/routing.ts): a route may leave out the user's or the bot's secrets.
       const records = [
-        ...(await store.listSecrets("user", accountId)),
-        ...(await store.listSecrets("bot", botId)), // SECR9: the bot's win
+        ...(accountId === null ? [] : await store.listSecrets("user", accountId)),
+        ...(botId === null ? [] : await store.listSecrets("bot", botId)), // SECR9: the bot's win
       ];
       for (const record of records)
         env[record.name] =

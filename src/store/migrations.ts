@@ -518,6 +518,12 @@ export const migrations: readonly Migration[] = [
       // Where the conversation happens: 'direct' (one person's chat) or 'shared' (a channel,
       // group DM or thread); it decides the computer and the credentials (docs/teams.md).
       `ALTER TABLE conversations ADD COLUMN place TEXT NOT NULL DEFAULT 'direct'`,
+      // The account that owns a bot's shared computer (the computer of its shared places):
+      // an account with no token, made on the first shared turn (TEAM6).
+      `CREATE TABLE bot_shared_accounts (
+        bot_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+        created_at BIGINT NOT NULL)`,
     ],
   },
 ];

@@ -221,6 +221,39 @@ export function createTeamQueries(
       });
     },
 
+    async ensureBotSharedAccount({ botId, botName }) {
+      const existing = async () =>
+        (
+          await driver.all<{ account_id: string }>(
+            "SELECT account_id FROM bot_shared_accounts WHERE bot_id = ?",
+            [botId],
+          )
+        )[0]?.account_id;
+      const found = await existing();
+      if (found !== undefined) return found;
+      try {
+        return await driver.transaction(async (tx) => {
+          const accountId = ids("acct");
+          const at = now();
+          await tx.run(
+            "INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, 0, ?)",
+            [accountId, `shared computer of ${botName}`, at],
+          );
+          await tx.run(
+            "INSERT INTO bot_shared_accounts (bot_id, account_id, created_at) VALUES (?, ?, ?)",
+            [botId, accountId, at],
+          );
+          return accountId;
+        });
+      } catch (error) {
+        // TEAM6: a racing first shared turn made it; its account is the one.
+        if (!driver.isUniqueViolation(error)) throw error;
+        const winner = await existing();
+        if (winner === undefined) throw error;
+        return winner;
+      }
+    },
+
     async acceptTeamInvitation({ tokenHash, accountId, now: at }) {
       return driver.transaction(async (tx) => {
         const rows = await tx.all<InvitationRow>(

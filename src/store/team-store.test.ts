@@ -231,6 +231,29 @@ describe.each(openers)("teams on %s", (_name, open) => {
       }),
   );
 
+  it.skipIf(open === undefined)(
+    "TEAM6: a bot's shared-computer account is made once, also by racing first turns",
+    () =>
+      withStore(async (store) => {
+        const { ann } = await people(store);
+        const bot = await store.createBot({
+          accountId: ann,
+          name: "b",
+          instructions: "",
+          model: null,
+        });
+        const made = await Promise.all(
+          [1, 2, 3].map(() => store.ensureBotSharedAccount({ botId: bot.id, botName: bot.name })),
+        );
+        expect(new Set(made).size).toBe(1);
+        expect(made[0]).not.toBe(ann);
+        expect((await store.getAccount(made[0]!))?.name).toBe("shared computer of b");
+        expect(await store.listApiTokens(made[0]!)).toEqual([]);
+        expect(await store.listTeamsOf(made[0]!)).toEqual([]);
+        expect(await store.ensureBotSharedAccount({ botId: bot.id, botName: "b" })).toBe(made[0]);
+      }),
+  );
+
   it.skipIf(open === undefined)("a conversation's place is direct unless created shared", () =>
     withStore(async (store) => {
       const { ann } = await people(store);

@@ -12,6 +12,8 @@
  *   TEAM4 an invitation is kept only as its token's SHA-256 hash and is accepted at most once,
  *         also under concurrent accepts; an expired one is never accepted.
  *   TEAM5 every membership change and invitation is audited in its transaction.
+ *   TEAM6 a bot has at most one shared-computer account, also when its first shared turns race;
+ *         that account has no API token and belongs to no team.
  */
 import type { Actor } from "./types.ts";
 
@@ -80,6 +82,8 @@ export interface TeamStore {
    * TEAM4, TEAM5: accepts the invitation with this token hash for `accountId` at `now` and makes
    * it a member (an existing member keeps the higher of its role and the invited one).
    */
+  /** TEAM6: the account whose computer is the bot's shared computer, made on first use. */
+  ensureBotSharedAccount(input: { botId: string; botName: string }): Promise<string>;
   acceptTeamInvitation(input: {
     tokenHash: string;
     accountId: string;

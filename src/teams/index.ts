@@ -4,3 +4,4 @@
  */
 export { botAccessOf, mayUseConversation, usableBotOf, type BotAccess } from "./access.ts";
 export { mayChangeMember, mayInvite, mayPublish } from "./roles.ts";
+export { routeTurn } from "./routing.ts";

@@ -1,0 +1,63 @@
+/**
+ * The routing table (ARCHITECTURE.md §9, docs/teams.md): which computer and whose credentials a
+ * turn uses, from the conversation's place and its verified talking person.
+ *
+ *   | Conversation                  | Computer                  | Credentials                      |
+ *   |-------------------------------|---------------------------|----------------------------------|
+ *   | the owner's own chat          | the owner's               | the owner's and the bot's own    |
+ *   | a teammate's own chat         | that teammate's           | that teammate's only             |
+ *   | a shared place                | the bot's shared computer | the bot's own only               |
+ *
+ *   ROUTE1 the talking person is the author of the turn's first message, which the API sets from
+ *          the caller's token (never from a body); a routine's turn talks as whoever set it up.
+ *   ROUTE2 a teammate's user secrets never reach a shared place, and the bot's own secrets (set by
+ *          its owner) never reach a teammate's computer, where the teammate could read them.
+ *   ROUTE3 approvals go to the owner of the credentials the calls use: the teammate in their own
+ *          chat, the bot's owner in theirs and in a shared place (the bot's own credentials).
+ *   ROUTE4 the redactor of a computer covers every value that can reach it.
+ */
+import type { Bot, Conversation } from "../store/index.ts";
+import type { TurnRoute } from "../tools/index.ts";
+
+export function routeTurn(input: {
+  bot: Pick<Bot, "accountId">;
+  conversation: Pick<Conversation, "place">;
+  /** ROUTE1 */
+  talkerAccountId: string;
+  /** The bot's shared computer's account (needed only for a shared place). */
+  sharedAccountId: string | undefined;
+}): TurnRoute {
+  const { bot, conversation, talkerAccountId } = input;
+  if (conversation.place === "shared") {
+    if (input.sharedAccountId === undefined)
+      throw new Error("a shared place needs the bot's shared computer's account");
+    return {
+      row: "shared",
+      talkerAccountId,
+      computerAccountId: input.sharedAccountId,
+      userSecretsOf: null, // ROUTE2
+      botSecrets: true,
+      redactionAccountId: bot.accountId, // ROUTE4: the bot's secrets are its owner's records
+      approverAccountId: bot.accountId, // ROUTE3
+    };
+  }
+  if (talkerAccountId === bot.accountId)
+    return {
+      row: "owner",
+      talkerAccountId,
+      computerAccountId: bot.accountId,
+      userSecretsOf: bot.accountId,
+      botSecrets: true,
+      redactionAccountId: bot.accountId,
+      approverAccountId: bot.accountId,
+    };
+  return {
+    row: "teammate",
+    talkerAccountId,
+    computerAccountId: talkerAccountId,
+    userSecretsOf: talkerAccountId,
+    botSecrets: false, // ROUTE2
+    redactionAccountId: talkerAccountId,
+    approverAccountId: talkerAccountId, // ROUTE3
+  };
+}
