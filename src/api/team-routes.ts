@@ -46,6 +46,12 @@ const createInvitationBody = z
   })
   .optional();
 const tokenPattern = /^rti_[A-Za-z0-9_-]{43}$/;
+const revokeConsentBody = z.strictObject({
+  botId: text("botId", { min: 1, max: 100 }),
+  placeId: text("placeId", { min: 1, max: 100 }),
+  kind: text("kind", { min: 1, max: 40 }),
+  name: text("name", { min: 1, max: 200 }),
+});
 
 type TeamsApp = Hono<{ Variables: { account: Account } }>;
 type TeamsContext = Context<{ Variables: { account: Account } }>;
@@ -202,6 +208,35 @@ export function registerTeamRoutes(
       } satisfies Api.CreatedInvitation,
       201,
     );
+  });
+
+  // Consents the caller gave (teams/consent.ts CONS2, CONS3): only their own, so another
+  // person's consent answers 404 like a missing one.
+  app.get("/v1/me/consents", async (context) => {
+    const consents = await store.listConsents({ ownerAccountId: context.get("account").id });
+    return context.json({
+      consents: consents.map((consent) => ({
+        botId: consent.botId,
+        placeId: consent.placeId,
+        kind: consent.kind,
+        name: consent.name,
+        grantedAt: iso(consent.grantedAt),
+      })),
+    } satisfies Api.ConsentList);
+  });
+
+  app.delete("/v1/me/consents", async (context) => {
+    const body = await readJson(context, revokeConsentBody); // TAPI4
+    const revoked = await store.revokeConsent({
+      ...body,
+      ownerAccountId: context.get("account").id,
+    });
+    if (!revoked)
+      throw new RoostError(
+        "not_found",
+        "you gave no such consent (GET /v1/me/consents lists yours)",
+      );
+    return context.body(null, 204);
   });
 
   app.post("/v1/invitations/:token/accept", async (context) => {

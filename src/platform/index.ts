@@ -48,6 +48,7 @@ import {
   loadSecretsKey,
 } from "../secrets/index.ts";
 import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
+import { createConsentHooks } from "../teams/index.ts";
 import {
   createLexicalRanker,
   createMemoryPassObject,
@@ -341,8 +342,8 @@ export async function startPlatform(
       logger: logger.child({ component: "approvals" }),
     });
     const tools = createToolRouter({
-      policy: approvals.policy,
-      ask: approvals.ask,
+      // A teammate's secret in a shared place waits for their consent card first (teams/ CONS1).
+      ...createConsentHooks({ store, policy: approvals.policy, ask: approvals.ask }),
       ...secretRedaction,
       sources: [
         ...(options.toolSources ?? [

@@ -267,7 +267,11 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
         const bot = await store.getBot(context.botId);
         const now = clock();
         // ROUTE3 (teams/routing.ts): the owner of the credentials the call would use answers it.
-        const approver = context.route?.approverAccountId ?? bot?.accountId ?? context.accountId;
+        const approver =
+          call.approverAccountId ??
+          context.route?.approverAccountId ??
+          bot?.accountId ??
+          context.accountId;
         const record = await store.createApproval({
           id,
           accountId: approver,
@@ -381,6 +385,12 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
     async decide(accountId, id, input) {
       const record = await visible(accountId, id); // APR3
       const remember = input.remember === undefined ? null : parseRememberPattern(input.remember);
+      if (remember !== null && (await store.getBot(record.botId))?.accountId !== accountId)
+        // ROUTE3: a teammate answers for their own credentials, but the bot's policy is its owner's.
+        throw new RoostError(
+          "forbidden",
+          "only the bot's owner can remember a rule in its policy; answer without remember",
+        );
       if (record.state !== "pending") throw new ApprovalSettledError(id, record.state);
       const state = input.decision === "approve" ? "approved" : "denied";
       const outcome = await store.settleApproval(id, {

@@ -58,3 +58,19 @@ export interface BotTeam {
   id: string;
   name: string;
 }
+
+/** A consent the caller gave: a bot may use their credential in one shared place. */
+export interface Consent {
+  botId: string;
+  /** The shared conversation it holds in. */
+  placeId: string;
+  /** `secret` today. */
+  kind: string;
+  name: string;
+  grantedAt: string;
+}
+
+/** `GET /v1/me/consents`. */
+export interface ConsentList {
+  consents: Consent[];
+}

@@ -520,6 +520,17 @@ export const migrations: readonly Migration[] = [
       `ALTER TABLE conversations ADD COLUMN place TEXT NOT NULL DEFAULT 'direct'`,
       // The account that owns a bot's shared computer (the computer of its shared places):
       // an account with no token, made on the first shared turn (TEAM6).
+      // A person's consent to let a bot use one of their credentials in one shared place
+      // (TEAM7; docs/teams.md "Consent"): kind 'secret' today, MCP servers and accounts later.
+      `CREATE TABLE credential_consents (
+        bot_id TEXT NOT NULL,
+        place_id TEXT NOT NULL,
+        owner_account_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        granted_at BIGINT NOT NULL,
+        PRIMARY KEY (bot_id, place_id, owner_account_id, kind, name))`,
+      `CREATE INDEX credential_consents_by_owner ON credential_consents (owner_account_id)`,
       `CREATE TABLE bot_shared_accounts (
         bot_id TEXT PRIMARY KEY,
         account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),

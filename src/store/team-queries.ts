@@ -29,6 +29,15 @@ interface InvitationRow {
   created_at: number | string;
 }
 
+interface ConsentRow {
+  bot_id: string;
+  place_id: string;
+  owner_account_id: string;
+  kind: string;
+  name: string;
+  granted_at: number | string;
+}
+
 const toTeam = (row: TeamRow): Team => ({
   id: row.id,
   name: row.name,
@@ -219,6 +228,87 @@ export function createTeamQueries(
         }); // TEAM5
         return invitation;
       });
+    },
+
+    async grantConsent(consent) {
+      await driver.transaction(async (tx) => {
+        const key = [
+          consent.botId,
+          consent.placeId,
+          consent.ownerAccountId,
+          consent.kind,
+          consent.name,
+        ];
+        const held = await tx.all(
+          `SELECT name FROM credential_consents
+           WHERE bot_id = ? AND place_id = ? AND owner_account_id = ? AND kind = ? AND name = ?`,
+          key,
+        );
+        if (held.length > 0) return; // TEAM7
+        await tx.run(
+          `INSERT INTO credential_consents (bot_id, place_id, owner_account_id, kind, name, granted_at)
+           VALUES (?, ?, ?, ?, ?, ?)`,
+          [...key, now()],
+        );
+        await insertAudit(tx, {
+          accountId: consent.ownerAccountId,
+          action: "consent.grant",
+          target: consent.botId,
+          detail: { placeId: consent.placeId, kind: consent.kind, name: consent.name },
+        });
+      });
+    },
+
+    async revokeConsent(consent) {
+      return driver.transaction(async (tx) => {
+        const deleted = await tx.run(
+          `DELETE FROM credential_consents
+           WHERE bot_id = ? AND place_id = ? AND owner_account_id = ? AND kind = ? AND name = ?`,
+          [consent.botId, consent.placeId, consent.ownerAccountId, consent.kind, consent.name],
+        );
+        if (deleted.changes === 0) return false;
+        await insertAudit(tx, {
+          accountId: consent.ownerAccountId,
+          action: "consent.revoke",
+          target: consent.botId,
+          detail: { placeId: consent.placeId, kind: consent.kind, name: consent.name },
+        }); // TEAM7
+        return true;
+      });
+    },
+
+    async listConsents(filter) {
+      const rows =
+        "ownerAccountId" in filter
+          ? await driver.all<ConsentRow>(
+              "SELECT * FROM credential_consents WHERE owner_account_id = ? ORDER BY granted_at, name",
+              [filter.ownerAccountId],
+            )
+          : filter.placeId === undefined
+            ? await driver.all<ConsentRow>(
+                "SELECT * FROM credential_consents WHERE bot_id = ? ORDER BY granted_at, name",
+                [filter.botId],
+              )
+            : await driver.all<ConsentRow>(
+                "SELECT * FROM credential_consents WHERE bot_id = ? AND place_id = ? ORDER BY granted_at, name",
+                [filter.botId, filter.placeId],
+              );
+      return rows.map((row) => ({
+        botId: row.bot_id,
+        placeId: row.place_id,
+        ownerAccountId: row.owner_account_id,
+        kind: row.kind,
+        name: row.name,
+        grantedAt: Number(row.granted_at),
+      }));
+    },
+
+    async botOfSharedAccount(accountId) {
+      const rows = await driver.all<{ bot_id: string }>(
+        "SELECT bot_id FROM bot_shared_accounts WHERE account_id = ?",
+        [accountId],
+      );
+      return rows[0]?.bot_id;
     },
 
     async ensureBotSharedAccount({ botId, botName }) {

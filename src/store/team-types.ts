@@ -14,6 +14,8 @@
  *   TEAM5 every membership change and invitation is audited in its transaction.
  *   TEAM6 a bot has at most one shared-computer account, also when its first shared turns race;
  *         that account has no API token and belongs to no team.
+ *   TEAM7 a consent is one row per (bot, place, owner, kind, name): granting twice keeps one, and
+ *         granting and revoking are audited in their transaction.
  */
 import type { Actor } from "./types.ts";
 
@@ -52,6 +54,18 @@ export type AcceptInvitationOutcome =
   | { outcome: "accepted"; teamId: string; role: TeamRole; alreadyMember: boolean }
   | { outcome: "unknown" | "used" | "expired" };
 
+/** A person's consent to a bot using one of their credentials in one place (TEAM7). */
+export interface CredentialConsent {
+  botId: string;
+  /** The shared conversation it holds in. */
+  placeId: string;
+  ownerAccountId: string;
+  /** `secret` today; MCP servers and connected accounts reuse the same rows. */
+  kind: string;
+  name: string;
+  grantedAt: number;
+}
+
 export interface TeamStore {
   /** Creates the team with `ownerAccountId` as its first owner; audits `team.create`. */
   createTeam(input: { name: string; ownerAccountId: string }): Promise<Team>;
@@ -82,6 +96,16 @@ export interface TeamStore {
    * TEAM4, TEAM5: accepts the invitation with this token hash for `accountId` at `now` and makes
    * it a member (an existing member keeps the higher of its role and the invited one).
    */
+  /** TEAM7: audits `consent.grant` (once: a repeat changes nothing). */
+  grantConsent(input: Omit<CredentialConsent, "grantedAt">): Promise<void>;
+  /** TEAM7: false when there was none; audits `consent.revoke`. */
+  revokeConsent(input: Omit<CredentialConsent, "grantedAt">): Promise<boolean>;
+  /** The consents that hold in a place, in all of a bot's places, or all of an owner's. */
+  listConsents(
+    filter: { botId: string; placeId?: string } | { ownerAccountId: string },
+  ): Promise<CredentialConsent[]>;
+  /** The bot whose shared computer this account owns (TEAM6), if it is one. */
+  botOfSharedAccount(accountId: string): Promise<string | undefined>;
   /** TEAM6: the account whose computer is the bot's shared computer, made on first use. */
   ensureBotSharedAccount(input: { botId: string; botName: string }): Promise<string>;
   acceptTeamInvitation(input: {

@@ -5,3 +5,4 @@
 export { botAccessOf, mayUseConversation, usableBotOf, type BotAccess } from "./access.ts";
 export { mayChangeMember, mayInvite, mayPublish } from "./roles.ts";
 export { routeTurn } from "./routing.ts";
+export { createConsentHooks, secretConsentKind } from "./consent.ts";

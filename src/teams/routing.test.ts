@@ -60,8 +60,12 @@ describe("routeTurn", () => {
       approverAccountId: "acct_owner",
     });
     const context = { accountId: "acct_shared", botId: "bot_1", conversationId: "c", turnId: "t" };
-    expect(secretsOwnersOf({ ...context, route })).toEqual({ userAccountId: null, botId: "bot_1" });
-    expect(redactionAccountOf({ ...context, route })).toBe("acct_owner");
+    expect(secretsOwnersOf({ ...context, route })).toEqual({
+      userAccountId: null,
+      botId: "bot_1",
+      consentedIn: "c",
+    });
+    expect(redactionAccountOf({ ...context, route })).toBe("acct_shared");
     expect(() =>
       routeTurn({
         bot,

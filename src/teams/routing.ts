@@ -37,7 +37,9 @@ export function routeTurn(input: {
       computerAccountId: input.sharedAccountId,
       userSecretsOf: null, // ROUTE2
       botSecrets: true,
-      redactionAccountId: bot.accountId, // ROUTE4: the bot's secrets are its owner's records
+      // ROUTE4: the shared computer's redactor covers the bot's secrets (its owner's records) and
+      // every secret lent to the bot in any of its places (secrets/ SECR15).
+      redactionAccountId: input.sharedAccountId,
       approverAccountId: bot.accountId, // ROUTE3
     };
   }

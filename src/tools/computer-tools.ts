@@ -111,15 +111,19 @@ export interface ComputerToolsOptions {
 /** What computer tools need of the secrets module (CT8, CT9). */
 export interface ComputerSecrets {
   /** The variables a bot's shell processes get. */
-  envFor(accountId: string | null, botId: string | null): Promise<Record<string, string>>;
+  envFor(
+    accountId: string | null,
+    botId: string | null,
+    consentedIn?: string,
+  ): Promise<Record<string, string>>;
   /** Replaces every complete secret value of the account in `text` (unchanged: none there). */
   redactorFor(accountId: string): Promise<{ empty: boolean; whole(text: string): string }>;
 }
 
 /** CT8, ROUTE2: the variables the turn's route lets its shell processes have. */
 function envOf(secrets: ComputerSecrets, context: ToolTurnContext) {
-  const { userAccountId, botId } = secretsOwnersOf(context);
-  return secrets.envFor(userAccountId, botId);
+  const { userAccountId, botId, consentedIn } = secretsOwnersOf(context);
+  return secrets.envFor(userAccountId, botId, consentedIn);
 }
 
 /** CT9: what redaction writes, and so what the model may try to write back. */

@@ -72,8 +72,9 @@ describe(`team bots end to end (${testComputerProvider} provider, demo model)`, 
     const steps = await api.waitForSteps(conversationId, "reply", before + 1, 120_000);
     return steps.filter((step) => step.kind === "tool").at(-1)!;
   }
+  // printenv, not $NAME: naming a teammate's secret in a shared place asks for consent (CONS1).
   const probe = (tag: string) =>
-    `$ cat /workspace/who 2>/dev/null || echo absent; echo ${tag} > /workspace/who; echo "o=\${OWNER_KEY:-none} b=\${BOT_KEY:-none} m=\${MATE_KEY:-none}"`;
+    `$ cat /workspace/who 2>/dev/null || echo absent; echo ${tag} > /workspace/who; echo "o=$(printenv OWNER_KEY || echo none) b=$(printenv BOT_KEY || echo none) m=$(printenv MATE_KEY || echo none)"`;
 
   it("row by row: each conversation's shell runs on its own computer with its own secrets", async () => {
     const ownChat = await owner.createConversation(botId);
@@ -120,6 +121,70 @@ describe(`team bots end to end (${testComputerProvider} provider, demo model)`, 
     expect(usage.groups.find((group) => group.key === botId)?.calls).toBeGreaterThan(0);
   }, 600_000);
 
+  /** The one pending approval of `api`'s account. */
+  const pendingOf = (api: ReturnType<typeof apiClient>) =>
+    waitFor(
+      async () =>
+        (await api.call<Api.ApprovalList>("GET", "/v1/approvals?state=pending")).approvals[0],
+      { timeoutMs: 120_000, what: "a pending approval" },
+    );
+  /** Sends `text`, answers its consent card with `decision`, and answers the tool's output. */
+  async function withCard(
+    conversationId: string,
+    text: string,
+    decision: "approve" | "deny",
+  ): Promise<{ card: Api.Approval; output: string }> {
+    const before = (await mate.steps(conversationId)).filter((s) => s.kind === "reply").length;
+    await mate.send(conversationId, text);
+    const card = await pendingOf(mate);
+    expect(
+      (await owner.call<Api.ApprovalList>("GET", "/v1/approvals?state=pending")).approvals,
+    ).toEqual([]);
+    await mate.call("POST", `/v1/approvals/${card.id}`, { decision });
+    const steps = await mate.waitForSteps(conversationId, "reply", before + 1, 120_000);
+    return { card, output: String(steps.filter((s) => s.kind === "tool").at(-1)!.payload.output) };
+  }
+
+  it("CONS1-CONS3: a teammate's secret in a shared place waits for their consent card, per place, revocable", async () => {
+    const place = await mate.call<Api.Conversation>("POST", "/v1/conversations", {
+      botId,
+      place: "shared",
+    });
+    const command = `$ echo "m=\${MATE_KEY:-none}"`;
+    const denied = await withCard(place.id, command, "deny");
+    expect(denied.card.reason).toContain("consent: this command uses mia's secret MATE_KEY");
+    expect(denied.card.approvers).toEqual([mateId]);
+    expect(denied.output).toContain("Not approved");
+    expect(denied.output).not.toContain("m=");
+    const allowed = await withCard(place.id, command, "approve");
+    expect(allowed.output).toContain("m=[REDACTED]");
+    expect(allowed.output).not.toContain(mateKey);
+    // Remembered for this bot and place: no card the next time, whoever talks there.
+    expect(String((await shell(mate, place.id, command)).payload.output)).toContain("m=[REDACTED]");
+    expect(String((await shell(owner, place.id, command)).payload.output)).toContain(
+      "m=[REDACTED]",
+    );
+    const consents = await mate.call<Api.ConsentList>("GET", "/v1/me/consents");
+    expect(consents.consents).toEqual([
+      expect.objectContaining({ botId, placeId: place.id, kind: "secret", name: "MATE_KEY" }),
+    ]);
+    expect((await owner.call<Api.ConsentList>("GET", "/v1/me/consents")).consents).toEqual([]);
+    // Another shared place asks again.
+    const other = await mate.call<Api.Conversation>("POST", "/v1/conversations", {
+      botId,
+      place: "shared",
+    });
+    expect((await withCard(other.id, command, "deny")).output).toContain("Not approved");
+    // Revoked: the first place asks again.
+    const body = { botId, placeId: place.id, kind: "secret", name: "MATE_KEY" };
+    await expect(owner.call("DELETE", "/v1/me/consents", body)).rejects.toThrow(/404/);
+    await mate.call("DELETE", "/v1/me/consents", body).catch((error: unknown) => {
+      if (!String(error).includes("Unexpected end of JSON")) throw error; // 204: no body
+    });
+    expect((await mate.call<Api.ConsentList>("GET", "/v1/me/consents")).consents).toEqual([]);
+    expect((await withCard(place.id, command, "deny")).output).toContain("Not approved");
+  }, 600_000);
+
   it("ROUTE3: an approval in a teammate's chat reaches the teammate, not the bot's owner", async () => {
     const mateChat = await mate.createConversation(botId);
     await mate.send(mateChat.id, "$ mkdir -p /workspace/old && rm -r /workspace/old");
@@ -133,6 +198,13 @@ describe(`team bots end to end (${testComputerProvider} provider, demo model)`, 
     expect(pending.conversationId).toBe(mateChat.id);
     const ownerList = await owner.call<Api.ApprovalList>("GET", "/v1/approvals?state=pending");
     expect(ownerList.approvals).toEqual([]);
+    // The teammate answers for their credentials, but may not write rules into the owner's bot.
+    await expect(
+      mate.call("POST", `/v1/approvals/${pending.id}`, {
+        decision: "approve",
+        remember: "rm -r *",
+      }),
+    ).rejects.toThrow(/403.*only the bot's owner can remember/);
     const decided = await mate.call<Api.Approval>("POST", `/v1/approvals/${pending.id}`, {
       decision: "approve",
     });
