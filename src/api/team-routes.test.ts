@@ -314,6 +314,30 @@ describe("invitations", () => {
   });
 });
 
+describe("consents", () => {
+  it("GET and DELETE /v1/me/consents: only one's own; bad input is a 400; another's is a 404", async () => {
+    const consent = { botId: "bot_x", placeId: "conv_x", kind: "secret", name: "MATE_KEY" };
+    await store.grantConsent({ ...consent, ownerAccountId: member.id });
+    const mine = await call<Api.ConsentList>(member, "GET", "/v1/me/consents");
+    expect(mine.body.consents).toEqual([expect.objectContaining(consent)]);
+    expect((await call<Api.ConsentList>(owner, "GET", "/v1/me/consents")).body.consents).toEqual(
+      [],
+    );
+    const bad = await call(member, "DELETE", "/v1/me/consents", { botId: "bot_x" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error?.message).toContain("placeId");
+    const forged = await call(member, "DELETE", "/v1/me/consents", {
+      ...consent,
+      ownerAccountId: owner.id,
+    });
+    expect(forged.status).toBe(400);
+    expect((await call(owner, "DELETE", "/v1/me/consents", consent)).status).toBe(404);
+    expect(await store.listConsents({ ownerAccountId: member.id })).toHaveLength(1);
+    expect((await call(member, "DELETE", "/v1/me/consents", consent)).status).toBe(204);
+    expect((await call(member, "DELETE", "/v1/me/consents", consent)).status).toBe(404);
+  });
+});
+
 describe("team bots", () => {
   async function teamBot() {
     const teams = await team();

@@ -2,7 +2,14 @@
 import { NotFoundError, RoostError } from "../errors/index.ts";
 import type { IdGenerator } from "../ids.ts";
 import type { SqlDriver, SqlExecutor } from "./driver.ts";
-import type { Team, TeamInvitation, TeamMember, TeamRole, TeamStore } from "./team-types.ts";
+import type {
+  CredentialConsent,
+  Team,
+  TeamInvitation,
+  TeamMember,
+  TeamRole,
+  TeamStore,
+} from "./team-types.ts";
 import type { AuditWriter } from "./types.ts";
 
 interface TeamRow {
@@ -92,6 +99,33 @@ export function createTeamQueries(
     );
     return Number(rows[0]?.count ?? 0);
   }
+  const grantOnce = (consent: Omit<CredentialConsent, "grantedAt">) =>
+    driver.transaction(async (tx) => {
+      const key = [
+        consent.botId,
+        consent.placeId,
+        consent.ownerAccountId,
+        consent.kind,
+        consent.name,
+      ];
+      const held = await tx.all(
+        `SELECT name FROM credential_consents
+         WHERE bot_id = ? AND place_id = ? AND owner_account_id = ? AND kind = ? AND name = ?`,
+        key,
+      );
+      if (held.length > 0) return; // TEAM7
+      await tx.run(
+        `INSERT INTO credential_consents (bot_id, place_id, owner_account_id, kind, name, granted_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+        [...key, now()],
+      );
+      await insertAudit(tx, {
+        accountId: consent.ownerAccountId,
+        action: "consent.grant",
+        target: consent.botId,
+        detail: { placeId: consent.placeId, kind: consent.kind, name: consent.name },
+      }); // TEAM7
+    });
   const lastOwner = () =>
     new RoostError(
       "conflict",
@@ -231,31 +265,9 @@ export function createTeamQueries(
     },
 
     async grantConsent(consent) {
-      await driver.transaction(async (tx) => {
-        const key = [
-          consent.botId,
-          consent.placeId,
-          consent.ownerAccountId,
-          consent.kind,
-          consent.name,
-        ];
-        const held = await tx.all(
-          `SELECT name FROM credential_consents
-           WHERE bot_id = ? AND place_id = ? AND owner_account_id = ? AND kind = ? AND name = ?`,
-          key,
-        );
-        if (held.length > 0) return; // TEAM7
-        await tx.run(
-          `INSERT INTO credential_consents (bot_id, place_id, owner_account_id, kind, name, granted_at)
-           VALUES (?, ?, ?, ?, ?, ?)`,
-          [...key, now()],
-        );
-        await insertAudit(tx, {
-          accountId: consent.ownerAccountId,
-          action: "consent.grant",
-          target: consent.botId,
-          detail: { placeId: consent.placeId, kind: consent.kind, name: consent.name },
-        });
+      // TEAM7: a racing grant of the same key loses on the primary key; the winner's row holds.
+      await grantOnce(consent).catch((error: unknown) => {
+        if (!driver.isUniqueViolation(error)) throw error;
       });
     },
 

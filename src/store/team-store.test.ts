@@ -254,6 +254,35 @@ describe.each(openers)("teams on %s", (_name, open) => {
       }),
   );
 
+  it.skipIf(open === undefined)(
+    "TEAM7: a consent is one row per key, listed by place, bot and owner, and audited",
+    () =>
+      withStore(async (store) => {
+        const { ann, ben } = await people(store);
+        const consent = {
+          botId: "bot_1",
+          placeId: "conv_1",
+          ownerAccountId: ben,
+          kind: "secret",
+          name: "K",
+        };
+        await Promise.all([store.grantConsent(consent), store.grantConsent(consent)]);
+        await store.grantConsent(consent);
+        await store.grantConsent({ ...consent, placeId: "conv_2" });
+        expect(await store.listConsents({ botId: "bot_1", placeId: "conv_1" })).toHaveLength(1);
+        expect(await store.listConsents({ botId: "bot_1" })).toHaveLength(2);
+        expect(await store.listConsents({ ownerAccountId: ben })).toHaveLength(2);
+        expect(await store.listConsents({ ownerAccountId: ann })).toEqual([]);
+        expect(await store.revokeConsent({ ...consent, ownerAccountId: ann })).toBe(false);
+        expect(await store.revokeConsent(consent)).toBe(true);
+        expect(await store.revokeConsent(consent)).toBe(false);
+        expect(await store.listConsents({ botId: "bot_1", placeId: "conv_1" })).toEqual([]);
+        const actions = (await store.listAudit({ accountId: ben })).map((entry) => entry.action);
+        expect(actions.filter((action) => action === "consent.grant")).toHaveLength(2);
+        expect(actions.filter((action) => action === "consent.revoke")).toHaveLength(1);
+      }),
+  );
+
   it.skipIf(open === undefined)("a conversation's place is direct unless created shared", () =>
     withStore(async (store) => {
       const { ann } = await people(store);
