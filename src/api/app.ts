@@ -710,7 +710,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.get("/v1/conversations", async (context) => {
     const query = readQuery(context, listConversationsQuery);
     const accountId = context.get("account").id;
-    const conversations = await store.listConversations(accountId, query);
+    const listed = await store.listConversations(accountId, query);
+    // TACC2, TACC3: a conversation with a team bot the caller may no longer use is not theirs to list.
+    const usable = new Map<string, Promise<boolean>>();
+    const mayUse = (conversation: Conversation) => {
+      let answer = usable.get(conversation.botId);
+      if (answer === undefined) {
+        answer = mayUseConversation(store, accountId, conversation);
+        usable.set(conversation.botId, answer);
+      }
+      return answer;
+    };
+    const kept = await Promise.all(listed.map(mayUse));
+    const conversations = listed.filter((_conversation, index) => kept[index]);
     return context.json({
       conversations: await withActivity(accountId, conversations),
     } satisfies Api.ConversationList);

@@ -510,6 +510,8 @@ describe("team bots", () => {
     }
     expect(await store.listMessages(direct.body.id)).toEqual([]);
     expect(kicked).toEqual([]);
+    const listed = await call<Api.ConversationList>(member, "GET", "/v1/conversations");
+    expect(listed.body.conversations).toEqual([]);
   });
 
   it("TEAM3: an owner who leaves takes their bot out of the team", async () => {
