@@ -53,7 +53,7 @@ import {
 } from "../models/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Bot, Conversation, Message, Store } from "../store/index.ts";
-import { mayUseConversation, routeTurn } from "../teams/index.ts";
+import { mayUseConversation, routeTurn, teamShouldKnowPattern } from "../teams/index.ts";
 import type { ToolResult, ToolRouter, TurnRoute, TurnTrigger } from "../tools/index.ts";
 import {
   compact,
@@ -370,8 +370,15 @@ async function routeOf(
   store: LoopDependencies["store"],
   conversation: Conversation,
   bot: Bot,
-  talkerAccountId: string,
+  batch: readonly InboxMessage[],
 ): Promise<TurnRoute> {
+  const talkerAccountId = triggerOf(batch).authorAccountId;
+  // MEMT1: only a person's own words (not a routine's or a webhook's) open the team memory.
+  const saysTeamShouldKnow = batch.some(
+    (message) =>
+      (message.source === undefined || message.source.kind === "chat") &&
+      teamShouldKnowPattern.test(message.text),
+  );
   if (!(await mayUseConversation(store, talkerAccountId, conversation)))
     throw new RoostError(
       "forbidden",
@@ -381,7 +388,7 @@ async function routeOf(
     conversation.place === "shared"
       ? await store.ensureBotSharedAccount({ botId: bot.id, botName: bot.name })
       : undefined;
-  return routeTurn({ bot, conversation, talkerAccountId, sharedAccountId });
+  return routeTurn({ bot, conversation, talkerAccountId, sharedAccountId, saysTeamShouldKnow });
 }
 
 /** `load-context`: everything the turn's model calls see, journaled (PRM3). */
@@ -399,7 +406,7 @@ function loadTurnContext(
     if (conversation === undefined) return null; // LOOP8
     const bot = await store.getBot(conversation.botId);
     if (bot === undefined) return null;
-    const route = await routeOf(store, conversation, bot, triggerOf(batch).authorAccountId);
+    const route = await routeOf(store, conversation, bot, batch);
     const summary = await store.latestStepOfKind(conversationId, "summary");
     const covered =
       summary === undefined
@@ -421,6 +428,7 @@ function loadTurnContext(
     ]);
     const sectionInput = {
       accountId: route.computerAccountId,
+      route,
       botId: bot.id,
       conversationId,
       newMessages: batch.map((message) => message.text),

@@ -118,7 +118,7 @@ describe("team bot turns (LOOP13)", () => {
       [mate, "shared"],
     ] as const) {
       const id = await turn(starter, place, starter);
-      await runConversation(createMemoryDurable(), deps(), id);
+      await runConversation(createMemoryDurable(`inv_${id}`), deps(), id);
     }
     const shared = await store.ensureBotSharedAccount({ botId, botName: "ops" });
     expect(

@@ -425,7 +425,8 @@ export interface ErrorBody {
 }
 
 /** What a bot remembers (GET /v1/bots/{id}/memory). */
-export type MemoryTier = "user" | "profile" | "log" | "note";
+/** `team`: a team bot's team memory, read by everyone who talks to it (docs/teams.md). */
+export type MemoryTier = "user" | "profile" | "log" | "note" | "team";
 export interface MemoryFact {
   id: string;
   tier: MemoryTier;
@@ -438,8 +439,8 @@ export interface MemoryFact {
 export interface MemoryRevision {
   id: string;
   factId: string;
-  /** bot: one bot's memory; user: the account's user facts. */
-  scope: "bot" | "user";
+  /** bot: one bot's memory; user: the account's user facts; team: a team bot's team memory. */
+  scope: "bot" | "user" | "team";
   tier: MemoryTier;
   action: "add" | "replace" | "remove";
   /** Who made it: the bot's memory tool, the post-turn pass, or a person. */
@@ -452,6 +453,8 @@ export interface MemoryRevision {
   status: "applied" | "proposed" | "rejected";
   /** The revision this one reverts. */
   revertOf: string | null;
+  /** Provenance: the person it was made for (the talking person), when known. */
+  byAccountId: string | null;
   createdAt: string;
 }
 export interface BotMemory {

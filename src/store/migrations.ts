@@ -531,6 +531,8 @@ export const migrations: readonly Migration[] = [
         granted_at BIGINT NOT NULL,
         PRIMARY KEY (bot_id, place_id, owner_account_id, kind, name))`,
       `CREATE INDEX credential_consents_by_owner ON credential_consents (owner_account_id)`,
+      // Memory provenance: who a change was made for (the talking person; docs/teams.md).
+      `ALTER TABLE memory_revisions ADD COLUMN by_account_id TEXT`,
       `CREATE TABLE bot_shared_accounts (
         bot_id TEXT PRIMARY KEY,
         account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),

@@ -4,5 +4,5 @@
  */
 export { botAccessOf, mayUseConversation, usableBotOf, type BotAccess } from "./access.ts";
 export { mayChangeMember, mayInvite, mayPublish } from "./roles.ts";
-export { routeTurn } from "./routing.ts";
+export { routeTurn, teamShouldKnowPattern } from "./routing.ts";
 export { createConsentHooks, secretConsentKind } from "./consent.ts";

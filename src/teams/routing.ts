@@ -19,8 +19,17 @@
 import type { Bot, Conversation } from "../store/index.ts";
 import type { TurnRoute } from "../tools/index.ts";
 
+/**
+ * MEMT1 (docs/teams.md "Memory"): what a person says when the whole team should know something.
+ * Matched case-insensitively in the turn's own messages from people.
+ */
+export const teamShouldKnowPattern =
+  /\b(?:(?:the\s+)?(?:whole|entire)\s+team|everyone(?:\s+(?:on|in)\s+the\s+team)?|the\s+team|all\s+of\s+us)\s+(?:should|needs?\s+to|must|has\s+to|have\s+to)\s+(?:know|remember)\b|\bteam\s+memory\b/i;
+
 export function routeTurn(input: {
-  bot: Pick<Bot, "accountId">;
+  bot: Pick<Bot, "accountId"> & { teamId?: string | null };
+  /** MEMT1: a person's message of this turn says the whole team should know. */
+  saysTeamShouldKnow?: boolean;
   conversation: Pick<Conversation, "place">;
   /** ROUTE1 */
   talkerAccountId: string;
@@ -28,6 +37,10 @@ export function routeTurn(input: {
   sharedAccountId: string | undefined;
 }): TurnRoute {
   const { bot, conversation, talkerAccountId } = input;
+  const memory = {
+    botOwnerAccountId: bot.accountId,
+    teamMemory: (bot.teamId ?? null) !== null && input.saysTeamShouldKnow === true, // MEMT1
+  };
   if (conversation.place === "shared") {
     if (input.sharedAccountId === undefined)
       throw new Error("a shared place needs the bot's shared computer's account");
@@ -41,6 +54,7 @@ export function routeTurn(input: {
       // every secret lent to the bot in any of its places (secrets/ SECR15).
       redactionAccountId: input.sharedAccountId,
       approverAccountId: bot.accountId, // ROUTE3
+      ...memory,
     };
   }
   if (talkerAccountId === bot.accountId)
@@ -52,6 +66,7 @@ export function routeTurn(input: {
       botSecrets: true,
       redactionAccountId: bot.accountId,
       approverAccountId: bot.accountId,
+      ...memory,
     };
   return {
     row: "teammate",
@@ -61,5 +76,6 @@ export function routeTurn(input: {
     botSecrets: false, // ROUTE2
     redactionAccountId: talkerAccountId,
     approverAccountId: talkerAccountId, // ROUTE3
+    ...memory,
   };
 }

@@ -32,6 +32,10 @@ export interface TurnRoute {
   redactionAccountId: string;
   /** Who answers the turn's approvals: the owner of the credentials its calls use. */
   approverAccountId: string;
+  /** The bot's owner (a team bot's team memory is kept under their account). */
+  botOwnerAccountId: string;
+  /** MEMT1: the turn may write the team memory (a team bot, and someone said the team should know). */
+  teamMemory: boolean;
 }
 
 /** Who a turn is for; the same for every call of the turn. */
