@@ -49,19 +49,26 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.getByRole("textbox", { name: "New team's name" }).fill("Ops");
       await page.getByRole("button", { name: "Create team" }).click();
       const panel = page.getByRole("region", { name: "Team Ops" });
-      await panel.getByRole("cell", { name: /admin/ }).waitFor();
+      await panel.getByRole("heading", { name: "Ops" }).waitFor({ timeout: 60_000 });
       await panel.getByRole("button", { name: /Invitation link/ }).click();
       const link = await panel.getByRole("textbox", { name: "Invitation link" }).inputValue();
       expect(link).toMatch(/\/teams\/join#rti_/);
       await screenshot(page, "teams-invitation");
 
+      // Mia's browser holds her token before the app's first script runs (else the app could sign
+      // in with this computer's local admin token first).
+      await mateBrowser.context.addInitScript(
+        `localStorage.setItem("roost.token", ${JSON.stringify(mate.token)})`,
+      );
       const matePage = await mateBrowser.newPage();
-      await matePage.goto(`${roost.url}/`);
-      await matePage.evaluate(`localStorage.setItem("roost.token", ${JSON.stringify(mate.token)})`);
       await matePage.goto(link.replace(/^https?:\/\/[^/]+/, roost.url));
+      await matePage.locator(".sidebar-footer").getByText("mia").waitFor({ timeout: 60_000 });
       await matePage.getByRole("button", { name: "Join the team" }).click();
-      await matePage.waitForURL(/\/teams$/);
-      await matePage.getByRole("region", { name: "Team Ops" }).getByText("mia").waitFor();
+      await matePage.waitForURL(/\/teams$/, { timeout: 60_000 });
+      await matePage
+        .getByRole("region", { name: "Team Ops" })
+        .getByText("mia")
+        .waitFor({ timeout: 60_000 });
       // The link worked once.
       const again = await fetch(`${roost.url}/v1/invitations/${link.split("#")[1]}/accept`, {
         method: "POST",
@@ -72,12 +79,12 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.goto(`${roost.url}/bots/${bot.id}/edit`);
       await page.locator("select[name=teamId]").selectOption({ label: "Ops" });
       await page.getByRole("button", { name: /Save/ }).click();
-      await page.waitForURL(new RegExp(`/bots/${bot.id}$`));
+      await page.waitForURL(new RegExp(`/bots/${bot.id}$`), { timeout: 60_000 });
       expect((await api.call<Api.Bot>("GET", `/v1/bots/${bot.id}`)).teamId).not.toBeNull();
 
       await matePage.goto(`${roost.url}/bots/${bot.id}`);
       const entry = matePage.getByRole("link", { name: /Ops helper/ });
-      await entry.getByText("Ops", { exact: true }).waitFor();
+      await entry.getByText("Ops", { exact: true }).waitFor({ timeout: 60_000 });
       expect(await matePage.getByRole("link", { name: "Edit Ops helper" }).count()).toBe(0);
       await screenshot(matePage, "teams-team-bot");
       await page.close();
