@@ -235,6 +235,17 @@ describe("teams", () => {
   });
 });
 
+describe("floods", () => {
+  it("TEAM8: the 51st team of an account is a 409 that says what to do", async () => {
+    for (let index = 0; index < 50; index++)
+      expect((await call(member, "POST", "/v1/teams", { name: `t${index}` })).status).toBe(201);
+    const over = await call(member, "POST", "/v1/teams", { name: "one more" });
+    expect(over.status).toBe(409);
+    expect(over.body.error?.message).toContain("at most 50 teams");
+    expect((await call<Api.TeamList>(member, "GET", "/v1/teams")).body.teams).toHaveLength(50);
+  });
+});
+
 describe("invitations", () => {
   it("TAPI3: a link is shown once, works once, and its token is not stored", async () => {
     const { id } = await team();

@@ -21,6 +21,10 @@ import { mayChangeMember, mayInvite } from "../teams/index.ts";
 import { readJson, refuseBody, text } from "./validation.ts";
 import { randomBytes } from "node:crypto";
 
+/** TEAM8 @default 50 */
+export const maxTeamsPerAccount = 50;
+/** TEAM8 @default 100 */
+export const maxOpenInvitationsPerTeam = 100;
 /** How long an invitation link works unless the request says otherwise. @default 7 days */
 export const defaultInvitationTtlMs = 7 * 24 * 60 * 60 * 1000;
 const maxInvitationTtlMs = 30 * 24 * 60 * 60 * 1000;
@@ -92,6 +96,7 @@ export function registerTeamRoutes(
     const team = await store.createTeam({
       name: body.name,
       ownerAccountId: context.get("account").id,
+      limit: maxTeamsPerAccount,
     });
     return context.json(
       {
@@ -195,6 +200,8 @@ export function registerTeamRoutes(
       tokenHash: hashToken(token), // TAPI3
       expiresAt,
       actorAccountId: caller,
+      limit: maxOpenInvitationsPerTeam,
+      now: clock(),
     });
     const origin = (deps.publicUrl ?? new URL(context.req.url).origin).replace(/\/+$/, "");
     return context.json(

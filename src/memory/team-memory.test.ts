@@ -54,7 +54,7 @@ describe("team bot memory (MEMT1–MEMT3)", () => {
     store = await openStore({ kind: "sqlite", path: join(dir, "roost.db") });
     owner = (await store.createAccount({ name: "olga", isAdmin: false })).id;
     mate = (await store.createAccount({ name: "mia", isAdmin: false })).id;
-    const teamId = (await store.createTeam({ name: "Ops", ownerAccountId: owner })).id;
+    const teamId = (await store.createTeam({ name: "Ops", ownerAccountId: owner, limit: 50 })).id;
     await store.putTeamMember({ teamId, accountId: mate, role: "member", actorAccountId: owner });
     botId = (
       await store.createBot({

@@ -133,8 +133,18 @@ export function createTeamQueries(
     );
 
   return {
-    async createTeam({ name, ownerAccountId }) {
+    async createTeam({ name, ownerAccountId, limit }) {
       return driver.transaction(async (tx) => {
+        await tx.all(`SELECT id FROM accounts WHERE id = ?${driver.lockRows}`, [ownerAccountId]);
+        const rows = await tx.all<{ count: number | string }>(
+          "SELECT COUNT(*) AS count FROM team_members WHERE account_id = ?",
+          [ownerAccountId],
+        );
+        if (Number(rows[0]?.count ?? 0) >= limit)
+          throw new RoostError(
+            "conflict",
+            `an account belongs to at most ${limit} teams; leave one you no longer need first`,
+          ); // TEAM8
         const at = now();
         const team: Team = { id: ids("team"), name, createdBy: ownerAccountId, createdAt: at };
         await tx.run("INSERT INTO teams (id, name, created_by, created_at) VALUES (?, ?, ?, ?)", [
@@ -236,9 +246,26 @@ export function createTeamQueries(
       });
     },
 
-    async createTeamInvitation({ teamId, role, tokenHash, expiresAt, actorAccountId }) {
+    async createTeamInvitation({
+      teamId,
+      role,
+      tokenHash,
+      expiresAt,
+      actorAccountId,
+      limit,
+      now: at,
+    }) {
       return driver.transaction(async (tx) => {
         await lockTeam(tx, teamId);
+        const open = await tx.all<{ count: number | string }>(
+          "SELECT COUNT(*) AS count FROM team_invitations WHERE team_id = ? AND accepted_by IS NULL AND expires_at > ?",
+          [teamId, at],
+        );
+        if (Number(open[0]?.count ?? 0) >= limit)
+          throw new RoostError(
+            "conflict",
+            `a team has at most ${limit} open invitation links; wait until some are used or expire (or invite with a shorter expiresInMs)`,
+          ); // TEAM8
         const invitation: TeamInvitation = {
           id: ids("inv"),
           teamId,

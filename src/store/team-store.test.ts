@@ -31,7 +31,7 @@ describe.each(openers)("teams on %s", (_name, open) => {
     () =>
       withStore(async (store) => {
         const { ann, ben } = await people(store);
-        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann, limit: 50 });
         expect(await store.getTeamRole(team.id, ann)).toBe("owner");
         expect(
           await store.putTeamMember({
@@ -76,7 +76,7 @@ describe.each(openers)("teams on %s", (_name, open) => {
     () =>
       withStore(async (store) => {
         const { ann, ben } = await people(store);
-        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann, limit: 50 });
         await expect(
           store.removeTeamMember({ teamId: team.id, accountId: ann, actorAccountId: ann }),
         ).rejects.toMatchObject({
@@ -112,7 +112,7 @@ describe.each(openers)("teams on %s", (_name, open) => {
     () =>
       withStore(async (store) => {
         const { ann, ben, cat } = await people(store);
-        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann, limit: 50 });
         await store.putTeamMember({
           teamId: team.id,
           accountId: ben,
@@ -180,7 +180,7 @@ describe.each(openers)("teams on %s", (_name, open) => {
     () =>
       withStore(async (store) => {
         const { ann, ben, cat } = await people(store);
-        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann });
+        const team = await store.createTeam({ name: "Ops", ownerAccountId: ann, limit: 50 });
         const at = 1_000_000;
         await store.createTeamInvitation({
           teamId: team.id,
@@ -188,6 +188,8 @@ describe.each(openers)("teams on %s", (_name, open) => {
           tokenHash: "h1",
           expiresAt: at + 10,
           actorAccountId: ann,
+          limit: 100,
+          now: at,
         });
         const [first, second] = await Promise.all([
           store.acceptTeamInvitation({ tokenHash: "h1", accountId: ben, now: at }),
@@ -202,6 +204,8 @@ describe.each(openers)("teams on %s", (_name, open) => {
           tokenHash: "h2",
           expiresAt: at + 10,
           actorAccountId: ann,
+          limit: 100,
+          now: at,
         });
         expect(
           await store.acceptTeamInvitation({ tokenHash: "h2", accountId: cat, now: at + 10 }),
@@ -216,6 +220,8 @@ describe.each(openers)("teams on %s", (_name, open) => {
           tokenHash: "h3",
           expiresAt: at + 10,
           actorAccountId: ann,
+          limit: 100,
+          now: at,
         });
         expect(
           await store.acceptTeamInvitation({ tokenHash: "h3", accountId: ann, now: at }),
@@ -280,6 +286,40 @@ describe.each(openers)("teams on %s", (_name, open) => {
         const actions = (await store.listAudit({ accountId: ben })).map((entry) => entry.action);
         expect(actions.filter((action) => action === "consent.grant")).toHaveLength(2);
         expect(actions.filter((action) => action === "consent.revoke")).toHaveLength(1);
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "TEAM8: a flood of teams or open invitations stops at the limit, also when racing",
+    () =>
+      withStore(async (store) => {
+        const { ann } = await people(store);
+        const made = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, index) =>
+            store.createTeam({ name: `t${index}`, ownerAccountId: ann, limit: 4 }),
+          ),
+        );
+        expect(made.filter((result) => result.status === "fulfilled")).toHaveLength(4);
+        expect(made.find((result) => result.status === "rejected")).toMatchObject({
+          reason: { code: "conflict", message: expect.stringContaining("leave one") },
+        });
+        expect(await store.listTeamsOf(ann)).toHaveLength(4);
+        const teamId = (await store.listTeamsOf(ann))[0]!.id;
+        const invite = (hash: string, expiresAt: number) =>
+          store.createTeamInvitation({
+            teamId,
+            role: "member",
+            tokenHash: hash,
+            expiresAt,
+            actorAccountId: ann,
+            limit: 3,
+            now: 1000,
+          });
+        await invite("old", 500); // expired: not open
+        const invited = await Promise.allSettled(
+          ["a", "b", "c", "d", "e"].map((hash) => invite(hash, 5000)),
+        );
+        expect(invited.filter((result) => result.status === "fulfilled")).toHaveLength(3);
       }),
   );
 

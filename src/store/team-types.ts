@@ -16,6 +16,9 @@
  *         that account has no API token and belongs to no team.
  *   TEAM7 a consent is one row per (bot, place, owner, kind, name): granting twice keeps one, and
  *         granting and revoking are audited in their transaction.
+ *   TEAM8 floods are bounded under concurrency: at most `limit` teams an account belongs to when it
+ *         creates one (its row is locked), at most `limit` open invitations per team (the team's
+ *         row is locked); past a limit the store answers a `conflict` saying what to do.
  */
 import type { Actor } from "./types.ts";
 
@@ -68,7 +71,7 @@ export interface CredentialConsent {
 
 export interface TeamStore {
   /** Creates the team with `ownerAccountId` as its first owner; audits `team.create`. */
-  createTeam(input: { name: string; ownerAccountId: string }): Promise<Team>;
+  createTeam(input: { name: string; ownerAccountId: string; limit: number }): Promise<Team>;
   getTeam(id: string): Promise<Team | undefined>;
   /** The teams the account belongs to, with its role in each, oldest first. */
   listTeamsOf(accountId: string): Promise<(Team & { role: TeamRole })[]>;
@@ -91,6 +94,9 @@ export interface TeamStore {
     tokenHash: string;
     expiresAt: number;
     actorAccountId: string;
+    /** TEAM8: open (unused, unexpired at `now`) invitations the team may have. */
+    limit: number;
+    now: number;
   }): Promise<TeamInvitation>;
   /**
    * TEAM4, TEAM5: accepts the invitation with this token hash for `accountId` at `now` and makes
