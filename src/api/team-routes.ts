@@ -11,6 +11,7 @@
  *         token tells nothing; the accepting account comes from the API token, never the body.
  *   TAPI4 bad input is a 400 that says how to fix it and stores nothing.
  */
+import { randomBytes } from "node:crypto";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { hashToken } from "../auth/index.ts";
@@ -19,7 +20,6 @@ import type { Api } from "../protocol/index.ts";
 import type { Account, Store, Team, TeamMember, TeamRole } from "../store/index.ts";
 import { mayChangeMember, mayInvite } from "../teams/index.ts";
 import { readJson, refuseBody, text } from "./validation.ts";
-import { randomBytes } from "node:crypto";
 
 /** TEAM8 @default 50 */
 export const maxTeamsPerAccount = 50;

@@ -2,6 +2,13 @@
  * The `memory` server tool: how a bot writes memory during a turn (one tool for every tier). Each
  * call is journaled and keyed by its call id, so a replayed call changes nothing twice. Memory
  * writes are never sent to approvals.
+ *
+ * Team bots (docs/teams.md "Memory"):
+ *   MEMT1 the `team` tier is written only in a turn whose route says a person asked the whole team
+ *         to know (teams/routing.ts teamShouldKnowPattern); it is kept under the bot owner's account.
+ *   MEMT2 every other fact is the talking person's with the bot (their private notes), and every
+ *         change records that person (`byAccountId`) and where (conversation, turn).
+ *   MEMT3 the post-turn pass writes nothing in a shared place (pass.ts).
  */
 import { z } from "zod";
 import { isRoostError } from "../errors/index.ts";
