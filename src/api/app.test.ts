@@ -1501,6 +1501,22 @@ describe("DELETE /v1/bots/{id}", () => {
   });
 });
 
+describe("a resync of the events hub (the relay reconnected: other nodes' events were missed)", () => {
+  it("ends every live conversation stream, so its client reconnects and reloads from its hello", async () => {
+    const bot = await createBot(harness.alice);
+    const conversation = await createConversation(harness.alice, bot.id);
+    const stream = await openStream(harness, conversation.id, harness.alice.token);
+    try {
+      harness.events.resync();
+      await stream.ended!();
+      const again = await openStream(harness, conversation.id, harness.alice.token);
+      await again.close();
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
 describe("DELETE /v1/conversations/{id}", () => {
   it("deletes the conversation with its messages and steps (204), audited; the bot and its other conversations stay", async () => {
     const bot = await createBot(harness.alice);
@@ -2233,5 +2249,62 @@ describe("one error body everywhere (API5)", () => {
         },
       },
     });
+  });
+});
+
+describe("API6: an outage is logged once, not per request", () => {
+  it("many requests answered 503 while the store is down make one error line, and one line when it is back", async () => {
+    const lines: string[] = [];
+    let down = false;
+    const outage = () =>
+      new RoostError(
+        "unavailable",
+        "the postgres store is unavailable (Connection terminated unexpectedly); try again shortly",
+        { retryAfterMs: 1000, cause: new Error("Connection terminated unexpectedly") },
+      );
+    const h = await startHarness({ logger: logTo(lines) });
+    // Every store method fails while `down`, as on a Postgres outage.
+    const flaky = new Proxy(h.store, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) =>
+          down
+            ? Promise.reject(outage())
+            : (value as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    });
+    const app = createApi({
+      store: flaky,
+      events: h.events,
+      kick: async () => undefined,
+      health: async () => ({ ok: true, checks: {} }),
+      checkModel: () => undefined,
+      defaultModel: () => ({ id: "demo", isDemo: true }),
+      maxBodyBytes: 1_048_576,
+      interrupt: () => false,
+      logger: logTo(lines),
+    });
+    const get = () =>
+      app.request("/v1/bots", { headers: { authorization: `Bearer ${h.alice.token}` } });
+    try {
+      down = true;
+      for (let index = 0; index < 20; index++) {
+        const response = await get();
+        expect(response.status).toBe(503);
+        expect(response.headers.get("retry-after")).toBe("1");
+        expect(((await response.json()) as Api.ErrorBody).error.code).toBe("unavailable");
+      }
+      down = false;
+      expect((await get()).status).toBe(200);
+      const logged = entries(lines).filter(
+        (entry) => entry.level === "error" || String(entry.msg).includes("after an outage"),
+      );
+      expect(logged).toHaveLength(2);
+      expect(logged[0]).toMatchObject({ level: "error", status: 503, code: "unavailable" });
+      expect(logged[1]).toMatchObject({ answered503: 20 });
+    } finally {
+      await h.close();
+    }
   });
 });

@@ -9,6 +9,8 @@
  *        5xx at error with the stack), and no line holds a token (log/ LOG1).
  *   API3 rate limits, in limits.ts; API4 strict query parameters, in validation.ts.
  *   API5 every error answer has the one body of errors.ts, whatever raised it.
+ *   API6 an outage (the store or the engine unavailable) is logged once when the first 503 goes
+ *        out and once when answers succeed again, with the count in between: not per request.
  */
 import { Hono, type Context, type Env, type Input, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -25,6 +27,7 @@ import type { Account, Bot, Conversation, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { portsPath, type PortPreviews } from "./computer-ports.ts";
+import type { LiveView } from "./screens.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
@@ -47,6 +50,10 @@ import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import { registerTeamRoutes } from "./team-routes.ts";
 import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
+import type { BlobStore } from "../blobs/index.ts";
+import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
+import type { McpService } from "../mcp/index.ts";
+import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -79,6 +86,8 @@ export interface ApiDependencies {
   skills?: SkillService;
   /** Port previews of the caller's computer (computer-ports.ts). */
   ports?: PortPreviews;
+  /** The live view of the caller's screens (screens.ts). */
+  liveView?: LiveView;
   /** Routines and their webhooks (absent: no routines routes). */
   routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
   /** Drafts, notifications and the owner's webhooks (absent: no results routes). */
@@ -89,6 +98,10 @@ export interface ApiDependencies {
   approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
+  /** Conversation attachments' bytes (absent: no attachments routes). */
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
+  /** MCP servers per bot and per user (absent: no MCP server routes). */
+  mcp?: McpService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -145,6 +158,7 @@ const teamId = z
   .min(1)
   .max(100)
   .nullable();
+const browserRecording = z.boolean({ error: "browserRecording must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
@@ -153,6 +167,7 @@ const createBotBody = z.strictObject({
   skills: skillNames.optional(),
   notify: notify.optional(),
   teamId: teamId.optional(),
+  browserRecording: browserRecording.optional(),
 });
 const patchBotBody = z
   .strictObject({
@@ -163,9 +178,11 @@ const patchBotBody = z
     skills: skillNames.optional(),
     notify: notify.optional(),
     teamId: teamId.optional(),
+    browserRecording: browserRecording.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model, memoryReview, skills, notify, teamId",
+    error:
+      "send at least one of name, instructions, model, memoryReview, skills, notify, teamId, browserRecording",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
@@ -235,6 +252,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   const streams = createStreamLimiter(limits);
   /** The event streams open on this node, so a delete ends those of what it deleted. */
   const liveStreams = new Set<{ conversationId: string; botId: string; end: () => void }>();
+  /** API6: the outage being answered with 503s, logged once when it starts and once when it ends. */
+  const outage: { since: number | undefined; refused: number } = { since: undefined, refused: 0 };
   const app = new Hono<{ Variables: Variables }>();
 
   /** API5: the one way an error becomes an answer. */
@@ -269,8 +288,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const started = clock();
     await next();
     const status = context.res.status;
-    if (status < 400) return;
     const failure = context.get("failure");
+    if (outage.since !== undefined && status < 500) {
+      logger.info("answering again after an outage", {
+        downMs: clock() - outage.since,
+        answered503: outage.refused,
+      });
+      outage.since = undefined;
+      outage.refused = 0;
+    }
+    if (status < 400) return;
     const fields = {
       requestId,
       method: context.req.method,
@@ -281,6 +308,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       accountId: context.get("account")?.id,
       durationMs: clock() - started,
     };
+    if (status === 503 && failure?.code === "unavailable") {
+      // API6: one log line per outage (a store or engine that is down), not one per request.
+      outage.refused += 1;
+      if (outage.since !== undefined) return;
+      outage.since = clock();
+      const cause: unknown = failure.cause ?? failure;
+      logger.error(
+        `${context.req.method} ${context.req.path} failed: 503, answering 503 until it is back`,
+        { ...fields, error: cause instanceof Error ? cause.message : failure.message },
+      );
+      return;
+    }
     if (status >= 500) {
       const cause: unknown = failure?.cause ?? failure;
       logger.error(`${context.req.method} ${context.req.path} failed: ${status}`, {
@@ -357,6 +396,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       app as unknown as Parameters<typeof registerWebhookRoute>[0],
       routineRoutes,
     );
+
+  // MCPAPI4: a browser's redirect back from an MCP server's OAuth flow, with no API token.
+  if (deps.mcp !== undefined)
+    registerMcpOAuthCallback(app as unknown as Parameters<typeof registerMcpOAuthCallback>[0], {
+      mcp: deps.mcp,
+    });
 
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
@@ -591,8 +636,20 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     clock,
     ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
   });
+  if (deps.attachments !== undefined)
+    registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
+    });
+  if (deps.mcp !== undefined)
+    registerMcpRoutes(app as unknown as Parameters<typeof registerMcpRoutes>[0], {
+      store,
+      mcp: deps.mcp,
+    });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
+  if (deps.liveView !== undefined)
+    deps.liveView.register(app as unknown as Parameters<LiveView["register"]>[0]);
   if (deps.results !== undefined)
     registerResultsRoutes(app as unknown as Parameters<typeof registerResultsRoutes>[0], {
       store,
@@ -637,6 +694,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       skills: body.skills ?? null,
       notify: body.notify ?? false,
       teamId: body.teamId ?? null,
+      browserRecording: body.browserRecording ?? false,
     });
     await store.audit({
       accountId: account.id,
@@ -691,6 +749,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const bot = await editableBot(context, context.req.param("id"));
     await refuseBody(context, "DELETE /v1/bots/{id}");
     await store.deleteBot({ id: bot.id, actorAccountId: context.get("account").id });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        { accountId: bot.accountId, botId: bot.id },
+        logger,
+      ); // AAPI3
     endStreams({ botId: bot.id });
     return context.body(null, 204);
   });
@@ -751,6 +815,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       id: conversation.id,
       actorAccountId: context.get("account").id,
     });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        {
+          accountId: conversation.accountId,
+          botId: conversation.botId,
+          conversationId: conversation.id,
+        },
+        logger,
+      ); // AAPI3
     endStreams({ conversationId: conversation.id });
     return context.body(null, 204);
   });
@@ -833,6 +907,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       const unsubscribeAccount = events.subscribeAccount(context.get("account").id, push);
       const live = { conversationId: conversation.id, botId: conversation.botId, end };
       liveStreams.add(live);
+      const unsubscribeResync = events.onResync(end); // the client reloads from its hello
       stream.onAbort(end);
       try {
         const latest = await store.getConversation(conversation.id);
@@ -868,6 +943,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       } finally {
         unsubscribeConversation();
         unsubscribeAccount();
+        unsubscribeResync();
         liveStreams.delete(live);
         release();
       }

@@ -283,6 +283,14 @@ describe("results API: happy paths", () => {
     expect(await activity()).toBe("working");
   });
 
+  it("the account stream ends on a resync of the hub, so its client reconnects and reloads", async () => {
+    const response = await request(alice, "GET", "/v1/events");
+    const reader = response.body!.getReader();
+    await reader.read(); // hello
+    events.resync();
+    for (;;) if ((await reader.read()).done) break;
+  });
+
   it("RAPI4 attack: the account stream carries the caller's events only", async () => {
     const { conversation } = await aliceDraft();
     const read = async (who: { token: string }) => {

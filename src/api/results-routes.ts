@@ -323,13 +323,19 @@ export function registerResultsRoutes(
       };
       const unsubscribeAll = events.subscribeAll(onConversation);
       const unsubscribeAccount = events.subscribeAccount(account.id, onAccount);
+      let ended = false;
+      // Events from other nodes may have been missed: the client reconnects and reloads.
+      const unsubscribeResync = events.onResync(() => {
+        ended = true;
+        wake?.();
+      });
       stream.onAbort(() => wake?.());
       try {
         await stream.writeSSE({
           event: "hello",
           data: JSON.stringify({ at: new Date().toISOString() }),
         });
-        while (!stream.aborted) {
+        while (!stream.aborted && !ended) {
           const event = queue.shift();
           if (event === undefined) {
             await new Promise<void>((resolve) => {
@@ -340,7 +346,8 @@ export function registerResultsRoutes(
               };
             });
             wake = undefined;
-            if (queue.length === 0 && !stream.aborted) await stream.write(": keepalive\n\n");
+            if (queue.length === 0 && !stream.aborted && !ended)
+              await stream.write(": keepalive\n\n");
             continue;
           }
           const { type, ...data } = event;
@@ -349,6 +356,7 @@ export function registerResultsRoutes(
       } finally {
         unsubscribeAll();
         unsubscribeAccount();
+        unsubscribeResync();
         release();
       }
     });

@@ -26,6 +26,7 @@ export function botView(
     notify: bot.notify,
     teamId: bot.teamId,
     own: bot.accountId === callerId,
+    browserRecording: bot.browserRecording,
     createdAt: iso(bot.createdAt),
     updatedAt: iso(bot.updatedAt),
   };

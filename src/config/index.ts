@@ -24,7 +24,17 @@ export type RestateConfig =
       adminPort: number;
       nodePort: number;
     }
-  | { mode: "external"; ingressUrl: string; adminUrl: string };
+  | {
+      mode: "external";
+      ingressUrl: string;
+      adminUrl: string;
+      /**
+       * Public keys (`publickeyv1_…`) of the external Restate's request identity: the service
+       * endpoint accepts only requests signed with one of them. Empty: unsigned requests are
+       * accepted, which only a loopback bind allows.
+       */
+      identityKeys: string[];
+    };
 
 export type StoreConfig = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
 
@@ -39,6 +49,16 @@ export interface RoostConfig {
   servicePort: number;
   /** URL Restate uses to reach the service endpoint. @default http://127.0.0.1:{servicePort} */
   serviceUrl: string;
+  /**
+   * Address the service endpoint listens on. Anything but loopback needs the engine's request
+   * identity (embedded: always on; external: ROOST_RESTATE_IDENTITY_KEYS). @default 127.0.0.1
+   */
+  serviceHost: string;
+  /**
+   * At shutdown, how long running loop invocations may take to finish before they are handed
+   * back to Restate (which retries them from their journal). @default 5000
+   */
+  shutdownGraceMs: number;
   /**
    * The URL users reach this server at, given to self-hosted workers (`roost worker --server`)
    * when it differs from the address a request came in on (TLS in front, a proxy). @default none
@@ -72,6 +92,25 @@ export interface RoostConfig {
   prices: PricesConfig;
   /** Secrets (docs/secrets.md). */
   secrets: SecretsConfig;
+  /** `web_search` and `web_fetch` (docs/web-tools.md). */
+  webTools: WebToolsConfig;
+}
+
+/** The server's web tools (docs/web-tools.md). */
+export interface WebToolsConfig {
+  /** The search provider; undefined: `web_search` is not offered. @default none */
+  search:
+    | {
+        provider: "searxng" | "brave" | "tavily";
+        /** SearXNG's URL; for Brave and Tavily their API's (overridable for tests and proxies). */
+        baseUrl: string;
+        apiKey: string | undefined;
+      }
+    | undefined;
+  /** Bytes of a fetched body kept at most. @default 5000000 */
+  fetchMaxBytes: number;
+  /** One deadline for a whole fetch, redirects included. @default 20000 */
+  fetchTimeoutMs: number;
 }
 
 /** Secrets (docs/secrets.md). */
@@ -211,6 +250,8 @@ export interface ComputersConfig {
    * next wake. @default 10737418240 (10 GiB)
    */
   diskBytes: number;
+  /** Screens (one per bot: a display, its VNC server, its browser) a computer runs at most. @default 4 */
+  screensMax: number;
   /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
   idleSleepMs: number;
   /** How long a wake waits for the worker's hello. @default 60000 */
@@ -358,6 +399,7 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       min: 32 * 1024 ** 2,
       max: 16 * 1024 ** 4,
     }),
+    screensMax: integer(source, "screens-max", "ROOST_SCREENS_MAX", 4, { min: 1, max: 32 }),
     idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
       min: 1000,
       max: 7 * 24 * 3600_000,
@@ -431,6 +473,11 @@ function resolveBlobs(source: Source, dataDir: string): BlobStoreConfig {
   };
 }
 
+/** Whether `host` only takes connections from this machine. */
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** Resolve and validate the whole configuration. Throws ConfigError with a fix-it message. */
 export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostConfig {
   const source: Source = { flags, env };
@@ -443,6 +490,11 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
   });
   const serviceUrl =
     url(source, "service-url", "ROOST_SERVICE_URL") ?? `http://127.0.0.1:${servicePort}`;
+  const serviceHost = pick(source, "service-host", "ROOST_SERVICE_HOST") ?? "127.0.0.1";
+  const shutdownGraceMs = integer(source, "", "ROOST_SHUTDOWN_GRACE_MS", 5000, {
+    min: 0,
+    max: 600_000,
+  });
 
   const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
   let store: StoreConfig;
@@ -474,7 +526,21 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
         "an external Restate needs both ROOST_RESTATE_INGRESS_URL and ROOST_RESTATE_ADMIN_URL (set both, or neither to run the embedded one)",
       );
     }
-    restate = { mode: "external", ingressUrl, adminUrl };
+    const identityKeys = (pick(source, "", "ROOST_RESTATE_IDENTITY_KEYS") ?? "")
+      .split(",")
+      .map((key) => key.trim())
+      .filter((key) => key !== "");
+    for (const key of identityKeys) {
+      if (!/^publickeyv1_[1-9A-HJ-NP-Za-km-z]{40,50}$/.test(key))
+        throw new ConfigError(
+          `ROOST_RESTATE_IDENTITY_KEYS holds ${JSON.stringify(key)}, which is not a Restate request identity public key: give the publickeyv1_… keys restate-server logs at start, separated by commas (docs/operations.md, "Scale mode")`,
+        );
+    }
+    if (identityKeys.length === 0 && !isLoopbackHost(serviceHost))
+      throw new ConfigError(
+        `ROOST_SERVICE_HOST=${serviceHost} lets other machines call the loop's service endpoint: set ROOST_RESTATE_IDENTITY_KEYS to your Restate's request identity public key (publickeyv1_…, from request-identity-private-key-pem-file), so it accepts only requests Restate signed (docs/operations.md, "Scale mode")`,
+      );
+    restate = { mode: "external", ingressUrl, adminUrl, identityKeys };
   } else {
     restate = {
       mode: "embedded",
@@ -524,6 +590,8 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     port,
     servicePort,
     serviceUrl,
+    serviceHost,
+    shutdownGraceMs,
     publicUrl: resolvePublicUrl(source),
     store,
     restate,
@@ -549,6 +617,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     ),
     computers: resolveComputers(source, dataDir),
     egress: resolveEgress(source),
+    webTools: resolveWebTools(source),
     vault: resolveVault(source, dataDir),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
@@ -697,6 +766,48 @@ function resolveEgress(source: Source): EgressConfig {
     }
   }
   return { allowPrivate };
+}
+
+const searchBases = { brave: "https://api.search.brave.com", tavily: "https://api.tavily.com" };
+
+function resolveWebTools(source: Source): WebToolsConfig {
+  const provider = pick(source, "web-search-provider", "ROOST_WEB_SEARCH_PROVIDER");
+  const baseUrl = url(source, "web-search-url", "ROOST_WEB_SEARCH_URL");
+  const apiKey = pick(source, "", "ROOST_WEB_SEARCH_API_KEY");
+  let search: WebToolsConfig["search"];
+  if (provider === undefined) {
+    if (baseUrl !== undefined || apiKey !== undefined)
+      throw new ConfigError(
+        "ROOST_WEB_SEARCH_URL or ROOST_WEB_SEARCH_API_KEY is set but ROOST_WEB_SEARCH_PROVIDER is not: set it to searxng, brave or tavily",
+      );
+  } else if (provider === "searxng") {
+    if (baseUrl === undefined)
+      throw new ConfigError(
+        "ROOST_WEB_SEARCH_PROVIDER=searxng needs the instance's URL: set ROOST_WEB_SEARCH_URL (e.g. http://127.0.0.1:8888, with the json format enabled in its settings.yml)",
+      );
+    search = { provider, baseUrl, apiKey };
+  } else if (provider === "brave" || provider === "tavily") {
+    if (apiKey === undefined)
+      throw new ConfigError(
+        `ROOST_WEB_SEARCH_PROVIDER=${provider} needs an API key: set ROOST_WEB_SEARCH_API_KEY (${provider === "brave" ? "Brave Search's subscription token" : "a Tavily key, tvly-…"})`,
+      );
+    search = { provider, baseUrl: baseUrl ?? searchBases[provider], apiKey };
+  } else {
+    throw new ConfigError(
+      `ROOST_WEB_SEARCH_PROVIDER (--web-search-provider) must be searxng, brave or tavily, got ${JSON.stringify(provider)}`,
+    );
+  }
+  return {
+    search,
+    fetchMaxBytes: integer(source, "", "ROOST_WEB_FETCH_MAX_BYTES", 5_000_000, {
+      min: 1024,
+      max: 100_000_000,
+    }),
+    fetchTimeoutMs: integer(source, "", "ROOST_WEB_FETCH_TIMEOUT_MS", 20_000, {
+      min: 100,
+      max: 600_000,
+    }),
+  };
 }
 
 function resolveVault(source: Source, dataDir: string): VaultConfig {

@@ -72,6 +72,11 @@ export interface EmbeddedRestateOptions {
   partitions?: number;
   /** RocksDB memory budget. @default 512 MiB */
   rocksdbTotalMemoryBytes?: number;
+  /**
+   * The ed25519 key (PKCS#8 PEM file) the engine signs its requests to service endpoints with
+   * (request-identity.ts). @default none: requests are not signed
+   */
+  requestIdentityPemFile?: string;
 }
 
 /** A running embedded engine. */
@@ -202,6 +207,7 @@ interface Settings {
   retryMaxIntervalMs: number;
   partitions: number;
   rocksdbTotalMemoryBytes: number;
+  requestIdentityPemFile: string | undefined;
 }
 
 async function resolveSettings(options: EmbeddedRestateOptions): Promise<Settings> {
@@ -242,6 +248,7 @@ async function resolveSettings(options: EmbeddedRestateOptions): Promise<Setting
     partitions: options.partitions ?? restateConfigDefaults.partitions,
     rocksdbTotalMemoryBytes:
       options.rocksdbTotalMemoryBytes ?? restateConfigDefaults.rocksdbTotalMemoryBytes,
+    requestIdentityPemFile: options.requestIdentityPemFile,
   };
 }
 

@@ -20,6 +20,8 @@ export type {
   SupervisorState,
 } from "./embedded-restate.ts";
 export { connectExternalRestate } from "./external-restate.ts";
+export { ensureRequestIdentity, restatePublicKey } from "./request-identity.ts";
+export type { RequestIdentity } from "./request-identity.ts";
 export type { ExternalRestateOptions } from "./external-restate.ts";
 export { registerDeployment } from "./deployments.ts";
 export type { RegisterDeploymentOptions, RegisteredDeployment } from "./deployments.ts";

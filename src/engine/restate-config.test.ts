@@ -15,6 +15,7 @@ import {
   restateConfigDefaults,
   retryForeverAttempts,
 } from "./restate-config.ts";
+import { ensureRequestIdentity } from "./request-identity.ts";
 import { makeTempDir } from "./testing/index.ts";
 
 describe("restate config", () => {
@@ -23,6 +24,7 @@ describe("restate config", () => {
     const dir = await makeTempDir();
     try {
       const configPath = join(dir.path, "restate.toml");
+      const identity = await ensureRequestIdentity(dir.path);
       await writeFile(
         configPath,
         renderRestateConfig({
@@ -31,6 +33,7 @@ describe("restate config", () => {
           ingressPort: 18_081,
           adminPort: 19_071,
           nodePort: 15_123,
+          requestIdentityPemFile: identity.privateKeyPemFile,
         }),
       );
       const { stdout } = await promisify(execFile)(
@@ -61,6 +64,9 @@ describe("restate config", () => {
       expect(section("default-retry-policy")).toContain('on-max-attempts = "pause"');
       expect(section("worker.invoker")).toContain('inactivity-timeout = "5m"');
       expect(section("worker.invoker")).toContain('abort-timeout = "30m"');
+      expect(section("worker.invoker")).toContain(
+        `request-identity-private-key-pem-file = "${identity.privateKeyPemFile}"`,
+      );
       expect(section("admin")).toContain('bind-address = "127.0.0.1:19071"');
       expect(section("ingress")).toContain('bind-address = "127.0.0.1:18081"');
     } finally {

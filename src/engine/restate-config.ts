@@ -35,6 +35,8 @@ export interface RestateServerConfig {
   partitions: number;
   /** Total RocksDB memory budget of the server, in bytes. */
   rocksdbTotalMemoryBytes: number;
+  /** The key the server signs its requests to service endpoints with (request-identity.ts, RI1). */
+  requestIdentityPemFile?: string | undefined;
 }
 
 /** Fixed node name (C2). */
@@ -91,6 +93,9 @@ export function renderRestateConfig(config: RestateServerConfig): string {
     "[worker.invoker]",
     `inactivity-timeout = ${duration(config.inactivityTimeoutMs, "inactivityTimeoutMs")}`,
     `abort-timeout = ${duration(config.abortTimeoutMs, "abortTimeoutMs")}`,
+    ...(config.requestIdentityPemFile === undefined
+      ? []
+      : [`request-identity-private-key-pem-file = ${tomlString(config.requestIdentityPemFile)}`]),
     "",
     "[admin]",
     `bind-address = ${tomlString(`127.0.0.1:${config.adminPort}`)}`, // C1

@@ -51,6 +51,12 @@ export interface EventHub {
   receive(event: HubEvent): void;
   /** Every event published on this node goes to `relay` as well. */
   attachRelay(relay: (event: HubEvent) => void): void;
+  /**
+   * Called when this node may have missed other nodes' events (the relay reconnected): live
+   * streams end, and their clients reconnect and reload from their last seq (their `hello`).
+   */
+  onResync(listener: () => void): () => void;
+  resync(): void;
 }
 
 export function createEventHub(): EventHub {
@@ -88,6 +94,7 @@ export function createEventHub(): EventHub {
   }
 
   let relay: ((event: HubEvent) => void) | undefined;
+  const resyncListeners = new Set<() => void>();
 
   function deliverLocally(event: HubEvent) {
     if ("accountId" in event) {
@@ -124,6 +131,19 @@ export function createEventHub(): EventHub {
     receive: deliverLocally,
     attachRelay(next) {
       relay = next;
+    },
+    onResync(listener) {
+      resyncListeners.add(listener);
+      return () => resyncListeners.delete(listener);
+    },
+    resync() {
+      for (const listener of [...resyncListeners]) {
+        try {
+          listener();
+        } catch {
+          // as deliver(): one broken listener must not stop the others
+        }
+      }
     },
   };
 }

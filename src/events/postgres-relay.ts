@@ -5,10 +5,14 @@
  *   R1 a node never delivers its own events twice: each notification names its origin node,
  *      and a node ignores notifications from itself (it delivered them when it published).
  *   R2 best effort, like every live event: a lost notification costs a client a reload from the
- *      store, never data. Notifications larger than Postgres allows are cut (tool output) or
- *      dropped (anything else), never split.
- *   R3 a dropped LISTEN connection is re-established with backoff; events in between are lost (R2).
- *   R4 a node's events reach the others in the order it published them (deltas build text).
+ *      store, never data. An event larger than a notification may be (8000 bytes) goes by
+ *      reference: its text is stored in `relay_payloads` and the notification names the row,
+ *      which receivers read; rows are pruned after `payloadRetentionMs`.
+ *   R3 a dropped LISTEN connection is re-established with backoff; events in between are lost,
+ *      so once it is back the hub is told to resync: its live streams end and their clients
+ *      reload from their last seq. An event by reference that cannot be read does the same.
+ *   R4 a node's events reach the others in the order it published them (deltas build text),
+ *      those by reference too: one connection sends, and a receiver delivers in arrival order.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
@@ -18,6 +22,8 @@ import type { EventHub, HubEvent } from "./index.ts";
 export const eventsChannel = "roost_events";
 /** Postgres refuses payloads of 8000 bytes or more. */
 const maxPayloadBytes = 7900;
+/** How long an event by reference stays readable (R2); receivers read it within milliseconds. */
+const payloadRetentionMs = 5 * 60_000;
 
 export interface PostgresRelay {
   readonly nodeId: string;
@@ -32,19 +38,11 @@ export interface PostgresRelayOptions {
   nodeId?: string;
 }
 
-interface Envelope {
-  origin: string;
-  event: HubEvent;
-}
+type Envelope = { origin: string; event: HubEvent } | { origin: string; ref: string };
 
-/** Fits an event into one notification: tool output is cut (it is a live hint; the step holds it all). */
+/** The notification for an event: the event itself, or undefined when it must go by reference. */
 function encode(origin: string, event: HubEvent): string | undefined {
-  let payload = JSON.stringify({ origin, event } satisfies Envelope);
-  if (Buffer.byteLength(payload) <= maxPayloadBytes) return payload;
-  if (event.type !== "tool-output") return undefined; // R2
-  const room = maxPayloadBytes - (Buffer.byteLength(payload) - Buffer.byteLength(event.data)) - 64;
-  const data = `${Buffer.from(event.data).subarray(0, Math.max(0, room)).toString()}…`;
-  payload = JSON.stringify({ origin, event: { ...event, data } } satisfies Envelope);
+  const payload = JSON.stringify({ origin, event } satisfies Envelope);
   return Buffer.byteLength(payload) <= maxPayloadBytes ? payload : undefined;
 }
 
@@ -54,6 +52,9 @@ export async function connectPostgresRelay(options: PostgresRelayOptions): Promi
   // R4: one connection sends, so notifications leave (and arrive) in publishing order.
   const sender = new pg.Pool({ connectionString: options.url, max: 1 });
   sender.on("error", () => undefined);
+  const reader = new pg.Pool({ connectionString: options.url, max: 1 });
+  reader.on("error", () => undefined);
+  let delivering: Promise<void> = Promise.resolve();
   let listener: pg.Client | undefined;
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -62,12 +63,31 @@ export async function connectPostgresRelay(options: PostgresRelayOptions): Promi
     const client = new pg.Client({ connectionString: options.url });
     client.on("notification", (message) => {
       if (message.channel !== eventsChannel || message.payload === undefined) return;
+      let envelope: Envelope;
       try {
-        const envelope = JSON.parse(message.payload) as Envelope;
-        if (envelope.origin !== nodeId) options.hub.receive(envelope.event); // R1
+        envelope = JSON.parse(message.payload) as Envelope;
       } catch {
-        // not ours
+        return; // not ours
       }
+      if (envelope.origin === nodeId) return; // R1
+      // R4: delivered in arrival order, an event by reference once it has been read.
+      delivering = delivering.then(async () => {
+        if ("event" in envelope) {
+          options.hub.receive(envelope.event);
+          return;
+        }
+        try {
+          const { rows } = await reader.query<{ payload: string }>(
+            "SELECT payload FROM relay_payloads WHERE id = $1",
+            [envelope.ref],
+          );
+          if (rows[0] === undefined) throw new Error(`event ${envelope.ref} is gone`);
+          options.hub.receive(JSON.parse(rows[0].payload) as HubEvent);
+        } catch (error) {
+          log(`roost: events relay could not read an event by reference: ${String(error)}`);
+          options.hub.resync(); // R3: clients reload what they missed
+        }
+      });
     });
     client.on("error", () => {
       // R3: the 'end' handler reconnects.
@@ -97,13 +117,34 @@ export async function connectPostgresRelay(options: PostgresRelayOptions): Promi
       return;
     }
     listener = client;
+    if (attempt > 0) options.hub.resync(); // R3: events sent while it was down are lost
   }
 
   await listen();
+  let prunedAt = 0;
   options.hub.attachRelay((event) => {
     const payload = encode(nodeId, event);
-    if (payload === undefined) return;
-    sender.query("SELECT pg_notify($1, $2)", [eventsChannel, payload]).catch(() => undefined); // R2
+    if (payload !== undefined) {
+      sender.query("SELECT pg_notify($1, $2)", [eventsChannel, payload]).catch(() => undefined); // R2
+      return;
+    }
+    // R2, R4: stored and named in one statement on the one sending connection; the row is
+    // visible when the notification arrives (both at commit).
+    const ref = `rp_${randomBytes(9).toString("hex")}`;
+    const now = Date.now();
+    sender
+      .query(
+        `WITH stored AS (INSERT INTO relay_payloads (id, payload, created_at) VALUES ($1, $2, $3))
+         SELECT pg_notify($4, $5)`,
+        [ref, JSON.stringify(event), now, eventsChannel, JSON.stringify({ origin: nodeId, ref })],
+      )
+      .catch(() => undefined);
+    if (now - prunedAt > 60_000) {
+      prunedAt = now;
+      sender
+        .query("DELETE FROM relay_payloads WHERE created_at < $1", [now - payloadRetentionMs])
+        .catch(() => undefined);
+    }
   });
 
   return {
@@ -114,6 +155,7 @@ export async function connectPostgresRelay(options: PostgresRelayOptions): Promi
       options.hub.attachRelay(() => undefined);
       await listener?.end().catch(() => undefined);
       await sender.end().catch(() => undefined);
+      await reader.end().catch(() => undefined);
     },
   };
 }

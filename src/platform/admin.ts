@@ -13,9 +13,9 @@ export async function ensureLocalAdmin(
   dataDir: string,
 ): Promise<{ tokenFile: string; created: boolean }> {
   const tokenFile = join(dataDir, "admin-token");
-  let admin = await store.findAdminAccount();
-  const created = admin === undefined;
-  admin ??= await store.createAccount({ name: "admin", isAdmin: true });
+  // One admin however many nodes start together on a fresh database (STORE-ADMIN1); each node
+  // writes its own token file for it (docs/operations.md, "Scale mode").
+  const { account: admin, created } = await store.ensureAdminAccount("admin");
   if (created || !existsSync(tokenFile)) {
     const { token } = await issueApiToken(store, admin.id, "local admin");
     await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });

@@ -7,6 +7,7 @@
 export type * from "./skills-api.ts";
 export type * from "./teams-api.ts";
 import type { BotTeam, ConversationPlace } from "./teams-api.ts";
+export type * from "./mcp-api.ts";
 
 export interface Me {
   id: string;
@@ -35,6 +36,8 @@ export interface Bot {
   team?: BotTeam & { ownerName: string };
   /** True when the caller owns it (and so may edit it). */
   own: boolean;
+  /** Its `browser` calls record a few frames per second, kept with the turn as an attachment. */
+  browserRecording: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -161,6 +164,24 @@ export interface ModelPayload {
   /** The prompt sections this call was sent, hashed (PRM2). */
   prompt?: PromptHash[];
 }
+/** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export interface Attachment {
+  id: string;
+  conversationId: string;
+  turnId: string;
+  /** The tool call that produced it (its tool step's `callId`). */
+  callId: string;
+  kind: AttachmentKind;
+  name: string;
+  mimeType: string;
+  size: number;
+  createdAt: string;
+}
+export interface AttachmentList {
+  attachments: Attachment[];
+}
+
 export interface ToolPayload {
   callId: string;
   name: string;
@@ -339,6 +360,46 @@ export interface PreviewLink {
   port: number;
   /** ISO time after which the link no longer opens (a session it opened lasts longer). */
   expiresAt: string;
+}
+
+/** One screen of the caller's computer (`GET /v1/computers/me/screens`, docs/live-view.md). */
+export interface Screen {
+  /** `s-<botId>`. */
+  id: string;
+  botId: string;
+  width: number;
+  height: number;
+  /** A bot's `browser` or `computer` call is running on it. */
+  busy: boolean;
+  /** Who holds the control lease; null: nobody (every viewer is view-only). */
+  controller: ScreenController | null;
+}
+
+export interface ScreenController {
+  /** The live view (one viewer) holding the lease. */
+  viewerId: string;
+  /** ISO time the lease ends unless renewed. */
+  until: string;
+  /** `person` (Take control) or `handoff` (the bot asked, ask_user_to_take_over). */
+  reason: string;
+}
+
+export interface ScreenList {
+  screens: Screen[];
+}
+
+/** `POST /v1/computers/me/screens/{id}/viewers`: a WebSocket address for one live view. */
+export interface ScreenViewer {
+  viewerId: string;
+  /** The path of the VNC WebSocket, with its ticket (`?ticket=`); good until `expiresAt`. */
+  path: string;
+  expiresAt: string;
+}
+
+/** `POST /v1/computers/me/screens/{id}/control`: the lease now held. */
+export interface ScreenControl {
+  screenId: string;
+  controller: ScreenController;
 }
 
 export type StreamEvent =

@@ -11,8 +11,11 @@ import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
+import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
+import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
+import { createMcpQueries } from "./mcp-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -114,15 +117,19 @@ const toBot = (row: BotRow): Bot => {
     skills: settings.skills ?? null,
     notify: settings.notify === true,
     teamId: row.team_id ?? null,
+    browserRecording: settings.browserRecording === true,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
 };
-const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills" | "notify">): string =>
+const settingsOf = (
+  bot: Pick<Bot, "memoryReview" | "skills" | "notify" | "browserRecording">,
+): string =>
   JSON.stringify({
     memoryReview: bot.memoryReview,
     skills: bot.skills,
     notify: bot.notify,
+    browserRecording: bot.browserRecording,
   } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
@@ -280,6 +287,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
     await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
+    await deleteAttachmentsOf(tx, where, key); // ATS2
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
       key,
@@ -326,6 +334,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     }
   }
 
+  async function findAdmin(): Promise<Account | undefined> {
+    const row = await first<AccountRow>(
+      driver,
+      "SELECT * FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1",
+      [],
+    );
+    return row === undefined ? undefined : toAccount(row);
+  }
+
   return {
     ...createMemoryQueries(driver, now, ids),
     ...createSkillQueries(driver, now, ids, insertAudit),
@@ -335,6 +352,9 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
     ...createTeamQueries(driver, now, ids, insertAudit),
+    ...createAttachmentQueries(driver, now),
+    ...createMcpQueries(driver, now, insertAudit),
+    ...createScreenLeaseQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -377,13 +397,20 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       return row === undefined ? undefined : toAccount(row);
     },
 
-    async findAdminAccount() {
-      const row = await first<AccountRow>(
-        driver,
-        "SELECT * FROM accounts WHERE is_admin = 1 ORDER BY created_at, id LIMIT 1",
-        [],
+    findAdminAccount: findAdmin,
+
+    async ensureAdminAccount(name) {
+      const existing = await findAdmin();
+      if (existing !== undefined) return { account: existing, created: false };
+      const id = ids("acct");
+      // STORE-ADMIN1: the unique index accounts_one_admin lets one insert through.
+      await driver.run(
+        "INSERT INTO accounts (id, name, is_admin, created_at) VALUES (?, ?, 1, ?) ON CONFLICT DO NOTHING",
+        [id, name, now()],
       );
-      return row === undefined ? undefined : toAccount(row);
+      const account = await findAdmin();
+      if (account === undefined) throw new Error("the admin account vanished while it was made");
+      return { account, created: account.id === id };
     },
 
     async createApiToken({ accountId, name, tokenHash }) {
@@ -471,6 +498,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       skills = null,
       notify = false,
       teamId = null,
+      browserRecording = false,
     }) {
       const at = now();
       const bot: Bot = {
@@ -483,6 +511,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         skills,
         notify,
         teamId,
+        browserRecording,
         createdAt: at,
         updatedAt: at,
       };
@@ -554,6 +583,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           skills: patch.skills === undefined ? bot.skills : patch.skills,
           notify: patch.notify ?? bot.notify,
           teamId: patch.teamId === undefined ? bot.teamId : patch.teamId,
+          browserRecording: patch.browserRecording ?? bot.browserRecording,
           updatedAt: now(),
         };
         if (patch.teamId !== undefined && patch.teamId !== null)
@@ -613,6 +643,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
         // Its secrets (SST1): their sealed values are of no use to anyone else.
         await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
+        await tx.run("DELETE FROM mcp_servers WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

@@ -103,6 +103,23 @@ export function storeContract(
         expect(await store.findAdminAccount()).toBeUndefined();
       }));
 
+    it("makes one admin however many callers race for it (STORE-ADMIN1)", () =>
+      withStore(async (store) => {
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, () => store.ensureAdminAccount("admin")),
+        );
+        expect(new Set(answers.map((answer) => answer.account.id)).size).toBe(1);
+        expect(answers.filter((answer) => answer.created)).toHaveLength(1);
+        expect(await store.ensureAdminAccount("admin")).toEqual({
+          account: answers[0]!.account,
+          created: false,
+        });
+        await expect(store.createAccount({ name: "second", isAdmin: true })).rejects.toThrow();
+        expect(await store.createAccount({ name: "user", isAdmin: false })).toMatchObject({
+          isAdmin: false,
+        });
+      }));
+
     it("finds accounts by token hash only (STORE5)", () =>
       withStore(async (store) => {
         const admin = await store.createAccount({ name: "root", isAdmin: true });

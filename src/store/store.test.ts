@@ -11,6 +11,8 @@ import { createSqliteDriver } from "./sqlite-driver.ts";
 import { routineStoreContract } from "./routine.contract.ts";
 import { resultsContract } from "./results.contract.ts";
 import { approvalsContract } from "./approvals.contract.ts";
+import { attachmentsContract } from "./attachments.contract.ts";
+import { screenLeasesContract } from "./screen-leases.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -38,6 +40,8 @@ storeContract("sqlite", openSqlite);
 resultsContract("sqlite", openSqlite);
 routineStoreContract("sqlite", openSqlite);
 approvalsContract("sqlite", openSqlite);
+attachmentsContract("sqlite", openSqlite);
+screenLeasesContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -57,6 +61,8 @@ if (postgres.ok) {
   resultsContract("postgres", openPostgres);
   routineStoreContract("postgres", openPostgres);
   approvalsContract("postgres", openPostgres);
+  attachmentsContract("postgres", openPostgres);
+  screenLeasesContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);
@@ -105,6 +111,49 @@ describe("store migrations: sqlite", () => {
       await migrated.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Two admins, as nodes racing on a fresh database made them before migration 22. */
+async function twoAdminsThenMigrate(driver: () => SqlDriver) {
+  const store = createSqlStore(driver());
+  await store.migrate();
+  const raw = driver();
+  await raw.run("DROP INDEX accounts_one_admin");
+  await raw.run("DELETE FROM schema_migrations WHERE version = 22");
+  const first = await store.createAccount({ name: "admin", isAdmin: true });
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const second = await store.createAccount({ name: "admin", isAdmin: true });
+  await store.migrate();
+  const admins = await raw.all<{ id: string }>("SELECT id FROM accounts WHERE is_admin = 1");
+  await raw.close();
+  await store.close();
+  return { first, second, admins };
+}
+
+describe("store migrations: one admin (STORE-ADMIN1)", () => {
+  it("migration 22 keeps the older of two admins on SQLite", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "roost-store-"));
+    try {
+      const { first, admins } = await twoAdminsThenMigrate(() =>
+        createSqliteDriver(join(dir, "roost.db")),
+      );
+      expect(admins.map((admin) => admin.id)).toEqual([first.id]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(postgres.ok)("migration 22 keeps the older of two admins on Postgres", async () => {
+    const database = await createTestDatabase();
+    try {
+      const { first, admins } = await twoAdminsThenMigrate(() =>
+        createPostgresDriver(database.url),
+      );
+      expect(admins.map((admin) => admin.id)).toEqual([first.id]);
+    } finally {
+      await database.drop();
     }
   });
 });

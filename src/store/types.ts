@@ -25,9 +25,12 @@ import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
+import type { McpStore } from "./mcp-types.ts";
+import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
+import type { AttachmentStore } from "./attachment-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -36,9 +39,12 @@ export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
+export type * from "./mcp-types.ts";
+export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
+export type * from "./attachment-types.ts";
 
 export interface Account {
   id: string;
@@ -71,6 +77,8 @@ export interface Bot {
   notify: boolean;
   /** The team it is published to (a team bot, docs/teams.md); null: the owner's alone. */
   teamId: string | null;
+  /** Its browser calls record a few frames per second, kept with the turn (issue 13 §4). */
+  browserRecording: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -80,6 +88,7 @@ export interface BotSettings {
   memoryReview?: boolean;
   skills?: string[] | null;
   notify?: boolean;
+  browserRecording?: boolean;
 }
 
 /**
@@ -185,6 +194,7 @@ export interface BotPatch {
   notify?: boolean;
   /** Publish to a team (its owner must belong to it, TEAM3), or null to unpublish. */
   teamId?: string | null;
+  browserRecording?: boolean;
 }
 
 export interface Store
@@ -196,7 +206,10 @@ export interface Store
     UsageStore,
     ApprovalStore,
     SecretStore,
-    TeamStore {
+    TeamStore,
+    AttachmentStore,
+    McpStore,
+    ScreenLeaseStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -205,6 +218,11 @@ export interface Store
   createAccount(input: { name: string; isAdmin: boolean }): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
   findAdminAccount(): Promise<Account | undefined>;
+  /**
+   * STORE-ADMIN1: the one admin account, created if there is none. Nodes that call it at the
+   * same time on one database get the same account; `created` is true for exactly one of them.
+   */
+  ensureAdminAccount(name: string): Promise<{ account: Account; created: boolean }>;
   /** STORE5: pass the SHA-256 hash, never the token. */
   createApiToken(input: { accountId: string; name: string; tokenHash: string }): Promise<ApiToken>;
   findAccountByTokenHash(tokenHash: string): Promise<Account | undefined>;
@@ -231,6 +249,7 @@ export interface Store
     notify?: boolean;
     /** TEAM3: NotFoundError when the account is not a member of the team. */
     teamId?: string | null;
+    browserRecording?: boolean;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
   /** Other accounts' bots published to a team this account belongs to, oldest first. */

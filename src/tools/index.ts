@@ -41,3 +41,10 @@ export {
   type ComputerSecrets,
   type ComputerToolsOptions,
 } from "./computer-tools.ts";
+export {
+  createHandoffTool,
+  defaultHandoffTimeoutMs,
+  handBackScreen,
+  handoffToolName,
+  type HandoffWorkerCaller,
+} from "./handoff-tool.ts";

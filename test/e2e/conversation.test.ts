@@ -3,6 +3,7 @@
  * server, driven only through the HTTP API.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { connect } from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,6 +30,30 @@ describe("a conversation end to end (demo model, embedded Restate)", () => {
   it("writes the admin token with mode 0600 and says where", () => {
     expect(statSync(join(dataDir, "admin-token")).mode & 0o777).toBe(0o600);
     expect(roost.output()).toContain(join(dataDir, "admin-token"));
+  });
+
+  it("the loop's service endpoint refuses a request Restate did not sign (RI1)", async () => {
+    // Anyone on the host can reach 127.0.0.1; only the embedded engine holds the signing key.
+    const session = connect(`http://127.0.0.1:${roost.servicePort}`);
+    const status = (path: string, method: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = session.request({
+          ":method": method,
+          ":path": path,
+          "content-type": "application/vnd.restate.invocation.v5",
+        });
+        request.on("response", (headers) => resolve(Number(headers[":status"])));
+        request.on("error", reject);
+        request.end();
+      });
+    try {
+      expect(await status("/discover", "GET")).toBe(401);
+      expect(await status("/invoke/conversation/takeInbox", "POST")).toBe(401);
+      expect(await status("/health", "GET")).toBe(200);
+    } finally {
+      session.close();
+    }
+    expect(statSync(join(dataDir, "request-identity.pem")).mode & 0o777).toBe(0o600);
   });
 
   it("POSTs a message and reads the streamed reply from the events stream", async () => {

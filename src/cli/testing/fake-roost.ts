@@ -81,6 +81,7 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     notify: false,
     teamId: null,
     own: true,
+    browserRecording: false,
     createdAt: now(),
     updatedAt: now(),
   };

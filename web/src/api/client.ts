@@ -151,6 +151,7 @@ export function createApiClient(options: ApiClientOptions) {
       skills?: string[] | null;
       notify?: boolean;
       teamId?: string | null;
+      browserRecording?: boolean;
     }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
@@ -162,6 +163,7 @@ export function createApiClient(options: ApiClientOptions) {
         skills?: string[] | null;
         notify?: boolean;
         teamId?: string | null;
+        browserRecording?: boolean;
       },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
@@ -202,6 +204,15 @@ export function createApiClient(options: ApiClientOptions) {
       json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
     downloadFile: async (path: string) =>
       (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
+    /** An attachment's bytes (GET /v1/conversations/{id}/attachments/{attachmentId}). */
+    attachment: async (conversationId: string, attachmentId: string, signal?: AbortSignal) =>
+      (
+        await send(
+          "GET",
+          `/v1/conversations/${enc(conversationId)}/attachments/${enc(attachmentId)}`,
+          { signal },
+        )
+      ).blob(),
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },

@@ -5,6 +5,7 @@ import { ApiError } from "../api/client.ts";
 import type { Bot, SkillSummary, Team } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
+import { McpServersSection } from "./mcp-servers.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -54,6 +55,7 @@ export function BotForm(
                 api={api}
               />
               <RoutinesSection botId={loaded.id} />
+              <McpServersSection botId={loaded.id} />
             </>
           )}
         </div>
@@ -83,6 +85,7 @@ function BotFields({
   );
   const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
   const [notify, setNotify] = useState(bot?.notify ?? false);
+  const [browserRecording, setBrowserRecording] = useState(bot?.browserRecording ?? false);
   const [skills, setSkills] = useState<string[] | null>(bot?.skills ?? null);
   const [teamId, setTeamId] = useState<string | null>(bot?.teamId ?? null);
   const [teams, setTeams] = useState<Team[]>([]);
@@ -117,6 +120,7 @@ function BotFields({
           skills,
           notify,
           ...(teamId === null ? {} : { teamId }),
+          browserRecording,
         });
       } else {
         const patch: Parameters<typeof api.updateBot>[1] = {};
@@ -125,6 +129,7 @@ function BotFields({
         if (model !== bot.model) patch.model = model;
         if (memoryReview !== bot.memoryReview) patch.memoryReview = memoryReview;
         if (notify !== bot.notify) patch.notify = notify;
+        if (browserRecording !== bot.browserRecording) patch.browserRecording = browserRecording;
         if (!sameSkills(skills, bot.skills)) patch.skills = skills;
         if (teamId !== bot.teamId) patch.teamId = teamId;
         saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
@@ -264,6 +269,23 @@ function BotFields({
           You are told when a turn ends with a reply, stops with an error, or leaves a draft for
           you: in the sidebar, as a browser notification once you turn those on, and at your
           notifications webhook if you set one (docs/results.md).
+        </p>
+      </fieldset>
+      <fieldset className="field">
+        <legend>Browser</legend>
+        <label className="choice">
+          <input
+            type="checkbox"
+            name="browserRecording"
+            checked={browserRecording}
+            onChange={(event) => setBrowserRecording(event.target.checked)}
+            aria-describedby={`${id}-recording-help`}
+          />
+          <span>Record this bot’s browser tasks</span>
+        </label>
+        <p className="muted field-help" id={`${id}-recording-help`}>
+          A few frames per second of each browser step are kept with the turn, as an attachment you
+          can play back in the chat (docs/web-tools.md).
         </p>
       </fieldset>
       <SkillsLimit value={skills} onChange={setSkills} api={api} />
