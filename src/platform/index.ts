@@ -64,6 +64,7 @@ import {
   handBackScreen,
   type ToolSource,
 } from "../tools/index.ts";
+import { createConsentHooks } from "../teams/index.ts";
 import {
   createLexicalRanker,
   createMemoryPassObject,
@@ -402,8 +403,8 @@ export async function startPlatform(
       oauthRedirectUrl: mcpOAuthRedirectUrl,
     });
     const routed = createToolRouter({
-      policy: approvals.policy,
-      ask: approvals.ask,
+      // A teammate's secret in a shared place waits for their consent card first (teams/ CONS1).
+      ...createConsentHooks({ store, policy: approvals.policy, ask: approvals.ask }),
       ...secretRedaction,
       sources: [
         ...(options.toolSources ?? [
@@ -643,6 +644,7 @@ export async function startPlatform(
     );
 
     const api = createApi({
+      ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }), // invitation links
       attachments: { blobs },
       memory,
       skills,

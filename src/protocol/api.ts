@@ -5,6 +5,8 @@
  */
 
 export type * from "./skills-api.ts";
+export type * from "./teams-api.ts";
+import type { BotTeam, ConversationPlace } from "./teams-api.ts";
 export type * from "./mcp-api.ts";
 
 export interface Me {
@@ -28,6 +30,12 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
   notify: boolean;
+  /** The team it is published to (a team bot), or null. */
+  teamId: string | null;
+  /** Set on a teammate's team bot in `GET /v1/bots`: the caller may talk to it, not edit it. */
+  team?: BotTeam & { ownerName: string };
+  /** True when the caller owns it (and so may edit it). */
+  own: boolean;
   /** Its `browser` calls record a few frames per second, kept with the turn as an attachment. */
   browserRecording: boolean;
   createdAt: string;
@@ -42,6 +50,8 @@ export interface Conversation {
   title: string;
   lastSeq: number;
   state: TurnState;
+  /** Where it happens (docs/teams.md). */
+  place: ConversationPlace;
   /**
    * The sidebar's state: `working` (a turn runs), `needs_attention` (a draft to review or an
    * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
@@ -476,7 +486,8 @@ export interface ErrorBody {
 }
 
 /** What a bot remembers (GET /v1/bots/{id}/memory). */
-export type MemoryTier = "user" | "profile" | "log" | "note";
+/** `team`: a team bot's team memory, read by everyone who talks to it (docs/teams.md). */
+export type MemoryTier = "user" | "profile" | "log" | "note" | "team";
 export interface MemoryFact {
   id: string;
   tier: MemoryTier;
@@ -489,8 +500,8 @@ export interface MemoryFact {
 export interface MemoryRevision {
   id: string;
   factId: string;
-  /** bot: one bot's memory; user: the account's user facts. */
-  scope: "bot" | "user";
+  /** bot: one bot's memory; user: the account's user facts; team: a team bot's team memory. */
+  scope: "bot" | "user" | "team";
   tier: MemoryTier;
   action: "add" | "replace" | "remove";
   /** Who made it: the bot's memory tool, the post-turn pass, or a person. */
@@ -503,6 +514,8 @@ export interface MemoryRevision {
   status: "applied" | "proposed" | "rejected";
   /** The revision this one reverts. */
   revertOf: string | null;
+  /** Provenance: the person it was made for (the talking person), when known. */
+  byAccountId: string | null;
   createdAt: string;
 }
 export interface BotMemory {

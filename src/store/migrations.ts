@@ -559,6 +559,60 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 24,
+    statements: [
+      // Teams (team-types.ts, TEAM1-TEAM5; docs/teams.md).
+      `CREATE TABLE teams (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE team_members (
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        role TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (team_id, account_id))`,
+      `CREATE INDEX team_members_by_account ON team_members (account_id)`,
+      // Only the token's SHA-256 hash is kept (TEAM4); a used or expired row stays as the record.
+      `CREATE TABLE team_invitations (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        accepted_by TEXT,
+        accepted_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      // A team bot: published by its owner to one team (null: the owner's alone).
+      `ALTER TABLE bots ADD COLUMN team_id TEXT`,
+      `CREATE INDEX bots_by_team ON bots (team_id)`,
+      // Where the conversation happens: 'direct' (one person's chat) or 'shared' (a channel,
+      // group DM or thread); it decides the computer and the credentials (docs/teams.md).
+      `ALTER TABLE conversations ADD COLUMN place TEXT NOT NULL DEFAULT 'direct'`,
+      // The account that owns a bot's shared computer (the computer of its shared places):
+      // an account with no token, made on the first shared turn (TEAM6).
+      // A person's consent to let a bot use one of their credentials in one shared place
+      // (TEAM7; docs/teams.md "Consent"): kind 'secret' today, MCP servers and accounts later.
+      `CREATE TABLE credential_consents (
+        bot_id TEXT NOT NULL,
+        place_id TEXT NOT NULL,
+        owner_account_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        granted_at BIGINT NOT NULL,
+        PRIMARY KEY (bot_id, place_id, owner_account_id, kind, name))`,
+      `CREATE INDEX credential_consents_by_owner ON credential_consents (owner_account_id)`,
+      // Memory provenance: who a change was made for (the talking person; docs/teams.md).
+      `ALTER TABLE memory_revisions ADD COLUMN by_account_id TEXT`,
+      `CREATE TABLE bot_shared_accounts (
+        bot_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+        created_at BIGINT NOT NULL)`,
+    ],
+  },
+  {
     version: 25,
     statements: [
       // MCP servers (mcp-types.ts, MST1): per bot (scope 'bot') or per account (scope 'user').

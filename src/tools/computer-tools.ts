@@ -48,7 +48,8 @@ import { CallFailedError, type DurableContext } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
 import { interruptedResult } from "./define.ts";
 import type { ToolSource } from "./router.ts";
-import type { ToolCallContext, ToolResult } from "./types.ts";
+import { redactionAccountOf, secretsOwnersOf } from "./route.ts";
+import type { ToolCallContext, ToolResult, ToolTurnContext } from "./types.ts";
 
 /** CT1: the exact text a non-waking tool returns on a sleeping computer. */
 export const asleepMessage =
@@ -121,9 +122,19 @@ export interface ComputerToolsOptions {
 /** What computer tools need of the secrets module (CT8, CT9). */
 export interface ComputerSecrets {
   /** The variables a bot's shell processes get. */
-  envFor(accountId: string, botId: string): Promise<Record<string, string>>;
+  envFor(
+    accountId: string | null,
+    botId: string | null,
+    consentedIn?: string,
+  ): Promise<Record<string, string>>;
   /** Replaces every complete secret value of the account in `text` (unchanged: none there). */
   redactorFor(accountId: string): Promise<{ empty: boolean; whole(text: string): string }>;
+}
+
+/** CT8, ROUTE2: the variables the turn's route lets its shell processes have. */
+function envOf(secrets: ComputerSecrets, context: ToolTurnContext) {
+  const { userAccountId, botId, consentedIn } = secretsOwnersOf(context);
+  return secrets.envFor(userAccountId, botId, consentedIn);
 }
 
 /** CT9: what redaction writes, and so what the model may try to write back. */
@@ -173,7 +184,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         : String(input.newString).includes(redactedMarkText) ||
           String(input.oldString).includes(redactedMarkText);
     if (!carried) return undefined;
-    const redactor = await options.secrets.redactorFor(context.accountId);
+    const redactor = await options.secrets.redactorFor(redactionAccountOf(context)); // ROUTE4
     if (redactor.empty) return undefined;
     const current = await options.gateway.call(
       computerId,
@@ -284,7 +295,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
                 ? {
                     ...toolInput,
                     env: {
-                      ...(await options.secrets.envFor(context.accountId, context.botId)),
+                      ...(await envOf(options.secrets, context)), // ROUTE2
                       ...(toolInput.env as Record<string, string> | undefined),
                     },
                   } // CT8

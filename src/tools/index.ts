@@ -10,8 +10,10 @@ export type {
   ToolResult,
   ToolRouter,
   ToolTurnContext,
+  TurnRoute,
   TurnTrigger,
 } from "./types.ts";
+export { redactionAccountOf, secretsOwnersOf } from "./route.ts";
 export {
   createToolRouter,
   type AskHook,
