@@ -183,11 +183,12 @@ export function resultsContract(
           (await store.finishDraftSend(draft.id, { ok: false, channel: null, error: "late" }))
             ?.status,
         ).toBe("sent");
+        // Each attempt starts only when it is awaited: one that failed unawaited is an unhandled rejection.
         for (const attempt of [
-          store.claimDraft(owner.id, draft.id),
-          store.discardDraft({ accountId: owner.id, id: draft.id, actorAccountId: owner.id }),
+          () => store.claimDraft(owner.id, draft.id),
+          () => store.discardDraft({ accountId: owner.id, id: draft.id, actorAccountId: owner.id }),
         ]) {
-          const error = await rejection(attempt);
+          const error = await rejection(attempt());
           expect(isRoostError(error) && error.code).toBe("conflict");
           expect((error as Error).message).toContain("sent already");
         }
