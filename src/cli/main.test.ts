@@ -191,10 +191,10 @@ describe("usage errors exit 2 with a message and the usage", () => {
     expect(result.stderr).toContain(usage);
   });
 
-  it("roost chat without text on a terminal asks for the message", async () => {
-    const result = await run(["chat"], { stdinIsTty: true });
+  it("roost chat with both TEXT and --interactive says to pick one", async () => {
+    const result = await run(["chat", "-i", "hello"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain("missing the message (give TEXT, or pipe it on stdin)");
+    expect(result.stderr).toContain("give either TEXT or --interactive");
   });
 
   it("roost chat with an empty stdin says so", async () => {
