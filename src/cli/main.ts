@@ -19,6 +19,9 @@ import {
 import { approvalsGroup } from "./approvals.ts";
 import { botsGroup } from "./bots.ts";
 import { chatCommand } from "./chat.ts";
+import { createCompletionCommand } from "./completion.ts";
+import { conversationsGroup } from "./conversations.ts";
+import { filesGroup } from "./files.ts";
 import { ApiError, ConnectionError } from "./client.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
@@ -28,11 +31,14 @@ import { workerCommand } from "./worker.ts";
 const entries: (Command | CommandGroup)[] = [
   upCommand,
   chatCommand,
+  conversationsGroup,
   botsGroup,
+  filesGroup,
   approvalsGroup,
   accountsGroup,
   tokenGroup,
   workerCommand,
+  createCompletionCommand(() => entries),
 ];
 
 function isGroup(entry: Command | CommandGroup): entry is CommandGroup {
