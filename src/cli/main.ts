@@ -28,7 +28,7 @@ import { tokenGroup } from "./token.ts";
 import { upCommand } from "./up.ts";
 import { workerCommand } from "./worker.ts";
 
-const entries: (Command | CommandGroup)[] = [
+export const entries: (Command | CommandGroup)[] = [
   upCommand,
   chatCommand,
   conversationsGroup,
