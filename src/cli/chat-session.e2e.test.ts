@@ -188,48 +188,89 @@ describe("roost chat --interactive with a piped stdin", () => {
   });
 });
 
+/** `roost chat ARGS` on a new pseudo-terminal (util-linux `script` copies our pipe to it). */
+function startTerminal(args: string[], env: Record<string, string> = {}) {
+  // `exec`: no shell stays between, so the chat's exit status is the one `script` reports (a
+  // shell that got the terminal's SIGINT during a turn could otherwise die of it afterwards).
+  const command = `exec ${[process.execPath, mainPath, ...args].map((word) => `'${word}'`).join(" ")}`;
+  const session = spawn("script", ["-qfec", command, "/dev/null"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      ROOST_URL: roost!.url,
+      ROOST_TOKEN: roost!.adminToken,
+      ROOST_CHAT_HISTORY: "off",
+      NO_COLOR: "1",
+      TERM: "xterm",
+      ...env,
+    },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let screen = "";
+  session.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
+  const timer = setTimeout(() => session.kill("SIGKILL"), 60_000);
+  const closed = new Promise<number | null>((resolve) =>
+    session.once("close", (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    }),
+  );
+  return {
+    session,
+    closed,
+    get screen() {
+      return screen;
+    },
+    /** How many prompts were shown so far. */
+    prompts: () => screen.split("you ›").length - 1,
+  };
+}
+
 describe("roost chat on a terminal", () => {
+  it("Ctrl-C during a turn stops it and the prompt comes back; Ctrl-C twice at the prompt quits", async () => {
+    await ensureBot("terminal-stop");
+    const terminal = startTerminal(["chat", "--bot", "terminal-stop", "--new"]);
+    try {
+      await waitFor(() => terminal.prompts() === 1, { what: "the prompt" });
+      terminal.session.stdin.write("$ wait on the terminal\r");
+      await waitFor(() => runningCommands.has("wait on the terminal"), { what: "the tool to run" });
+      terminal.session.stdin.write("\x03"); // the terminal's Ctrl-C: SIGINT to the chat (SES4)
+      await waitFor(() => terminal.screen.includes("⏹ stopped by you"), { what: "the stop" });
+      await waitFor(() => terminal.prompts() === 2, { what: "the prompt after the stop" });
+      terminal.session.stdin.write("\x03");
+      await waitFor(() => terminal.screen.includes("(Ctrl-C again or Ctrl-D to quit)"), {
+        what: "the hint",
+      });
+      terminal.session.stdin.write("\x03");
+      expect(await terminal.closed).toBe(0);
+    } finally {
+      if (terminal.session.exitCode === null) terminal.session.kill("SIGKILL");
+    }
+  });
+
   it("prompts, streams replies, recalls the last line with ↑, quits on Ctrl-D and keeps a 0600 history", async () => {
     await ensureBot("terminal");
     const home = mkdtempSync(join(tmpdir(), "roost-chat-history-"));
     const historyFile = join(home, "state", "history");
     try {
-      const command = [process.execPath, mainPath, "chat", "--bot", "terminal", "--new"]
-        .map((word) => `'${word}'`)
-        .join(" ");
-      // `script` runs the command on a new pseudo-terminal and copies our pipe to it.
-      const session = spawn("script", ["-qfec", command, "/dev/null"], {
-        env: {
-          PATH: process.env.PATH ?? "",
-          ROOST_URL: roost!.url,
-          ROOST_TOKEN: roost!.adminToken,
-          ROOST_CHAT_HISTORY: historyFile,
-          NO_COLOR: "1",
-          TERM: "xterm",
-        },
-        stdio: ["pipe", "pipe", "pipe"],
+      const terminal = startTerminal(["chat", "--bot", "terminal", "--new"], {
+        ROOST_CHAT_HISTORY: historyFile,
       });
-      let screen = "";
-      session.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
-      const closed = new Promise<number | null>((resolve) => session.once("close", resolve));
-      const timer = setTimeout(() => session.kill("SIGKILL"), 60_000);
       try {
-        await waitFor(() => screen.includes("you ›"), { what: "the prompt" });
-        session.stdin.write("hello terminal\r");
-        await waitFor(() => screen.includes('You said: "hello terminal"'), {
+        await waitFor(() => terminal.prompts() === 1, { what: "the prompt" });
+        terminal.session.stdin.write("hello terminal\r");
+        await waitFor(() => terminal.screen.includes('You said: "hello terminal"'), {
           what: "the first reply",
         });
-        await waitFor(() => screen.split("you ›").length >= 3, { what: "the next prompt" });
-        session.stdin.write("\x1b[A\r"); // ↑ then Enter: the same line again
-        await waitFor(() => screen.split('You said: "hello terminal"').length >= 3, {
+        await waitFor(() => terminal.prompts() === 2, { what: "the next prompt" });
+        terminal.session.stdin.write("\x1b[A\r"); // ↑ then Enter: the same line again
+        await waitFor(() => terminal.screen.split('You said: "hello terminal"').length === 3, {
           what: "the recalled line's reply",
         });
-        await waitFor(() => screen.split("you ›").length >= 4, { what: "the third prompt" });
-        session.stdin.write("\x04"); // Ctrl-D at an empty prompt
-        expect(await closed).toBe(0);
+        await waitFor(() => terminal.prompts() === 3, { what: "the third prompt" });
+        terminal.session.stdin.write("\x04"); // Ctrl-D at an empty prompt
+        expect(await terminal.closed).toBe(0);
       } finally {
-        clearTimeout(timer);
-        if (session.exitCode === null) session.kill("SIGKILL");
+        if (terminal.session.exitCode === null) terminal.session.kill("SIGKILL");
       }
       expect(readFileSync(historyFile, "utf8")).toBe("hello terminal\nhello terminal\n");
       expect(statSync(historyFile).mode & 0o777).toBe(0o600);
