@@ -39,7 +39,24 @@ async function run(
   return { code, stdout, stderr };
 }
 
-const commands = ["up", "chat", "bots list", "bots create", "accounts create", "token create"];
+const commands = [
+  "up",
+  "chat",
+  "bots list",
+  "bots create",
+  "accounts create",
+  "token create",
+  "conversations list",
+  "conversations show",
+  "conversations rename",
+  "conversations rm",
+  "files ls",
+  "files get",
+  "files put",
+  "approvals list",
+  "approvals approve",
+  "approvals deny",
+];
 const clientCommands = commands.filter((command) => command !== "up");
 
 describe("help", () => {
@@ -111,12 +128,15 @@ describe("help", () => {
     );
   });
 
-  it.each(["bots", "accounts", "token"])("roost %s --help lists its subcommands", async (group) => {
-    const result = await run([group, "--help"]);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(new RegExp(`^Usage: roost ${group} <command>`));
-    expect(result.stdout).toContain(`roost ${group} `);
-  });
+  it.each(["bots", "accounts", "token", "conversations", "files", "approvals"])(
+    "roost %s --help lists its subcommands",
+    async (group) => {
+      const result = await run([group, "--help"]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^Usage: roost ${group} <command>`));
+      expect(result.stdout).toContain(`roost ${group} `);
+    },
+  );
 
   it("roost --version prints the package version", async () => {
     const result = await run(["--version"]);
