@@ -85,6 +85,28 @@ function roostCli(
   });
 }
 
+/** Runs a bash script with ROOST_URL and ROOST_TOKEN set; resolves with its stdout. */
+function bash(script: string, env: Record<string, string> = {}): Promise<{ stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["--norc", "--noprofile", "-c", script], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        ROOST_URL: roost!.url,
+        ROOST_TOKEN: roost!.adminToken,
+        ...env,
+      },
+    });
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("error", reject);
+    child.once("close", () => {
+      clearTimeout(timer);
+      resolve({ stdout });
+    });
+  });
+}
+
 const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 describe("roost conversations", () => {
@@ -237,6 +259,20 @@ describe("roost files", () => {
     const piped = await roostCli(["files", "get", "cli/data/blob.bin", "-"]);
     expect(piped.code).toBe(0);
     expect(sha(piped.stdout)).toBe(sha(bytes));
+
+    // A reader that leaves early (`| head -c 10`) ends the download quietly: exit 0, no stack.
+    // (Async: the platform runs in this process, so a synchronous spawn would starve it.)
+    const early = await bash(
+      `'${process.execPath}' '${mainPath}' files get cli/data/blob.bin - 2>"$ERR" | head -c 10 > /dev/null; echo "\${PIPESTATUS[0]}"`,
+      { ERR: join(local, "early.err") },
+    );
+    expect({
+      status: early.stdout,
+      stderr: readFileSync(join(local, "early.err"), "utf8"),
+    }).toEqual({
+      status: "0\n",
+      stderr: "",
+    });
 
     const fromStdin = await roostCli(["files", "put", "-", "cli/stdin.txt"], {
       stdin: "piped in\n",

@@ -106,15 +106,51 @@ const lsCommand: Command = {
   },
 };
 
-/** Writes a chunk to stdout, waiting for it to drain when it is a Node stream that asks to. */
-async function writeRaw(io: CliIo, chunk: Uint8Array): Promise<void> {
-  const out = io.stdout as unknown as {
-    write(chunk: Uint8Array): unknown;
-    once?(event: "drain", listener: () => void): unknown;
+/** Node's side of stdout, when it is a Node stream (the process's): backpressure and errors. */
+interface NodeOutput {
+  write(chunk: Uint8Array): unknown;
+  once?(event: "drain" | "error", listener: (error?: unknown) => void): unknown;
+  removeListener?(event: "error", listener: (error?: unknown) => void): unknown;
+}
+
+/**
+ * Copies the download to stdout, waiting for it to drain when it asks to. A reader that goes away
+ * (`roost files get f - | head -c 10`) ends the copy quietly, like `cat`: true when it did.
+ */
+async function copyToStdout(
+  io: CliIo,
+  body: ReadableStream<Uint8Array>,
+  onChunk: (chunk: Uint8Array) => void,
+): Promise<boolean> {
+  const out = io.stdout as unknown as NodeOutput;
+  let closed = false;
+  let wake: () => void = () => undefined;
+  const onError = (error?: unknown) => {
+    if ((error as { code?: unknown } | undefined)?.code !== "EPIPE") throw error;
+    closed = true;
+    wake();
   };
-  const accepted = out.write(chunk);
-  if (accepted === false && typeof out.once === "function")
-    await new Promise<void>((resolve) => out.once?.("drain", resolve));
+  out.once?.("error", onError);
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done || closed) break;
+      onChunk(next.value);
+      const accepted = out.write(next.value); // FCLI3
+      if (accepted === false && typeof out.once === "function")
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          out.once?.("drain", () => resolve());
+        });
+      if (closed) break;
+    }
+  } finally {
+    out.removeListener?.("error", onError);
+    if (closed) await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
+  }
+  return closed;
 }
 
 const getCommand: Command = {
@@ -138,11 +174,10 @@ const getCommand: Command = {
     if (local === "-") {
       const download = await client.downloadFile(remote);
       let received = 0;
-      for await (const chunk of download.body) {
+      const readerLeft = await copyToStdout(io, download.body, (chunk) => {
         received += chunk.byteLength;
-        await writeRaw(io, chunk); // FCLI3
-      }
-      checkLength(remote, received, download.size);
+      });
+      if (!readerLeft) checkLength(remote, received, download.size);
       return 0;
     }
     const target = await localTarget(remote, local);
