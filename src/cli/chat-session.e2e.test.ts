@@ -188,6 +188,32 @@ describe("roost chat --interactive with a piped stdin", () => {
   });
 });
 
+describe("roost chat --interactive: the conversation deleted meanwhile", () => {
+  it("says it is gone and how to go on; /new goes on", async () => {
+    const bot = await ensureBot("vanishing");
+    const session = startSession(["chat", "--bot", "vanishing", "--new", "-i"]);
+    try {
+      session.child.stdin.write("before\n");
+      await waitFor(() => session.stdout.includes('You said: "before"'), { what: "the reply" });
+      const [conversation] = await admin.listConversations({ botId: bot.id });
+      const response = await fetch(`${roost!.url}/v1/conversations/${conversation!.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${roost!.adminToken}` },
+      });
+      expect(response.status).toBe(204);
+      session.child.stdin.end("after\n/new\nagain\n");
+      const code = await session.closed;
+      expect(code).toBe(1);
+      expect(session.stderr).toContain(
+        `(conversation ${conversation!.id} is gone; /new starts another)`,
+      );
+      expect(session.stdout).toContain('You said: "again"');
+    } finally {
+      if (session.child.exitCode === null) session.child.kill("SIGKILL");
+    }
+  });
+});
+
 /** `roost chat ARGS` on a new pseudo-terminal (util-linux `script` copies our pipe to it). */
 function startTerminal(args: string[], env: Record<string, string> = {}) {
   // `exec`: no shell stays between, so the chat's exit status is the one `script` reports (a

@@ -321,6 +321,9 @@ export async function runSession(options: {
         io.stderr.write(
           `roost: ${error.message}${error instanceof ApiError ? ` (${error.code})` : ""}\n`,
         );
+        // Deleted elsewhere (the web app, `roost conversations rm`) while the session was open.
+        if (error instanceof ApiError && error.status === 404 && parsed.kind === "message")
+          note(`(conversation ${conversation.id} is gone; /new starts another)`);
       }
     }
   } finally {

@@ -112,6 +112,8 @@ const listCommand: Command = {
     lines.forEach((line, index) =>
       io.stdout.write(`${index === 0 ? paint(io, io.stdout, "bold", line) : line}\n`),
     );
+    if (conversations.length === limit)
+      io.stderr.write(`(the ${limit} most recent; there may be more: --limit takes up to 500)\n`);
     return 0;
   },
 };
