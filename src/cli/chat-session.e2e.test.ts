@@ -246,8 +246,13 @@ function startTerminal(args: string[], env: Record<string, string> = {}) {
     get screen() {
       return screen;
     },
-    /** How many prompts were shown so far. */
+    /** How many prompts were shown so far (readline redraws the line, and the prompt, on ↑). */
     prompts: () => screen.split("you ›").length - 1,
+    /** Whether a prompt shows after the last occurrence of `text`. */
+    promptAfter: (text: string) => {
+      const at = screen.lastIndexOf(text);
+      return at >= 0 && screen.indexOf("you ›", at) > at;
+    },
   };
 }
 
@@ -256,12 +261,14 @@ describe("roost chat on a terminal", () => {
     await ensureBot("terminal-stop");
     const terminal = startTerminal(["chat", "--bot", "terminal-stop", "--new"]);
     try {
-      await waitFor(() => terminal.prompts() === 1, { what: "the prompt" });
+      await waitFor(() => terminal.prompts() >= 1, { what: "the prompt" });
       terminal.session.stdin.write("$ wait on the terminal\r");
       await waitFor(() => runningCommands.has("wait on the terminal"), { what: "the tool to run" });
       terminal.session.stdin.write("\x03"); // the terminal's Ctrl-C: SIGINT to the chat (SES4)
       await waitFor(() => terminal.screen.includes("⏹ stopped by you"), { what: "the stop" });
-      await waitFor(() => terminal.prompts() === 2, { what: "the prompt after the stop" });
+      await waitFor(() => terminal.promptAfter("⏹ stopped by you"), {
+        what: "the prompt after the stop",
+      });
       terminal.session.stdin.write("\x03");
       await waitFor(() => terminal.screen.includes("(Ctrl-C again or Ctrl-D to quit)"), {
         what: "the hint",
@@ -282,17 +289,21 @@ describe("roost chat on a terminal", () => {
         ROOST_CHAT_HISTORY: historyFile,
       });
       try {
-        await waitFor(() => terminal.prompts() === 1, { what: "the prompt" });
+        await waitFor(() => terminal.prompts() >= 1, { what: "the prompt" });
         terminal.session.stdin.write("hello terminal\r");
         await waitFor(() => terminal.screen.includes('You said: "hello terminal"'), {
           what: "the first reply",
         });
-        await waitFor(() => terminal.prompts() === 2, { what: "the next prompt" });
+        await waitFor(() => terminal.promptAfter('You said: "hello terminal"'), {
+          what: "the next prompt",
+        });
         terminal.session.stdin.write("\x1b[A\r"); // ↑ then Enter: the same line again
         await waitFor(() => terminal.screen.split('You said: "hello terminal"').length === 3, {
           what: "the recalled line's reply",
         });
-        await waitFor(() => terminal.prompts() === 3, { what: "the third prompt" });
+        await waitFor(() => terminal.promptAfter('You said: "hello terminal"'), {
+          what: "the third prompt",
+        });
         terminal.session.stdin.write("\x04"); // Ctrl-D at an empty prompt
         expect(await terminal.closed).toBe(0);
       } finally {
