@@ -53,8 +53,9 @@ describe("the history file", () => {
       const path = join(dir, "nested", "history");
       appendHistory(path, "one");
       appendHistory(path, "two");
+      appendHistory(path, "two");
       appendHistory(path, "multi\nline"); // not one line: not kept
-      expect(readFileSync(path, "utf8")).toBe("one\ntwo\n");
+      expect(readFileSync(path, "utf8")).toBe("one\ntwo\ntwo\n");
       expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(loadHistory(path)).toEqual(["two", "one"]);
       writeFileSync(

@@ -136,11 +136,15 @@ export function historyPath(env: Record<string, string | undefined>): string | u
 export function loadHistory(path: string | undefined): string[] {
   if (path === undefined) return [];
   try {
-    return readFileSync(path, "utf8")
-      .split("\n")
-      .filter((line) => line !== "")
-      .slice(-historyLimit)
-      .reverse();
+    return (
+      readFileSync(path, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+        // A line said twice in a row is one step back, as in the session that said it.
+        .filter((line, index, lines) => line !== lines[index - 1])
+        .slice(-historyLimit)
+        .reverse()
+    );
   } catch {
     return [];
   }

@@ -58,6 +58,8 @@ describe("roost completion bash", () => {
     ]);
     // A group given only options runs its default command: `roost approvals --state …`.
     expect(complete(stdout, ["roost", "approvals", "--st"])).toEqual(["--state"]);
+    expect(complete(stdout, ["roost", "files", "--lo"])).toEqual(["--long"]);
+    expect(complete(stdout, ["roost", "conversations", "--li"])).toEqual(["--limit"]);
     expect(complete(stdout, ["roost", "completion", ""])).toEqual(["bash", "zsh"]);
     expect(complete(stdout, ["roost", "help", "fil"])).toEqual(["files"]);
     // After an option that takes a value, no option is offered (the shell completes files).

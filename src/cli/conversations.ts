@@ -296,4 +296,5 @@ export const conversationsGroup: CommandGroup = {
   name: "conversations",
   summary: "List, show, rename and delete the account's conversations.",
   commands: [listCommand, showCommand, renameCommand, rmCommand],
+  defaultCommand: "list",
 };

@@ -318,4 +318,5 @@ export const filesGroup: CommandGroup = {
   name: "files",
   summary: "List, download and upload the files of your computer (/workspace).",
   commands: [lsCommand, getCommand, putCommand],
+  defaultCommand: "ls",
 };
