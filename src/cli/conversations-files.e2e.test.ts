@@ -323,9 +323,18 @@ describe("roost files", () => {
     const tooBig = await roostCli(["files", "put", huge, "huge.bin"]);
     expect(tooBig.code).toBe(1);
     expect(tooBig.stderr).toContain("uploads are limited to 25 MiB (26214400 bytes)");
-    expect((await roostCli(["files", "ls"])).text).not.toContain("huge.bin");
+    // The same from stdin: reading stops past the limit, and nothing is sent.
+    const flood = await roostCli(["files", "put", "-", "flood.bin"], {
+      stdin: Buffer.alloc(25 * 1024 * 1024 + 1),
+    });
+    expect(flood.code).toBe(1);
+    expect(flood.stderr).toContain("stdin is more than 25 MiB; uploads are limited to 25 MiB");
+    const names = (await roostCli(["files", "ls"])).text;
+    expect(names).not.toContain("huge.bin");
+    expect(names).not.toContain("flood.bin");
 
-    const notFolder = await roostCli(["files", "ls", "cli/stdin.txt"]);
+    await roostCli(["files", "put", "-", "errors/plain.txt"], { stdin: "a file" });
+    const notFolder = await roostCli(["files", "ls", "errors/plain.txt"]);
     expect(notFolder.code).toBe(1);
     expect(notFolder.stderr).toContain("is not a folder");
   });
