@@ -2308,4 +2308,3 @@ describe("API6: an outage is logged once, not per request", () => {
     }
   });
 });
-

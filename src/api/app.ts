@@ -23,10 +23,11 @@ import type { AccountEvent, ConversationEvent, EventHub } from "../events/index.
 import { newId } from "../ids.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
-import type { Account, Conversation, Store } from "../store/index.ts";
+import type { Account, Bot, Conversation, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { portsPath, type PortPreviews } from "./computer-ports.ts";
+import type { LiveView } from "./screens.ts";
 import { maxUploadBytes, registerComputerRoutes, type ComputerService } from "./computer-routes.ts";
 import { registerMemoryRoutes } from "./memory-routes.ts";
 import { isSkillArchiveUpload, registerSkillRoutes } from "./skills-routes.ts";
@@ -47,8 +48,13 @@ import type { ApprovalsService } from "../policy/index.ts";
 import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
+import { registerTeamRoutes } from "./team-routes.ts";
+import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
+import type { BlobStore } from "../blobs/index.ts";
+import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
+import type { McpService } from "../mcp/index.ts";
+import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
-import { ownBotOf } from "./ownership.ts";
 import {
   createRequestLimiter,
   createStreamLimiter,
@@ -80,6 +86,8 @@ export interface ApiDependencies {
   skills?: SkillService;
   /** Port previews of the caller's computer (computer-ports.ts). */
   ports?: PortPreviews;
+  /** The live view of the caller's screens (screens.ts). */
+  liveView?: LiveView;
   /** Routines and their webhooks (absent: no routines routes). */
   routines?: Omit<RoutineRouteDependencies, "store" | "checkModel">;
   /** Drafts, notifications and the owner's webhooks (absent: no results routes). */
@@ -90,11 +98,17 @@ export interface ApiDependencies {
   approvals?: ApprovalsService;
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
+  /** Conversation attachments' bytes (absent: no attachments routes). */
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
+  /** MCP servers per bot and per user (absent: no MCP server routes). */
+  mcp?: McpService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
    */
   interrupt(conversationId: string): boolean;
+  /** The URL users reach this server at, for invitation links. @default the request's origin */
+  publicUrl?: string;
   /** Keepalive comment interval of the events stream. @default 15000 */
   sseKeepAliveMs?: number;
   /** Where failed requests and failed kicks are logged (API2). @default silentLogger */
@@ -139,6 +153,12 @@ const skillNames = z
   .nullable();
 const memoryReview = z.boolean({ error: "memoryReview must be true or false" });
 const notify = z.boolean({ error: "notify must be true or false" });
+const teamId = z
+  .string({ error: "teamId must be a team's id (GET /v1/teams), or null to unpublish" })
+  .min(1)
+  .max(100)
+  .nullable();
+const browserRecording = z.boolean({ error: "browserRecording must be true or false" });
 const createBotBody = z.strictObject({
   name: text("name", { min: 1, max: 80 }),
   instructions: text("instructions", { max: 20_000 }).optional(),
@@ -146,6 +166,8 @@ const createBotBody = z.strictObject({
   memoryReview: memoryReview.optional(),
   skills: skillNames.optional(),
   notify: notify.optional(),
+  teamId: teamId.optional(),
+  browserRecording: browserRecording.optional(),
 });
 const patchBotBody = z
   .strictObject({
@@ -155,13 +177,23 @@ const patchBotBody = z
     memoryReview: memoryReview.optional(),
     skills: skillNames.optional(),
     notify: notify.optional(),
+    teamId: teamId.optional(),
+    browserRecording: browserRecording.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, {
-    error: "send at least one of name, instructions, model, memoryReview, skills, notify",
+    error:
+      "send at least one of name, instructions, model, memoryReview, skills, notify, teamId, browserRecording",
   });
 const createConversationBody = z.strictObject({
   botId: text("botId", { min: 1, max: 100 }),
   title: text("title", { max: 200 }).optional(),
+  /** docs/teams.md: `shared` runs on the bot's shared computer with the bot's credentials. */
+  place: z
+    .enum(["direct", "shared"], {
+      error:
+        'place must be "direct" (one person\'s chat) or "shared" (a channel, group DM or thread)',
+    })
+    .optional(),
 });
 const patchConversationBody = z.strictObject({ title: text("title", { min: 1, max: 200 }) });
 const postMessageBody = z.strictObject({
@@ -365,6 +397,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       routineRoutes,
     );
 
+  // MCPAPI4: a browser's redirect back from an MCP server's OAuth flow, with no API token.
+  if (deps.mcp !== undefined)
+    registerMcpOAuthCallback(app as unknown as Parameters<typeof registerMcpOAuthCallback>[0], {
+      mcp: deps.mcp,
+    });
+
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
     const match = header === undefined ? null : /^Bearer\s+(\S+)$/i.exec(header);
@@ -422,15 +460,58 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     if (!context.get("account").isAdmin)
       throw new RoostError("forbidden", "only an admin account may do this");
   };
-  // API1
-  const ownBot = (context: AppContext, id: string) =>
-    ownBotOf(store, context.get("account").id, id);
+  /** API1, TACC2: a conversation the caller may use (their own, or a shared one of a team bot). */
   const ownConversation = async (context: AppContext, id: string) => {
     const conversation = await store.getConversation(id);
-    if (conversation === undefined || conversation.accountId !== context.get("account").id) {
+    if (
+      conversation === undefined ||
+      !(await mayUseConversation(store, context.get("account").id, conversation))
+    ) {
       throw new NotFoundError("conversation", id);
     }
     return conversation;
+  };
+  /** Renaming and deleting a conversation is its starter's. */
+  const startedConversation = async (context: AppContext, id: string) => {
+    const conversation = await ownConversation(context, id);
+    if (conversation.accountId !== context.get("account").id)
+      throw new RoostError(
+        "forbidden",
+        "only the person who started this shared conversation may rename or delete it",
+      );
+    return conversation;
+  };
+  /** TACC1: a team bot's members may read it; only its owner edits or deletes it. */
+  const editableBot = async (context: AppContext, id: string) => {
+    const { bot, access } = await usableBotOf(store, context.get("account").id, id);
+    if (access !== "owner")
+      throw new RoostError(
+        "forbidden",
+        "only the bot's owner may change or delete a team bot; ask them, or create your own bot",
+      );
+    return bot;
+  };
+  /** TROLE3: the caller may publish to this team; 404 for a team they are not in (TAPI1). */
+  const checkPublish = async (context: AppContext, id: string | null | undefined) => {
+    if (id === undefined || id === null) return;
+    const role = await store.getTeamRole(id, context.get("account").id);
+    if (role === undefined) throw new NotFoundError("team", id);
+    if (!mayPublish(role))
+      throw new RoostError(
+        "forbidden",
+        "only a team's owners and admins publish bots to it; ask an owner to make you an admin",
+      );
+  };
+  const teamBotView = async (bot: Bot, callerId: string): Promise<Api.Bot> => {
+    const view = botView(bot, deps.defaultModel(), callerId);
+    if (bot.accountId === callerId || bot.teamId === null) return view;
+    const [team, owner] = await Promise.all([
+      store.getTeam(bot.teamId),
+      store.getAccount(bot.accountId),
+    ]);
+    return team === undefined
+      ? view
+      : { ...view, team: { id: team.id, name: team.name, ownerName: owner?.name ?? "" } };
   };
   const endStreams = (deleted: { conversationId: string } | { botId: string }) => {
     for (const live of liveStreams) {
@@ -550,8 +631,25 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       secrets: deps.secrets,
     });
+  registerTeamRoutes(app as unknown as Parameters<typeof registerTeamRoutes>[0], {
+    store,
+    clock,
+    ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
+  });
+  if (deps.attachments !== undefined)
+    registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
+    });
+  if (deps.mcp !== undefined)
+    registerMcpRoutes(app as unknown as Parameters<typeof registerMcpRoutes>[0], {
+      store,
+      mcp: deps.mcp,
+    });
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
+  if (deps.liveView !== undefined)
+    deps.liveView.register(app as unknown as Parameters<LiveView["register"]>[0]);
   if (deps.results !== undefined)
     registerResultsRoutes(app as unknown as Parameters<typeof registerResultsRoutes>[0], {
       store,
@@ -585,6 +683,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.post("/v1/bots", async (context) => {
     const body = await readJson(context, createBotBody);
     checkModel(body.model ?? null);
+    await checkPublish(context, body.teamId);
     const account = context.get("account");
     const bot = await store.createBot({
       accountId: account.id,
@@ -594,58 +693,80 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       memoryReview: body.memoryReview ?? false,
       skills: body.skills ?? null,
       notify: body.notify ?? false,
+      teamId: body.teamId ?? null,
+      browserRecording: body.browserRecording ?? false,
     });
     await store.audit({
       accountId: account.id,
       action: "bot.create",
       target: bot.id,
-      detail: { name: bot.name },
+      detail: { name: bot.name, ...(bot.teamId === null ? {} : { teamId: bot.teamId }) },
     });
-    return context.json(botView(bot, deps.defaultModel()), 201);
+    return context.json(botView(bot, deps.defaultModel(), account.id), 201);
   });
 
   app.get("/v1/bots", async (context) => {
-    const bots = await store.listBots(context.get("account").id);
+    const callerId = context.get("account").id;
+    const [own, team] = await Promise.all([
+      store.listBots(callerId),
+      store.listTeamBotsFor(callerId), // TACC1: teammates' bots published to the caller's teams
+    ]);
     return context.json({
-      bots: bots.map((bot) => botView(bot, deps.defaultModel())),
+      bots: [
+        ...own.map((bot) => botView(bot, deps.defaultModel(), callerId)),
+        ...(await Promise.all(team.map((bot) => teamBotView(bot, callerId)))),
+      ],
     } satisfies Api.BotList);
   });
 
-  app.get("/v1/bots/:id", async (context) =>
-    context.json(botView(await ownBot(context, context.req.param("id")), deps.defaultModel())),
-  );
+  app.get("/v1/bots/:id", async (context) => {
+    const callerId = context.get("account").id;
+    const { bot } = await usableBotOf(store, callerId, context.req.param("id"));
+    return context.json(await teamBotView(bot, callerId));
+  });
 
   app.patch("/v1/bots/:id", async (context) => {
-    const bot = await ownBot(context, context.req.param("id"));
+    const bot = await editableBot(context, context.req.param("id"));
     const body = await readJson(context, patchBotBody);
     if (body.model !== undefined) checkModel(body.model);
+    await checkPublish(context, body.teamId);
     const updated = await store.updateBot(bot.id, body);
     await store.audit({
       accountId: context.get("account").id,
       action: "bot.update",
       target: bot.id,
-      detail: { fields: Object.keys(body) },
+      detail: {
+        fields: Object.keys(body),
+        ...(body.teamId === undefined ? {} : { teamId: body.teamId }),
+      },
     });
-    return context.json(botView(updated, deps.defaultModel()));
+    return context.json(botView(updated, deps.defaultModel(), context.get("account").id));
   });
 
   // A running turn of a deleted conversation finds it gone: its next step fails not_found
   // (STORE8) and the loop ends quietly (docs/api.md#delete-v1botsid).
   app.delete("/v1/bots/:id", async (context) => {
-    const bot = await ownBot(context, context.req.param("id"));
+    const bot = await editableBot(context, context.req.param("id"));
     await refuseBody(context, "DELETE /v1/bots/{id}");
     await store.deleteBot({ id: bot.id, actorAccountId: context.get("account").id });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        { accountId: bot.accountId, botId: bot.id },
+        logger,
+      ); // AAPI3
     endStreams({ botId: bot.id });
     return context.body(null, 204);
   });
 
   app.post("/v1/conversations", async (context) => {
     const body = await readJson(context, createConversationBody);
-    const bot = await ownBot(context, body.botId);
+    const { bot } = await usableBotOf(store, context.get("account").id, body.botId); // TACC1
     const conversation = await store.createConversation({
       accountId: context.get("account").id,
       botId: bot.id,
       title: body.title ?? `Chat with ${bot.name}`,
+      place: body.place ?? "direct",
     });
     return context.json(conversationView(conversation, "idle"), 201);
   });
@@ -653,7 +774,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.get("/v1/conversations", async (context) => {
     const query = readQuery(context, listConversationsQuery);
     const accountId = context.get("account").id;
-    const conversations = await store.listConversations(accountId, query);
+    const listed = await store.listConversations(accountId, query);
+    // TACC2, TACC3: a conversation with a team bot the caller may no longer use is not theirs to list.
+    const usable = new Map<string, Promise<boolean>>();
+    const mayUse = (conversation: Conversation) => {
+      let answer = usable.get(conversation.botId);
+      if (answer === undefined) {
+        answer = mayUseConversation(store, accountId, conversation);
+        usable.set(conversation.botId, answer);
+      }
+      return answer;
+    };
+    const kept = await Promise.all(listed.map(mayUse));
+    const conversations = listed.filter((_conversation, index) => kept[index]);
     return context.json({
       conversations: await withActivity(accountId, conversations),
     } satisfies Api.ConversationList);
@@ -665,7 +798,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   });
 
   app.patch("/v1/conversations/:id", async (context) => {
-    const conversation = await ownConversation(context, context.req.param("id"));
+    const conversation = await startedConversation(context, context.req.param("id"));
     const body = await readJson(context, patchConversationBody);
     const renamed = await store.renameConversation({
       id: conversation.id,
@@ -676,12 +809,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   });
 
   app.delete("/v1/conversations/:id", async (context) => {
-    const conversation = await ownConversation(context, context.req.param("id"));
+    const conversation = await startedConversation(context, context.req.param("id"));
     await refuseBody(context, "DELETE /v1/conversations/{id}");
     await store.deleteConversation({
       id: conversation.id,
       actorAccountId: context.get("account").id,
     });
+    if (deps.attachments !== undefined)
+      await deleteAttachmentBlobs(
+        deps.attachments.blobs,
+        {
+          accountId: conversation.accountId,
+          botId: conversation.botId,
+          conversationId: conversation.id,
+        },
+        logger,
+      ); // AAPI3
     endStreams({ conversationId: conversation.id });
     return context.body(null, 204);
   });
@@ -744,7 +887,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/conversations/:id/events", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
-    const release = streams.acquire(conversation.accountId); // API3
+    const release = streams.acquire(context.get("account").id); // API3
     const requestId = context.get("requestId");
     // No onError for streamSSE: it would send the error's message to the client.
     return streamSSE(context, async (stream) => {
@@ -761,7 +904,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       };
       const unsubscribeConversation = events.subscribe(conversation.id, push);
       // The account's computer is this conversation's computer: its state changes come along.
-      const unsubscribeAccount = events.subscribeAccount(conversation.accountId, push);
+      const unsubscribeAccount = events.subscribeAccount(context.get("account").id, push);
       const live = { conversationId: conversation.id, botId: conversation.botId, end };
       liveStreams.add(live);
       const unsubscribeResync = events.onResync(end); // the client reloads from its hello

@@ -42,7 +42,7 @@ export function memoryRevisionView(revision: MemoryRevision): Api.MemoryRevision
   return {
     id: revision.id,
     factId: revision.factId,
-    scope: revision.botId === null ? "user" : "bot",
+    scope: revision.botId === null ? "user" : revision.tier === "team" ? "team" : "bot",
     tier: revision.tier,
     action: revision.action,
     author: revision.author,
@@ -51,6 +51,7 @@ export function memoryRevisionView(revision: MemoryRevision): Api.MemoryRevision
     before: revision.before,
     after: revision.after,
     status: revision.status,
+    byAccountId: revision.byAccountId,
     revertOf: revision.revertOf,
     createdAt: iso(revision.createdAt),
   };

@@ -28,6 +28,7 @@ import type {
   OwnerWebhookRecord,
   Store,
 } from "../store/index.ts";
+import { mayUseConversation } from "../teams/index.ts";
 import { queryInteger, readJson, readQuery, refuseBody } from "./validation.ts";
 
 export interface ResultsService {
@@ -123,7 +124,11 @@ export function registerResultsRoutes(
   const accountOf = (context: AppContext) => context.get("account");
   const ownConversation = async (context: AppContext, id: string): Promise<Conversation> => {
     const conversation = await store.getConversation(id);
-    if (conversation === undefined || conversation.accountId !== accountOf(context).id)
+    if (
+      conversation === undefined ||
+      conversation.accountId !== accountOf(context).id ||
+      !(await mayUseConversation(store, accountOf(context).id, conversation)) // TACC3
+    )
       throw new NotFoundError("conversation", id); // RAPI1
     return conversation;
   };

@@ -8,7 +8,12 @@ import type { ApiToken, Bot, Conversation, Step } from "../store/index.ts";
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function botView(bot: Bot, defaultModel: { id: string; isDemo: boolean }): Api.Bot {
+export function botView(
+  bot: Bot,
+  defaultModel: { id: string; isDemo: boolean },
+  /** The caller, for `own`; absent: the owner. */
+  callerId: string = bot.accountId,
+): Api.Bot {
   return {
     id: bot.id,
     name: bot.name,
@@ -19,6 +24,9 @@ export function botView(bot: Bot, defaultModel: { id: string; isDemo: boolean })
     memoryReview: bot.memoryReview,
     skills: bot.skills,
     notify: bot.notify,
+    teamId: bot.teamId,
+    own: bot.accountId === callerId,
+    browserRecording: bot.browserRecording,
     createdAt: iso(bot.createdAt),
     updatedAt: iso(bot.updatedAt),
   };
@@ -31,6 +39,7 @@ export function conversationView(conversation: Conversation, state: TurnState): 
     title: conversation.title,
     lastSeq: conversation.lastSeq,
     state,
+    place: conversation.place,
     createdAt: iso(conversation.createdAt),
     updatedAt: iso(conversation.updatedAt),
   };

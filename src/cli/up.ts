@@ -172,6 +172,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_COMPUTER_DISK_BYTES",
     default: "10737418240",
   },
+  "screens-max": {
+    type: "string",
+    value: "N",
+    description: "screens (one per bot, each with a browser) a computer runs at most",
+    env: "ROOST_SCREENS_MAX",
+    default: "4",
+  },
   "idle-sleep-ms": {
     type: "string",
     value: "MS",
@@ -206,6 +213,21 @@ const options: Record<string, OptionSpec> = {
     description: "private ranges computers may reach when their policy has an IP rule for them",
     env: "ROOST_EGRESS_ALLOW_PRIVATE",
     default: "none",
+  },
+  "web-search-provider": {
+    type: "string",
+    value: "NAME",
+    description:
+      "the web_search tool's provider: searxng, brave or tavily (key: ROOST_WEB_SEARCH_API_KEY)",
+    env: "ROOST_WEB_SEARCH_PROVIDER",
+    default: "none (no web_search)",
+  },
+  "web-search-url": {
+    type: "string",
+    value: "URL",
+    description: "SearXNG's URL, or another base URL for the Brave or Tavily API",
+    env: "ROOST_WEB_SEARCH_URL",
+    default: "the provider's API",
   },
   "vault-dir": {
     type: "string",

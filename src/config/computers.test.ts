@@ -1,4 +1,4 @@
-/** The host settings of computers: ROOST_INSTALL_SYSTEM_PACKAGES and ROOST_TOOLS_PATH. */
+/** The host settings of computers: ROOST_INSTALL_SYSTEM_PACKAGES, ROOST_TOOLS_PATH and ROOST_SCREENS_MAX. */
 import { describe, expect, test } from "vitest";
 import { resolveConfig } from "./index.ts";
 
@@ -34,5 +34,17 @@ describe("ROOST_TOOLS_PATH", () => {
     expect(() => resolveConfig({}, { ROOST_TOOLS_PATH: "bin:/usr/bin" })).toThrow(
       /colon-separated list of absolute folders/,
     );
+  });
+});
+
+describe("ROOST_SCREENS_MAX", () => {
+  test("4 by default; the environment or the flag sets it; out of 1 to 32 is refused", () => {
+    expect(resolveConfig({}, {}).computers.screensMax).toBe(4);
+    expect(resolveConfig({}, { ROOST_SCREENS_MAX: "2" }).computers.screensMax).toBe(2);
+    expect(
+      resolveConfig({ "screens-max": "8" }, { ROOST_SCREENS_MAX: "2" }).computers.screensMax,
+    ).toBe(8);
+    for (const bad of ["0", "33", "many"])
+      expect(() => resolveConfig({}, { ROOST_SCREENS_MAX: bad }), bad).toThrow(/ROOST_SCREENS_MAX/);
   });
 });

@@ -92,6 +92,25 @@ export interface RoostConfig {
   prices: PricesConfig;
   /** Secrets (docs/secrets.md). */
   secrets: SecretsConfig;
+  /** `web_search` and `web_fetch` (docs/web-tools.md). */
+  webTools: WebToolsConfig;
+}
+
+/** The server's web tools (docs/web-tools.md). */
+export interface WebToolsConfig {
+  /** The search provider; undefined: `web_search` is not offered. @default none */
+  search:
+    | {
+        provider: "searxng" | "brave" | "tavily";
+        /** SearXNG's URL; for Brave and Tavily their API's (overridable for tests and proxies). */
+        baseUrl: string;
+        apiKey: string | undefined;
+      }
+    | undefined;
+  /** Bytes of a fetched body kept at most. @default 5000000 */
+  fetchMaxBytes: number;
+  /** One deadline for a whole fetch, redirects included. @default 20000 */
+  fetchTimeoutMs: number;
 }
 
 /** Secrets (docs/secrets.md). */
@@ -231,6 +250,8 @@ export interface ComputersConfig {
    * next wake. @default 10737418240 (10 GiB)
    */
   diskBytes: number;
+  /** Screens (one per bot: a display, its VNC server, its browser) a computer runs at most. @default 4 */
+  screensMax: number;
   /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
   idleSleepMs: number;
   /** How long a wake waits for the worker's hello. @default 60000 */
@@ -378,6 +399,7 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       min: 32 * 1024 ** 2,
       max: 16 * 1024 ** 4,
     }),
+    screensMax: integer(source, "screens-max", "ROOST_SCREENS_MAX", 4, { min: 1, max: 32 }),
     idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
       min: 1000,
       max: 7 * 24 * 3600_000,
@@ -595,6 +617,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     ),
     computers: resolveComputers(source, dataDir),
     egress: resolveEgress(source),
+    webTools: resolveWebTools(source),
     vault: resolveVault(source, dataDir),
     log: resolveLog(source),
     timezone: resolveTimezone(source),
@@ -743,6 +766,48 @@ function resolveEgress(source: Source): EgressConfig {
     }
   }
   return { allowPrivate };
+}
+
+const searchBases = { brave: "https://api.search.brave.com", tavily: "https://api.tavily.com" };
+
+function resolveWebTools(source: Source): WebToolsConfig {
+  const provider = pick(source, "web-search-provider", "ROOST_WEB_SEARCH_PROVIDER");
+  const baseUrl = url(source, "web-search-url", "ROOST_WEB_SEARCH_URL");
+  const apiKey = pick(source, "", "ROOST_WEB_SEARCH_API_KEY");
+  let search: WebToolsConfig["search"];
+  if (provider === undefined) {
+    if (baseUrl !== undefined || apiKey !== undefined)
+      throw new ConfigError(
+        "ROOST_WEB_SEARCH_URL or ROOST_WEB_SEARCH_API_KEY is set but ROOST_WEB_SEARCH_PROVIDER is not: set it to searxng, brave or tavily",
+      );
+  } else if (provider === "searxng") {
+    if (baseUrl === undefined)
+      throw new ConfigError(
+        "ROOST_WEB_SEARCH_PROVIDER=searxng needs the instance's URL: set ROOST_WEB_SEARCH_URL (e.g. http://127.0.0.1:8888, with the json format enabled in its settings.yml)",
+      );
+    search = { provider, baseUrl, apiKey };
+  } else if (provider === "brave" || provider === "tavily") {
+    if (apiKey === undefined)
+      throw new ConfigError(
+        `ROOST_WEB_SEARCH_PROVIDER=${provider} needs an API key: set ROOST_WEB_SEARCH_API_KEY (${provider === "brave" ? "Brave Search's subscription token" : "a Tavily key, tvly-…"})`,
+      );
+    search = { provider, baseUrl: baseUrl ?? searchBases[provider], apiKey };
+  } else {
+    throw new ConfigError(
+      `ROOST_WEB_SEARCH_PROVIDER (--web-search-provider) must be searxng, brave or tavily, got ${JSON.stringify(provider)}`,
+    );
+  }
+  return {
+    search,
+    fetchMaxBytes: integer(source, "", "ROOST_WEB_FETCH_MAX_BYTES", 5_000_000, {
+      min: 1024,
+      max: 100_000_000,
+    }),
+    fetchTimeoutMs: integer(source, "", "ROOST_WEB_FETCH_TIMEOUT_MS", 20_000, {
+      min: 100,
+      max: 600_000,
+    }),
+  };
 }
 
 function resolveVault(source: Source, dataDir: string): VaultConfig {

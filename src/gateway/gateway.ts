@@ -149,6 +149,8 @@ export interface CallRequest<T extends string = string> {
   input: T extends ToolName ? ToolInput<T> : unknown;
   /** The tool's time limit on the computer. */
   timeoutMs: number;
+  /** The bot the call works for (browser and computer use its screen). */
+  botId?: string;
 }
 
 export interface CallOptions {

@@ -12,6 +12,7 @@
  *        a first line that says where it came from, so the model never mistakes it for its user.
  */
 import type { ModelMessage, ToolSpec } from "../models/index.ts";
+import type { TurnRoute } from "../tools/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Bot, Message, Step } from "../store/index.ts";
 import type { SectionHash } from "./prompt.ts";
@@ -24,7 +25,10 @@ export const historyStepLimit = 500;
 
 /** Everything `load-context` journals: deterministic input to every model call of a turn. */
 export interface TurnContext {
+  /** The account the turn acts as: its computer's (LOOP13). */
   accountId: string;
+  /** Whose computer and credentials (teams/ routing, docs/teams.md). */
+  route: TurnRoute;
   bot: Pick<Bot, "id" | "name" | "instructions" | "model">;
   tools: ToolSpec[];
   history: ModelMessage[];

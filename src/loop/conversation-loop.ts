@@ -32,9 +32,12 @@
  *         records); both run in durable code, so they journal what they do.
  *   LOOP12 a tool result may end the turn deliberately (`no_reply`): the turn's remaining calls of
  *         that model call still run and get results, then a `no_reply` step ends the turn.
+ *   LOOP13 a turn acts as the route its conversation's place and talking person give (teams/
+ *         routing.ts): its tools, computer, memory and skills are the route's computer account's;
+ *         a talking person who may no longer use the conversation gets an error and nothing runs.
  */
 import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
-import { NotFoundError, toRoostError, type RoostError } from "../errors/index.ts";
+import { NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
 import type { EventHub } from "../events/index.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import {
@@ -49,8 +52,9 @@ import {
   type ToolCall,
 } from "../models/index.ts";
 import type { Api } from "../protocol/index.ts";
-import type { Message, Store } from "../store/index.ts";
-import type { ToolResult, ToolRouter, TurnTrigger } from "../tools/index.ts";
+import type { Bot, Conversation, Message, Store } from "../store/index.ts";
+import { mayUseConversation, routeTurn, teamShouldKnowPattern } from "../teams/index.ts";
+import type { ToolResult, ToolRouter, TurnRoute, TurnTrigger } from "../tools/index.ts";
 import {
   compact,
   defaultCompaction,
@@ -357,6 +361,36 @@ function inboxToModel(message: InboxMessage): ModelMessage {
   };
 }
 
+/**
+ * LOOP13: whose computer and credentials the turn uses (teams/ routing), read at every turn: a
+ * talking person who may no longer use the conversation (removed from the bot's team) ends the
+ * turn with an error saying so (TACC3), and nothing runs for them.
+ */
+async function routeOf(
+  store: LoopDependencies["store"],
+  conversation: Conversation,
+  bot: Bot,
+  batch: readonly InboxMessage[],
+): Promise<TurnRoute> {
+  const talkerAccountId = triggerOf(batch).authorAccountId;
+  // MEMT1: only a person's own words (not a routine's or a webhook's) open the team memory.
+  const saysTeamShouldKnow = batch.some(
+    (message) =>
+      (message.source === undefined || message.source.kind === "chat") &&
+      teamShouldKnowPattern.test(message.text),
+  );
+  if (!(await mayUseConversation(store, talkerAccountId, conversation)))
+    throw new RoostError(
+      "forbidden",
+      "the person who sent this message may no longer use this bot (they left its team or it was unpublished); nothing was run",
+    );
+  const sharedAccountId =
+    conversation.place === "shared"
+      ? await store.ensureBotSharedAccount({ botId: bot.id, botName: bot.name })
+      : undefined;
+  return routeTurn({ bot, conversation, talkerAccountId, sharedAccountId, saysTeamShouldKnow });
+}
+
 /** `load-context`: everything the turn's model calls see, journaled (PRM3). */
 function loadTurnContext(
   durable: DurableContext,
@@ -372,6 +406,7 @@ function loadTurnContext(
     if (conversation === undefined) return null; // LOOP8
     const bot = await store.getBot(conversation.botId);
     if (bot === undefined) return null;
+    const route = await routeOf(store, conversation, bot, batch);
     const summary = await store.latestStepOfKind(conversationId, "summary");
     const covered =
       summary === undefined
@@ -379,7 +414,8 @@ function loadTurnContext(
         : (summary.payload as unknown as Api.SummaryPayload).coversThroughSeq;
     const fromSeq = Math.max(covered, conversation.lastSeq - historyStepLimit);
     const turn = {
-      accountId: conversation.accountId,
+      accountId: route.computerAccountId, // LOOP13
+      route,
       botId: bot.id,
       conversationId,
       turnId,
@@ -391,7 +427,8 @@ function loadTurnContext(
       deps.tools.specs(turn),
     ]);
     const sectionInput = {
-      accountId: conversation.accountId,
+      accountId: route.computerAccountId,
+      route,
       botId: bot.id,
       conversationId,
       newMessages: batch.map((message) => message.text),
@@ -405,7 +442,7 @@ function loadTurnContext(
     );
     const computer =
       deps.computerKind !== undefined && offersComputer(tools)
-        ? await deps.computerKind(conversation.accountId)
+        ? await deps.computerKind(route.computerAccountId)
         : "hosted";
     const sections = [
       ...loopSections({ bot, tools, now: startedAt, timezone: deps.timezone ?? "UTC", computer }),
@@ -419,7 +456,8 @@ function loadTurnContext(
     const { system, hashes, stableChars } = assembleSystemPrompt(sections);
     const history = stepsToMessages(steps, messages);
     return {
-      accountId: conversation.accountId,
+      accountId: route.computerAccountId,
+      route,
       bot: { id: bot.id, name: bot.name, instructions: bot.instructions, model: bot.model },
       tools,
       history,
@@ -691,6 +729,7 @@ async function turnCalls(
       try {
         toolResult = await deps.tools.execute(call.name, call.input, {
           accountId: context.accountId,
+          route: context.route,
           botId: context.bot.id,
           conversationId,
           turnId,

@@ -12,6 +12,7 @@
  *   PRM3 sections are built once per turn, inside the journaled load-context step: every call of
  *        a turn sends the same system text, on replay too.
  */
+import type { TurnRoute } from "../tools/index.ts";
 import { createHash } from "node:crypto";
 import type { ModelMessage, ToolSpec } from "../models/index.ts";
 
@@ -35,7 +36,10 @@ export interface PromptSection {
 
 /** What a section source may look at when it builds its text (once per turn, PRM3). */
 export interface SectionInput {
+  /** The account the turn acts as (its computer's). */
   accountId: string;
+  /** Whose computer, credentials and memory (teams/ routing). @default the account's own chat */
+  route?: TurnRoute;
   botId: string;
   conversationId: string;
   /** The messages that start this turn (for relevance ranking). */

@@ -103,6 +103,9 @@ export async function runMemoryPass(
   const shown = await durable.step("load", async (): Promise<Shown | null> => {
     const bot = await deps.store.getBot(request.botId);
     if (bot === undefined) return null;
+    // MEMT3 (docs/teams.md "Memory"): several people talk in a shared place, so nothing is
+    // remembered there on its own; the memory tool writes what someone asks it to.
+    if ((await deps.store.getConversation(request.conversationId))?.place === "shared") return null;
     const steps = await deps.store.listSteps(request.conversationId, {
       afterSeq: Math.max(0, request.fromSeq - 1),
       limit: Math.max(1, request.toSeq - request.fromSeq + 1),

@@ -17,7 +17,19 @@ export function createMemorySection(deps: {
 }): PromptSectionSource {
   return {
     section: "memory",
-    async build({ accountId, botId, newMessages, now }) {
+    async build({ accountId: computerAccountId, route, botId, newMessages, now }) {
+      // MEMT2: the person's own (private) memory with this bot, and a team bot's team memory.
+      const accountId = route?.talkerAccountId ?? computerAccountId;
+      const bot = await deps.store.getBot(botId);
+      const team =
+        bot === undefined || bot.teamId === null
+          ? []
+          : await deps.store.listMemoryFacts({
+              accountId: bot.accountId,
+              botId,
+              tiers: ["team"],
+              now,
+            });
       const [user, own, log] = await Promise.all([
         deps.store.listMemoryFacts({ accountId, botId: null, tiers: ["user"], now }),
         deps.store.listMemoryFacts({ accountId, botId, tiers: ["profile", "note"], now }),
@@ -32,6 +44,10 @@ export function createMemorySection(deps: {
       const profile = own.filter((fact) => fact.tier === "profile");
       const notes = own.filter((fact) => fact.tier === "note");
       const parts: string[] = [];
+      if (team.length > 0)
+        parts.push(
+          `Team memory (tier "team"; everyone who talks to you reads it):\n${team.map(line).join("\n")}`,
+        );
       if (user.length > 0)
         parts.push(
           `About the user (shared by all of their bots; tier "user"):\n${user.map(line).join("\n")}`,

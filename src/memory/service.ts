@@ -28,6 +28,7 @@ export const memoryLimits = {
   profile: { maxFacts: 100, maxChars: 4000 },
   note: { maxFacts: 30, maxChars: 6000 },
   log: { maxFacts: Number.MAX_SAFE_INTEGER, maxChars: Number.MAX_SAFE_INTEGER },
+  team: { maxFacts: 100, maxChars: 6000 },
 } as const satisfies Record<MemoryTier, MemoryLimits>;
 
 /** Longest single fact, per tier. */
@@ -36,6 +37,7 @@ export const maxFactChars: Record<MemoryTier, number> = {
   profile: 500,
   note: 500,
   log: 2000,
+  team: 500,
 };
 
 /** How long a note lives unless told otherwise, and at most. */
@@ -64,6 +66,8 @@ export interface MemoryEdit {
   propose?: boolean;
   /** A repeat with the same key changes nothing (a retried tool call). */
   key?: string;
+  /** Provenance: the person the change is made for (the talking person). */
+  byAccountId?: string;
   /** @default Date.now() */
   now?: number;
 }
@@ -160,6 +164,7 @@ export function createMemoryService(store: Store): MemoryService {
         limits: memoryLimits[edit.tier], // MEMS2
         ...(edit.propose === true ? { propose: true } : {}),
         ...(edit.key === undefined ? {} : { key: edit.key }),
+        ...(edit.byAccountId === undefined ? {} : { byAccountId: edit.byAccountId }),
       });
     },
 

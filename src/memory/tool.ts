@@ -2,6 +2,13 @@
  * The `memory` server tool: how a bot writes memory during a turn (one tool for every tier). Each
  * call is journaled and keyed by its call id, so a replayed call changes nothing twice. Memory
  * writes are never sent to approvals.
+ *
+ * Team bots (docs/teams.md "Memory"):
+ *   MEMT1 the `team` tier is written only in a turn whose route says a person asked the whole team
+ *         to know (teams/routing.ts teamShouldKnowPattern); it is kept under the bot owner's account.
+ *   MEMT2 every other fact is the talking person's with the bot (their private notes), and every
+ *         change records that person (`byAccountId`) and where (conversation, turn).
+ *   MEMT3 the post-turn pass writes nothing in a shared place (pass.ts).
  */
 import { z } from "zod";
 import { isRoostError } from "../errors/index.ts";
@@ -16,10 +23,10 @@ const input = z.strictObject({
       "add a new fact, replace one (give its id and the new text), or remove one (give its id)",
     ),
   tier: z
-    .enum(memoryTiers as ["user", "profile", "log", "note"])
+    .enum(memoryTiers as ["user", "profile", "log", "note", "team"])
     .optional()
     .describe(
-      "For add: user (about the user, shared with all of their bots), profile (what this bot should always know), log (a dated entry of what happened) or note (a short-lived reminder). Replace and remove find the tier from the id.",
+      "For add: user (about the user, shared with all of their bots), profile (what this bot should always know), log (a dated entry of what happened), note (a short-lived reminder), or team (a team bot's team memory: only when someone says the whole team should know). Replace and remove find the tier from the id.",
     ),
   text: z.string().max(2000).optional().describe("The fact, in one short sentence (add, replace)"),
   id: z
@@ -41,6 +48,7 @@ const description = [
   `"profile" facts (at most ${memoryLimits.profile.maxFacts}, ${memoryLimits.profile.maxChars} characters in all) are what you should always know;`,
   `"log" entries record what happened (dated; the most relevant ones are shown);`,
   `"note"s are reminders that expire. Prefer replacing a fact to adding a near-duplicate.`,
+  `A team bot also has "team" memory, read by everyone who talks to it: write it only when the person says the whole team should know; everything else stays private to the person you talk to.`,
 ].join(" ");
 
 export function createMemoryTools(memory: MemoryService, store: Store): ToolSource {
@@ -63,9 +71,20 @@ export function createMemoryTools(memory: MemoryService, store: Store): ToolSour
                   : `There is no fact ${request.id} (it may have been removed); your memory in the prompt shows each fact's id.`,
             isError: true,
           };
+        // MEMT1, MEMT2 (docs/teams.md "Memory"): private notes are the talking person's; the
+        // team memory is the bot's, under its owner's account, and only when someone asked.
+        const route = context.route;
+        const person = route?.talkerAccountId ?? context.accountId;
+        if (tier === "team" && route?.teamMemory !== true)
+          return {
+            output:
+              'The team memory is written only when the person you talk to says the whole team should know (for example "the whole team should know that…"). Keep this as a profile fact or a note instead: it stays private to them.',
+            isError: true,
+          };
         try {
           const { fact } = await memory.change({
-            accountId: context.accountId,
+            accountId: tier === "team" ? route!.botOwnerAccountId : person,
+            byAccountId: person,
             botId: context.botId,
             tier,
             action: request.action,

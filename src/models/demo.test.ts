@@ -90,6 +90,38 @@ describe("createDemoModel", () => {
     });
   });
 
+  test("browser, desktop and web commands map to their tools, and echo when not offered", async () => {
+    const web = [tool("browser"), tool("computer"), tool("web_fetch"), tool("web_search")];
+    const call = async (text: string, tools = web) =>
+      (await model.infer(ask(text, tools))).toolCalls[0];
+    expect(await call("browse http://127.0.0.1:8000/")).toMatchObject({
+      name: "browser",
+      input: { action: "navigate", url: "http://127.0.0.1:8000/" },
+    });
+    expect(await call("snapshot")).toMatchObject({
+      name: "browser",
+      input: { action: "snapshot" },
+    });
+    expect(await call("click e12")).toMatchObject({ input: { action: "click", ref: "e12" } });
+    expect(await call("type e3 hello there")).toMatchObject({
+      input: { action: "type", ref: "e3", text: "hello there" },
+    });
+    expect(await call("screenshot")).toMatchObject({ input: { action: "screenshot" } });
+    expect(await call("desktop screenshot")).toMatchObject({
+      name: "computer",
+      input: { action: "screenshot" },
+    });
+    expect(await call("fetch https://example.com/a")).toMatchObject({
+      name: "web_fetch",
+      input: { url: "https://example.com/a" },
+    });
+    expect(await call("search durable execution")).toMatchObject({
+      name: "web_search",
+      input: { query: "durable execution" },
+    });
+    expect(await call("browse http://x", [tool("shell")])).toBeUndefined();
+  });
+
   test("read, write and ls fall back to the labelled echo when their tool is not offered", async () => {
     const result = await model.infer(ask("read notes.md", [tool("shell")]));
     expect(result.toolCalls).toEqual([]);

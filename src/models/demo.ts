@@ -167,6 +167,8 @@ function decide(text: string, request: InferRequest): DemoAction {
     decideResultCommand(trimmed, (tool) => isOffered(request, tool)) ??
     decideSecretCommand(trimmed, (tool) => isOffered(request, tool));
   if (result !== undefined) return result;
+  const web = decideWebCommand(trimmed, (tool) => isOffered(request, tool));
+  if (web !== undefined) return web;
   const skill = /^skill\s+(\S+)\s*$/i.exec(trimmed);
   if (skill?.[1] !== undefined && isOffered(request, "skill")) {
     return { kind: "tool", name: "skill", input: { name: skill[1] } };
@@ -298,4 +300,35 @@ export function createDemoModel(): ModelClient {
       };
     },
   };
+}
+
+/**
+ * The browser, the desktop and the web tools, for the offline demo (docs/models.md):
+ * `browse URL`, `snapshot`, `click REF`, `type REF TEXT`, `screenshot`, `desktop screenshot`,
+ * `fetch URL`, `search QUERY`.
+ */
+function decideWebCommand(
+  text: string,
+  offered: (tool: string) => boolean,
+): DemoAction | undefined {
+  const browser = (input: Record<string, unknown>): DemoAction | undefined =>
+    offered("browser") ? { kind: "tool", name: "browser", input } : undefined;
+  const browse = /^browse\s+(\S+)\s*$/i.exec(text);
+  if (browse?.[1] !== undefined) return browser({ action: "navigate", url: browse[1] });
+  if (/^snapshot\s*$/i.test(text)) return browser({ action: "snapshot" });
+  if (/^screenshot\s*$/i.test(text)) return browser({ action: "screenshot" });
+  const click = /^click\s+(\S+)\s*$/i.exec(text);
+  if (click?.[1] !== undefined) return browser({ action: "click", ref: click[1] });
+  const type = /^type\s+(\S+)\s+([\s\S]+)$/i.exec(text);
+  if (type?.[1] !== undefined && type[2] !== undefined)
+    return browser({ action: "type", ref: type[1], text: type[2] });
+  if (/^desktop screenshot\s*$/i.test(text) && offered("computer"))
+    return { kind: "tool", name: "computer", input: { action: "screenshot" } };
+  const fetch = /^fetch\s+(\S+)\s*$/i.exec(text);
+  if (fetch?.[1] !== undefined && offered("web_fetch"))
+    return { kind: "tool", name: "web_fetch", input: { url: fetch[1] } };
+  const search = /^search\s+([\s\S]+)$/i.exec(text);
+  if (search?.[1] !== undefined && offered("web_search"))
+    return { kind: "tool", name: "web_search", input: { query: search[1].trim() } };
+  return undefined;
 }

@@ -10,6 +10,7 @@ import * as restate from "@restatedev/restate-sdk";
 import {
   createApi,
   createFilesClient,
+  createLiveView,
   createPortPreviews,
   createPreviewSigner,
   loadPreviewSecret,
@@ -33,7 +34,15 @@ import {
   ensureRequestIdentity,
 } from "../engine/index.ts";
 import { createLocalBlobStore, createS3BlobStore, type BlobStore } from "../blobs/index.ts";
-import { parseEgressPolicy } from "../egress/index.ts";
+import { compilePolicy, createDestinationContext, parseEgressPolicy } from "../egress/index.ts";
+import {
+  createGuardedFetch,
+  createHttpMcpClients,
+  createMcpService,
+  createMcpTools,
+  type GuardedFetchOptions,
+  mcpOAuthCallbackPath,
+} from "../mcp/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
@@ -48,7 +57,14 @@ import {
   createSecretsService,
   loadSecretsKey,
 } from "../secrets/index.ts";
-import { createComputerTools, createToolRouter, type ToolSource } from "../tools/index.ts";
+import {
+  createComputerTools,
+  createHandoffTool,
+  createToolRouter,
+  handBackScreen,
+  type ToolSource,
+} from "../tools/index.ts";
+import { createConsentHooks } from "../teams/index.ts";
 import {
   createLexicalRanker,
   createMemoryPassObject,
@@ -73,6 +89,8 @@ import {
   type UsageService,
 } from "../usage/index.ts";
 import { createWebHandler } from "../web/index.ts";
+import { createWebToolSource, type WebToolsWiring } from "./web-tools.ts";
+import { withConversationAttachments } from "./attachments.ts";
 import {
   createRoutineLookup,
   createRoutineObject,
@@ -112,6 +130,13 @@ export interface PlatformOptions {
   routineLookup?: RoutineLookup;
   /** Drafts' channels and the owner's webhooks (tests route webhooks to 127.0.0.1). */
   results?: ResultsOptions;
+  /** web_fetch's name resolution and connections (tests route them to test hosts). */
+  webFetch?: WebToolsWiring["fetcher"];
+  /**
+   * How HTTP MCP servers' names are resolved and connected to (tests point a public-looking name
+   * at 127.0.0.1, as for the owner's webhooks; the egress checks still run). @default DNS and TCP
+   */
+  mcpFetch?: Pick<GuardedFetchOptions, "resolve" | "connect">;
 }
 
 export interface Platform {
@@ -221,12 +246,10 @@ export async function startPlatform(
 
     // Secrets per bot and per user: sealed in the store, injected into shell processes, redacted
     // from every result (docs/secrets.md).
-    const secrets = createSecretsService({
-      store,
-      cipher: createSecretCipher(
-        await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
-      ),
-    });
+    const cipher = createSecretCipher(
+      await loadSecretsKey({ dataDir: config.dataDir, key: config.secrets.key }),
+    );
+    const secrets = createSecretsService({ store, cipher });
     const unregisterLogRedaction = registerLogRedaction((text) => secrets.redactLoaded(text)); // LOG3
     cleanups.push(async () => unregisterLogRedaction());
     // Roost's own ports, which no computer may reach through the egress proxy (P3).
@@ -344,9 +367,44 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
-    const tools = createToolRouter({
-      policy: approvals.policy,
-      ask: approvals.ask,
+    // MCP servers (docs/mcp.md): command servers on the computer, HTTP servers from here, through
+    // a fetch that obeys the account's egress policy (MCPF1).
+    const mcpHttp = createHttpMcpClients();
+    cleanups.push(() => mcpHttp.close());
+    const mcpDestination = createDestinationContext({
+      allowPrivate: config.egress.allowPrivate,
+      platformPorts: () => platformPorts,
+    });
+    const mcpFetchFor = (accountId: string) =>
+      createGuardedFetch({
+        policy: async () => {
+          const computer = await store.ensureComputer(accountId, provider.kind);
+          const stored = await store.getNetworkPolicy(computer.id);
+          return compilePolicy(stored === null ? defaultEgressPolicy : parseEgressPolicy(stored));
+        },
+        destination: mcpDestination,
+        ...options.mcpFetch,
+      });
+    const mcpOAuthRedirectUrl = `${config.publicUrl ?? url}${mcpOAuthCallbackPath}`;
+    const mcp = createMcpService({
+      store,
+      cipher,
+      onChange: (key) => mcpHttp.forget(`${key.scope}:${key.ownerId}:${key.name}:`),
+      oauth: { redirectUrl: mcpOAuthRedirectUrl, fetchFor: mcpFetchFor },
+    });
+    const mcpTools = createMcpTools({
+      store,
+      cipher,
+      secrets,
+      gateway,
+      providerKind: provider.kind,
+      http: mcpHttp,
+      fetchFor: mcpFetchFor,
+      oauthRedirectUrl: mcpOAuthRedirectUrl,
+    });
+    const routed = createToolRouter({
+      // A teammate's secret in a shared place waits for their consent card first (teams/ CONS1).
+      ...createConsentHooks({ store, policy: approvals.policy, ask: approvals.ask }),
       ...secretRedaction,
       sources: [
         ...(options.toolSources ?? [
@@ -359,12 +417,35 @@ export async function startPlatform(
             secrets,
           }),
         ]),
+        mcpTools,
         createRequestSecretTool({ store, secrets, notifier }),
+        createHandoffTool({
+          store,
+          notifier,
+          gateway,
+          computerOf: async (accountId) =>
+            (await store.ensureComputer(accountId, provider.kind)).id,
+        }),
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
         createEscalateTool(usage),
+        createWebToolSource(config, {
+          store,
+          gateway,
+          providerKind: provider.kind,
+          platformPorts: () => platformPorts,
+          logger: logger.child({ component: "web-tools" }),
+          ...(options.webFetch === undefined ? {} : { fetcher: options.webFetch }),
+        }),
       ],
+    });
+    // Screenshots, downloads and recordings of tool calls become the conversation's attachments.
+    const tools = withConversationAttachments(routed, {
+      store,
+      blobs,
+      gateway,
+      providerKind: provider.kind,
     });
     // The owner's interrupts reach the node running the turn through the events (and the relay).
     const interrupts = createTurnInterrupts();
@@ -429,6 +510,8 @@ export async function startPlatform(
           await snapshotter.snapshot(computerId, paths.root);
         },
       },
+      // The worker reads it (screens.ts); the providers pass it to the worker, not to user processes.
+      computerEnv: () => ({ ROOST_SCREENS_MAX: String(config.computers.screensMax) }),
       idleSleepMs: config.computers.idleSleepMs,
       wakeTimeoutMs: config.computers.wakeTimeoutMs,
       workerTokenTtlMs: config.computers.workerTokenTtlMs,
@@ -533,13 +616,42 @@ export async function startPlatform(
     (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
       ports.handleUpgrade(request, socket, head),
     );
+    // The live view: each bot's screen over a tunnel like a preview (decision 0026).
+    const liveView = createLiveView(
+      {
+        computerOf: async (accountId) => (await store.ensureComputer(accountId, provider.kind)).id,
+        state: async (computerId) => (await controlPlane.status(computerId)).state,
+        touch: async (computerId, accountId) => {
+          await controlPlane.ensureAwake(computerId, { accountId, allowWake: false });
+        },
+        gateway,
+        reservedPorts: () => reservedPreviewPorts(provider.kind, platformPorts),
+        handBack: (computerId, screenId) =>
+          handBackScreen(
+            store,
+            (waiterId, value) => kicker.wake(waiterId, value),
+            computerId,
+            screenId,
+          ),
+        ticketSecret: await loadPreviewSecret(config.dataDir),
+      },
+      store,
+      { logger },
+    );
+    cleanups.push(() => liveView.close());
+    (server as unknown as import("node:http").Server).on("upgrade", (request, socket, head) =>
+      liveView.handleUpgrade(request, socket, head),
+    );
 
     const api = createApi({
+      ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }), // invitation links
+      attachments: { blobs },
       memory,
       skills,
       usage,
       approvals,
       secrets,
+      mcp,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
@@ -620,6 +732,7 @@ export async function startPlatform(
         egressEnforced: runtime.egress !== undefined,
       },
       ports,
+      liveView,
       results: results.api,
       health: async () => {
         if (draining) return { ok: false, checks: { node: "shutting down" } };

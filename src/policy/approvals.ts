@@ -10,7 +10,8 @@
  *   APR2 the decision lives in the store and is read back in a journaled step after the wait; the
  *        tool then runs (or not) inside the same journal, so a crash after the approval never asks
  *        again and never runs the call twice (the router journals the tool's own steps).
- *   APR3 only the approval's approvers (today the bot's owner) can answer; anyone else gets the
+ *   APR3 only the approval's approvers (the owner of the credentials the call would use: the bot's
+ *        owner, or a teammate in their own chat with a team bot, ROUTE3) can answer; anyone else gets the
  *        404 of a missing approval. Every decision, expiry and policy change is audited.
  *   APR4 an approval is settled once (APS2): two answers racing, or an answer racing the timeout,
  *        settle it once, and the turn does what the winner said.
@@ -265,9 +266,15 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
         if ((await store.getConversation(context.conversationId)) === undefined) return "gone";
         const bot = await store.getBot(context.botId);
         const now = clock();
+        // ROUTE3 (teams/routing.ts): the owner of the credentials the call would use answers it.
+        const approver =
+          call.approverAccountId ??
+          context.route?.approverAccountId ??
+          bot?.accountId ??
+          context.accountId;
         const record = await store.createApproval({
           id,
-          accountId: bot?.accountId ?? context.accountId,
+          accountId: approver,
           botId: context.botId,
           conversationId: context.conversationId,
           turnId: context.turnId,
@@ -278,7 +285,7 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
           reason: call.reason,
           botReason: await botReasonOf(context.conversationId, context.callId),
           review: call.review,
-          approvers: [bot?.accountId ?? context.accountId], // APR3
+          approvers: [approver], // APR3
           expiresAt: now + timeoutMs,
           createdAt: now,
         });
@@ -378,6 +385,12 @@ export function createApprovals(deps: ApprovalsDependencies): ApprovalsService {
     async decide(accountId, id, input) {
       const record = await visible(accountId, id); // APR3
       const remember = input.remember === undefined ? null : parseRememberPattern(input.remember);
+      if (remember !== null && (await store.getBot(record.botId))?.accountId !== accountId)
+        // ROUTE3: a teammate answers for their own credentials, but the bot's policy is its owner's.
+        throw new RoostError(
+          "forbidden",
+          "only the bot's owner can remember a rule in its policy; answer without remember",
+        );
       if (record.state !== "pending") throw new ApprovalSettledError(id, record.state);
       const state = input.decision === "approve" ? "approved" : "denied";
       const outcome = await store.settleApproval(id, {

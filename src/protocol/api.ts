@@ -5,6 +5,9 @@
  */
 
 export type * from "./skills-api.ts";
+export type * from "./teams-api.ts";
+import type { BotTeam, ConversationPlace } from "./teams-api.ts";
+export type * from "./mcp-api.ts";
 
 export interface Me {
   id: string;
@@ -27,6 +30,14 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when this bot finishes a turn or needs input (a draft to review). */
   notify: boolean;
+  /** The team it is published to (a team bot), or null. */
+  teamId: string | null;
+  /** Set on a teammate's team bot in `GET /v1/bots`: the caller may talk to it, not edit it. */
+  team?: BotTeam & { ownerName: string };
+  /** True when the caller owns it (and so may edit it). */
+  own: boolean;
+  /** Its `browser` calls record a few frames per second, kept with the turn as an attachment. */
+  browserRecording: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -39,6 +50,8 @@ export interface Conversation {
   title: string;
   lastSeq: number;
   state: TurnState;
+  /** Where it happens (docs/teams.md). */
+  place: ConversationPlace;
   /**
    * The sidebar's state: `working` (a turn runs), `needs_attention` (a draft to review or an
    * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
@@ -151,6 +164,24 @@ export interface ModelPayload {
   /** The prompt sections this call was sent, hashed (PRM2). */
   prompt?: PromptHash[];
 }
+/** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export interface Attachment {
+  id: string;
+  conversationId: string;
+  turnId: string;
+  /** The tool call that produced it (its tool step's `callId`). */
+  callId: string;
+  kind: AttachmentKind;
+  name: string;
+  mimeType: string;
+  size: number;
+  createdAt: string;
+}
+export interface AttachmentList {
+  attachments: Attachment[];
+}
+
 export interface ToolPayload {
   callId: string;
   name: string;
@@ -331,6 +362,46 @@ export interface PreviewLink {
   expiresAt: string;
 }
 
+/** One screen of the caller's computer (`GET /v1/computers/me/screens`, docs/live-view.md). */
+export interface Screen {
+  /** `s-<botId>`. */
+  id: string;
+  botId: string;
+  width: number;
+  height: number;
+  /** A bot's `browser` or `computer` call is running on it. */
+  busy: boolean;
+  /** Who holds the control lease; null: nobody (every viewer is view-only). */
+  controller: ScreenController | null;
+}
+
+export interface ScreenController {
+  /** The live view (one viewer) holding the lease. */
+  viewerId: string;
+  /** ISO time the lease ends unless renewed. */
+  until: string;
+  /** `person` (Take control) or `handoff` (the bot asked, ask_user_to_take_over). */
+  reason: string;
+}
+
+export interface ScreenList {
+  screens: Screen[];
+}
+
+/** `POST /v1/computers/me/screens/{id}/viewers`: a WebSocket address for one live view. */
+export interface ScreenViewer {
+  viewerId: string;
+  /** The path of the VNC WebSocket, with its ticket (`?ticket=`); good until `expiresAt`. */
+  path: string;
+  expiresAt: string;
+}
+
+/** `POST /v1/computers/me/screens/{id}/control`: the lease now held. */
+export interface ScreenControl {
+  screenId: string;
+  controller: ScreenController;
+}
+
 export type StreamEvent =
   | { type: "hello"; seq: number; state: TurnState }
   | { type: "changed"; seq: number }
@@ -415,7 +486,8 @@ export interface ErrorBody {
 }
 
 /** What a bot remembers (GET /v1/bots/{id}/memory). */
-export type MemoryTier = "user" | "profile" | "log" | "note";
+/** `team`: a team bot's team memory, read by everyone who talks to it (docs/teams.md). */
+export type MemoryTier = "user" | "profile" | "log" | "note" | "team";
 export interface MemoryFact {
   id: string;
   tier: MemoryTier;
@@ -428,8 +500,8 @@ export interface MemoryFact {
 export interface MemoryRevision {
   id: string;
   factId: string;
-  /** bot: one bot's memory; user: the account's user facts. */
-  scope: "bot" | "user";
+  /** bot: one bot's memory; user: the account's user facts; team: a team bot's team memory. */
+  scope: "bot" | "user" | "team";
   tier: MemoryTier;
   action: "add" | "replace" | "remove";
   /** Who made it: the bot's memory tool, the post-turn pass, or a person. */
@@ -442,6 +514,8 @@ export interface MemoryRevision {
   status: "applied" | "proposed" | "rejected";
   /** The revision this one reverts. */
   revertOf: string | null;
+  /** Provenance: the person it was made for (the talking person), when known. */
+  byAccountId: string | null;
   createdAt: string;
 }
 export interface BotMemory {

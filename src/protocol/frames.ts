@@ -129,6 +129,11 @@ export const callFrameSchema = z.object({
   input: z.unknown(),
   /** The tool's time limit, measured by the worker from the start of the call. */
   timeoutMs: z.number().int().positive().max(MAX_CALL_TIMEOUT_MS),
+  /** The bot the call works for: the browser and computer tools use that bot's screen. */
+  botId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,128}$/)
+    .optional(),
 });
 
 /** Gateway → worker: the result was received; the worker may forget its in-memory copy. */

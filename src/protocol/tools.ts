@@ -4,6 +4,12 @@
  * resolved by the worker against its workspace directory; outputs always carry absolute paths.
  */
 import { z } from "zod";
+import {
+  browserInputSchema,
+  browserOutputSchema,
+  desktopInputSchema,
+  desktopOutputSchema,
+} from "./browser.ts";
 
 /** Limits the worker applies; part of the protocol so every worker behaves the same. */
 export const toolLimits = {
@@ -43,6 +49,10 @@ export const toolErrorCodes = [
   "invalid_output",
   "io_error",
   "internal",
+  /** The screen is taken: every screen is in use, or a person controls it (browser, computer). */
+  "busy",
+  /** A program the tool needs is not installed on the computer (the message names the package). */
+  "unavailable",
 ] as const;
 
 export type ToolErrorCode = (typeof toolErrorCodes)[number];
@@ -286,6 +296,8 @@ export const toolInputSchemas = {
   edit: editInputSchema,
   list: listInputSchema,
   glob: globInputSchema,
+  browser: browserInputSchema,
+  computer: desktopInputSchema,
 } as const;
 
 export const toolOutputSchemas = {
@@ -296,6 +308,8 @@ export const toolOutputSchemas = {
   edit: editOutputSchema,
   list: listOutputSchema,
   glob: globOutputSchema,
+  browser: browserOutputSchema,
+  computer: desktopOutputSchema,
 } as const;
 
 /** The computer tools every worker implements in protocol version 1. */

@@ -17,6 +17,7 @@ import {
   type OutputRedaction,
   type RedactionHook,
   type ToolSource,
+  redactionAccountOf,
   type ToolTurnContext,
 } from "../tools/index.ts";
 import { createStreamRedactor, type Redactor } from "./redactor.ts";
@@ -40,10 +41,11 @@ export function createSecretRedaction(
   };
   return {
     async prepareRedaction(context) {
-      loaded.set(context.accountId, await secrets.redactorFor(context.accountId));
+      const accountId = redactionAccountOf(context); // ROUTE4
+      loaded.set(accountId, await secrets.redactorFor(accountId));
     },
-    redact: (value, context) => current(context.accountId).value(value),
-    redactStream: (context) => createStreamRedactor(current(context.accountId)),
+    redact: (value, context) => current(redactionAccountOf(context)).value(value),
+    redactStream: (context) => createStreamRedactor(current(redactionAccountOf(context))),
   };
 }
 

@@ -15,6 +15,8 @@
  *         too): one computer serves all of the account's bots, so any of them may print any value.
  *   SECR13 a file downloaded through the API passes the same redaction, on its bytes (a value's
  *         UTF-8 bytes and encodings; other bytes unchanged), so the API never answers a value.
+ *   SECR15 a bot's shared computer (teams/ routing) is redacted for the bot's owner's secrets and
+ *         every secret lent to the bot in any of its shared places (consents, TEAM7).
  */
 import { InvalidRequestError, RoostError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
@@ -142,8 +144,15 @@ export interface SecretsService {
     name: string;
     actorAccountId: string;
   }): Promise<boolean>;
-  /** SECR9: the variables a bot's tool processes get. */
-  envFor(accountId: string, botId: string): Promise<Record<string, string>>;
+  /**
+   * SECR9: the variables a bot's tool processes get. `consentedIn`: a shared place whose
+   * consented secrets (people's user secrets they lent to this bot there, TEAM7) come along.
+   */
+  envFor(
+    accountId: string | null,
+    botId: string | null,
+    consentedIn?: string,
+  ): Promise<Record<string, string>>;
   /** SECR10: the account's redactor, read fresh from the store (cached while nothing changed). */
   redactorFor(accountId: string): Promise<Redactor>;
   /** Every brokered secret of the account, with its value, for the egress proxy (decision 0024). */
@@ -177,6 +186,32 @@ export function createSecretsService(deps: {
   // The last redactor built per account, by the sealed values it was built from.
   const redactors = new Map<string, { key: string; redactor: Redactor }>();
   const open = (record: SecretRecord) => cipher.open(record.sealed, rowKey(record)); // SECR6
+  /** TEAM7: the user secrets people consented to lend `botId` in `placeId` (absent: anywhere). */
+  const consentedRecords = async (botId: string, placeId?: string) => {
+    const consents = (
+      await store.listConsents(placeId === undefined ? { botId } : { botId, placeId })
+    ).filter((consent) => consent.kind === "secret");
+    const records: SecretRecord[] = [];
+    for (const consent of consents) {
+      const found = (await store.listSecrets("user", consent.ownerAccountId)).find(
+        (record) => record.name === consent.name,
+      );
+      if (found !== undefined) records.push(found);
+    }
+    return records;
+  };
+  /**
+   * SECR15: a bot's shared computer (teams/ routing) can hold the bot's secrets (filed under its
+   * owner's account) and any secret consented to in any of its places: its redactor covers all.
+   */
+  const recordsToRedact = async (accountId: string) => {
+    const own = await store.listAccountSecrets(accountId);
+    const botId = await store.botOfSharedAccount(accountId);
+    if (botId === undefined) return own;
+    const bot = await store.getBot(botId);
+    const owner = bot === undefined ? [] : await store.listAccountSecrets(bot.accountId);
+    return [...own, ...owner, ...(await consentedRecords(botId))];
+  };
 
   return {
     async put(input) {
@@ -230,11 +265,15 @@ export function createSecretsService(deps: {
 
     delete: (input) => store.deleteSecret(input),
 
-    async envFor(accountId, botId) {
+    async envFor(accountId, botId, consentedIn) {
       const env: Record<string, string> = {};
+      // ROUTE2 (teams/routing.ts): a route may leave out the user's or the bot's secrets.
       const records = [
-        ...(await store.listSecrets("user", accountId)),
-        ...(await store.listSecrets("bot", botId)), // SECR9: the bot's win
+        ...(botId === null || consentedIn === undefined
+          ? []
+          : await consentedRecords(botId, consentedIn)),
+        ...(accountId === null ? [] : await store.listSecrets("user", accountId)),
+        ...(botId === null ? [] : await store.listSecrets("bot", botId)), // SECR9: the bot's win
       ];
       for (const record of records)
         env[record.name] =
@@ -243,7 +282,7 @@ export function createSecretsService(deps: {
     },
 
     async redactorFor(accountId) {
-      const records = await store.listAccountSecrets(accountId); // SECR10
+      const records = await recordsToRedact(accountId); // SECR10, SECR15
       const key = records.map((record) => record.sealed).join("\n");
       const known = redactors.get(accountId);
       if (known?.key === key) return known.redactor;

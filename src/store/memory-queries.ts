@@ -42,13 +42,14 @@ interface RevisionRow {
   after_text: string | null;
   status: string;
   revert_of: string | null;
+  by_account_id: string | null;
   created_at: number;
 }
 
 const factColumns =
   "id, account_id, bot_id, tier, text, created_at, updated_at, expires_at, removed_at";
 const revisionColumns =
-  "id, account_id, bot_id, fact_id, tier, action, author, conversation_id, turn_id, before_text, after_text, status, revert_of, created_at";
+  "id, account_id, bot_id, fact_id, tier, action, author, conversation_id, turn_id, before_text, after_text, status, revert_of, created_at, by_account_id";
 
 const toFact = (row: FactRow): MemoryFact => ({
   id: row.id,
@@ -75,6 +76,7 @@ const toRevision = (row: RevisionRow): MemoryRevision => ({
   after: row.after_text,
   status: row.status as MemoryRevision["status"],
   revertOf: row.revert_of,
+  byAccountId: row.by_account_id ?? null,
   createdAt: Number(row.created_at),
 });
 
@@ -249,7 +251,7 @@ export function createMemoryQueries(
     key: string | undefined,
   ) {
     await tx.run(
-      `INSERT INTO memory_revisions (${revisionColumns}, change_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO memory_revisions (${revisionColumns}, change_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         revision.id,
         revision.accountId,
@@ -265,6 +267,7 @@ export function createMemoryQueries(
         revision.status,
         revision.revertOf,
         revision.createdAt,
+        revision.byAccountId,
         key ?? null,
       ],
     );
@@ -325,6 +328,7 @@ export function createMemoryQueries(
           after: change.action === "remove" ? null : (change.text ?? ""),
           status: change.propose === true ? "proposed" : "applied",
           revertOf: change.revertOf ?? null,
+          byAccountId: change.byAccountId ?? null,
           createdAt: now(),
         };
         let fact: MemoryFact;

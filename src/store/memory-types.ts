@@ -17,9 +17,13 @@
  *        words, the newer ones are (recency ranks them anyway).
  */
 
-/** user: shared by all of an account's bots; profile: one bot's facts; log: dated entries; note: short-lived. */
-export type MemoryTier = "user" | "profile" | "log" | "note";
-export const memoryTiers: readonly MemoryTier[] = ["user", "profile", "log", "note"];
+/**
+ * user: shared by all of an account's bots; profile: one bot's facts; log: dated entries; note:
+ * short-lived; team: a team bot's one team memory, kept under its owner's account and read by
+ * everyone who talks to it (docs/teams.md "Memory").
+ */
+export type MemoryTier = "user" | "profile" | "log" | "note" | "team";
+export const memoryTiers: readonly MemoryTier[] = ["user", "profile", "log", "note", "team"];
 
 /** Who made a change: the bot's memory tool, the post-turn pass, or a person. */
 export type MemoryAuthor = "tool" | "pass" | "user";
@@ -56,6 +60,8 @@ export interface MemoryRevision {
   status: MemoryRevisionStatus;
   /** The revision this one reverts. */
   revertOf: string | null;
+  /** Provenance: the person the change was made for (the talking person), when known. */
+  byAccountId: string | null;
   createdAt: number;
 }
 
@@ -86,6 +92,8 @@ export interface MemoryChange {
   limits?: MemoryLimits;
   /** MEM3 */
   key?: string;
+  /** Provenance: the person the change is made for. */
+  byAccountId?: string | null;
 }
 
 export interface MemoryLogHit extends MemoryFact {

@@ -486,6 +486,57 @@ export const migrations: readonly Migration[] = [
     ],
   },
   {
+    version: 20,
+    statements: [
+      // Control leases of the live view's screens (screen-lease-types.ts, SCL1-SCL3): one row per
+      // screen at most; an expired row is as good as none, and the next take replaces it.
+      `CREATE TABLE screen_leases (
+        computer_id TEXT NOT NULL,
+        screen_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        viewer_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        until_at BIGINT NOT NULL,
+        PRIMARY KEY (computer_id, screen_id))`,
+      // Handoffs a bot asked for (ask_user_to_take_over, SCL4): the parked call's waiter, until
+      // the person hands the screen back or the wait times out.
+      `CREATE TABLE screen_handoffs (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        computer_id TEXT NOT NULL,
+        screen_id TEXT NOT NULL,
+        waiter_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        settled_at BIGINT)`,
+      `CREATE INDEX screen_handoffs_pending ON screen_handoffs (computer_id, screen_id, state)`,
+    ],
+  },
+  {
+    version: 21,
+    statements: [
+      // Conversation attachments (attachment-types.ts, ATS1-ATS2): screenshots, images, downloads
+      // and recordings of tool calls; the bytes are in the blob store under blob_key.
+      `CREATE TABLE attachments (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        blob_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE INDEX attachments_by_conversation ON attachments (conversation_id, created_at)`,
+    ],
+  },
+  {
     version: 22,
     statements: [
       // One admin, however many nodes start on a fresh database (decision 0028): nodes that raced
@@ -505,6 +556,89 @@ export const migrations: readonly Migration[] = [
         payload TEXT NOT NULL,
         created_at BIGINT NOT NULL)`,
       `CREATE INDEX relay_payloads_by_age ON relay_payloads (created_at)`,
+    ],
+  },
+  {
+    version: 24,
+    statements: [
+      // Teams (team-types.ts, TEAM1-TEAM5; docs/teams.md).
+      `CREATE TABLE teams (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+      `CREATE TABLE team_members (
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        account_id TEXT NOT NULL REFERENCES accounts(id),
+        role TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (team_id, account_id))`,
+      `CREATE INDEX team_members_by_account ON team_members (account_id)`,
+      // Only the token's SHA-256 hash is kept (TEAM4); a used or expired row stays as the record.
+      `CREATE TABLE team_invitations (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        accepted_by TEXT,
+        accepted_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      // A team bot: published by its owner to one team (null: the owner's alone).
+      `ALTER TABLE bots ADD COLUMN team_id TEXT`,
+      `CREATE INDEX bots_by_team ON bots (team_id)`,
+      // Where the conversation happens: 'direct' (one person's chat) or 'shared' (a channel,
+      // group DM or thread); it decides the computer and the credentials (docs/teams.md).
+      `ALTER TABLE conversations ADD COLUMN place TEXT NOT NULL DEFAULT 'direct'`,
+      // The account that owns a bot's shared computer (the computer of its shared places):
+      // an account with no token, made on the first shared turn (TEAM6).
+      // A person's consent to let a bot use one of their credentials in one shared place
+      // (TEAM7; docs/teams.md "Consent"): kind 'secret' today, MCP servers and accounts later.
+      `CREATE TABLE credential_consents (
+        bot_id TEXT NOT NULL,
+        place_id TEXT NOT NULL,
+        owner_account_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        granted_at BIGINT NOT NULL,
+        PRIMARY KEY (bot_id, place_id, owner_account_id, kind, name))`,
+      `CREATE INDEX credential_consents_by_owner ON credential_consents (owner_account_id)`,
+      // Memory provenance: who a change was made for (the talking person; docs/teams.md).
+      `ALTER TABLE memory_revisions ADD COLUMN by_account_id TEXT`,
+      `CREATE TABLE bot_shared_accounts (
+        bot_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+        created_at BIGINT NOT NULL)`,
+    ],
+  },
+  {
+    version: 25,
+    statements: [
+      // MCP servers (mcp-types.ts, MST1): per bot (scope 'bot') or per account (scope 'user').
+      // `sealed` holds env or header values and `oauth` an OAuth client's tokens, both sealed
+      // (src/secrets/crypto.ts); the rest is no secret.
+      `CREATE TABLE mcp_servers (
+        scope TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        sealed TEXT,
+        secret_names TEXT NOT NULL,
+        tools TEXT,
+        listed_at BIGINT,
+        last_error TEXT,
+        last_error_at BIGINT,
+        oauth TEXT,
+        oauth_state TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, owner_id, name))`,
+      `CREATE INDEX mcp_servers_by_account ON mcp_servers (account_id)`,
+      // An OAuth flow's callback finds its server by the flow's random state (src/mcp/oauth.ts).
+      `CREATE INDEX mcp_servers_by_oauth_state ON mcp_servers (oauth_state)`,
     ],
   },
 ];

@@ -11,7 +11,11 @@ import { createRoutineQueries } from "./routine-queries.ts";
 import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
+import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
+import { createTeamQueries } from "./team-queries.ts";
+import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
+import { createMcpQueries } from "./mcp-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -22,6 +26,7 @@ import type {
   BotSettings,
   Computer,
   Conversation,
+  ConversationPlace,
   DeletedCounts,
   Message,
   MessageSource,
@@ -43,6 +48,7 @@ interface BotRow {
   instructions: string;
   model: string | null;
   settings: string;
+  team_id: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -52,6 +58,7 @@ interface ConversationRow {
   bot_id: string;
   title: string;
   last_seq: number;
+  place: string;
   created_at: number;
   updated_at: number;
 }
@@ -109,15 +116,20 @@ const toBot = (row: BotRow): Bot => {
     memoryReview: settings.memoryReview === true,
     skills: settings.skills ?? null,
     notify: settings.notify === true,
+    teamId: row.team_id ?? null,
+    browserRecording: settings.browserRecording === true,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
 };
-const settingsOf = (bot: Pick<Bot, "memoryReview" | "skills" | "notify">): string =>
+const settingsOf = (
+  bot: Pick<Bot, "memoryReview" | "skills" | "notify" | "browserRecording">,
+): string =>
   JSON.stringify({
     memoryReview: bot.memoryReview,
     skills: bot.skills,
     notify: bot.notify,
+    browserRecording: bot.browserRecording,
   } satisfies BotSettings);
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
@@ -125,6 +137,7 @@ const toConversation = (row: ConversationRow): Conversation => ({
   botId: row.bot_id,
   title: row.title,
   lastSeq: Number(row.last_seq),
+  place: row.place === "shared" ? "shared" : "direct",
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
 });
@@ -274,6 +287,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
     await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
+    await deleteAttachmentsOf(tx, where, key); // ATS2
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
       key,
@@ -288,6 +302,21 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       messages: messages.changes,
       steps: steps.changes,
     };
+  }
+
+  /**
+   * TEAM3: a bot is published only to a team its owner belongs to; the team's row is locked
+   * (Postgres) so a concurrent removal of the owner either sees the bot and unpublishes it or
+   * happens first and this fails.
+   */
+  async function requireMembership(tx: SqlExecutor, teamId: string, accountId: string) {
+    await tx.all(`SELECT id FROM teams WHERE id = ?${driver.lockRows}`, [teamId]);
+    const member = await first<{ role: string }>(
+      tx,
+      "SELECT role FROM team_members WHERE team_id = ? AND account_id = ?",
+      [teamId, accountId],
+    );
+    if (member === undefined) throw new NotFoundError("team", teamId);
   }
 
   /** Run an insert that may race with an identical one; on a unique violation, read the winner. */
@@ -322,6 +351,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createUsageQueries(driver, now),
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
+    ...createTeamQueries(driver, now, ids, insertAudit),
+    ...createAttachmentQueries(driver, now),
+    ...createMcpQueries(driver, now, insertAudit),
+    ...createScreenLeaseQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -464,6 +497,8 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       memoryReview = false,
       skills = null,
       notify = false,
+      teamId = null,
+      browserRecording = false,
     }) {
       const at = now();
       const bot: Bot = {
@@ -475,14 +510,19 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         memoryReview,
         skills,
         notify,
+        teamId,
+        browserRecording,
         createdAt: at,
         updatedAt: at,
       };
       try {
-        await driver.run(
-          "INSERT INTO bots (id, account_id, name, instructions, model, settings, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-          [bot.id, accountId, name, instructions, model, settingsOf(bot), at, at],
-        );
+        await driver.transaction(async (tx) => {
+          if (teamId !== null) await requireMembership(tx, teamId, accountId); // TEAM3
+          await tx.run(
+            "INSERT INTO bots (id, account_id, name, instructions, model, settings, team_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [bot.id, accountId, name, instructions, model, settingsOf(bot), teamId, at, at],
+          );
+        });
       } catch (error) {
         if (driver.isUniqueViolation(error)) {
           throw new RoostError(
@@ -502,6 +542,15 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       const rows = await driver.all<BotRow>(
         "SELECT * FROM bots WHERE account_id = ? ORDER BY created_at, id",
         [accountId],
+      );
+      return rows.map(toBot);
+    },
+
+    async listTeamBotsFor(accountId) {
+      const rows = await driver.all<BotRow>(
+        `SELECT b.* FROM bots b JOIN team_members m ON m.team_id = b.team_id
+         WHERE m.account_id = ? AND b.account_id <> ? ORDER BY b.created_at, b.id`,
+        [accountId, accountId],
       );
       return rows.map(toBot);
     },
@@ -533,12 +582,24 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           memoryReview: patch.memoryReview ?? bot.memoryReview,
           skills: patch.skills === undefined ? bot.skills : patch.skills,
           notify: patch.notify ?? bot.notify,
+          teamId: patch.teamId === undefined ? bot.teamId : patch.teamId,
+          browserRecording: patch.browserRecording ?? bot.browserRecording,
           updatedAt: now(),
         };
+        if (patch.teamId !== undefined && patch.teamId !== null)
+          await requireMembership(tx, patch.teamId, bot.accountId); // TEAM3
         try {
           await tx.run(
-            "UPDATE bots SET name = ?, instructions = ?, model = ?, settings = ?, updated_at = ? WHERE id = ?",
-            [next.name, next.instructions, next.model, settingsOf(next), next.updatedAt, id],
+            "UPDATE bots SET name = ?, instructions = ?, model = ?, settings = ?, team_id = ?, updated_at = ? WHERE id = ?",
+            [
+              next.name,
+              next.instructions,
+              next.model,
+              settingsOf(next),
+              next.teamId,
+              next.updatedAt,
+              id,
+            ],
           );
         } catch (error) {
           if (driver.isUniqueViolation(error)) {
@@ -582,6 +643,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM tool_policies WHERE bot_id = ?", [id]);
         // Its secrets (SST1): their sealed values are of no use to anyone else.
         await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
+        await tx.run("DELETE FROM mcp_servers WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,
@@ -593,7 +655,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async createConversation({ accountId, botId, title }) {
+    async createConversation({ accountId, botId, title, place = "direct" }) {
       const at = now();
       const conversation: Conversation = {
         id: ids("conv"),
@@ -601,13 +663,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         botId,
         title,
         lastSeq: 0,
+        place,
         createdAt: at,
         updatedAt: at,
       };
       try {
         await driver.run(
-          "INSERT INTO conversations (id, account_id, bot_id, title, last_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
-          [conversation.id, accountId, botId, title, at, at],
+          "INSERT INTO conversations (id, account_id, bot_id, title, last_seq, place, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+          [conversation.id, accountId, botId, title, place satisfies ConversationPlace, at, at],
         );
       } catch (error) {
         // STORE8: the bot was deleted (perhaps a moment ago, while this request was under way).

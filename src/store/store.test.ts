@@ -11,6 +11,8 @@ import { createSqliteDriver } from "./sqlite-driver.ts";
 import { routineStoreContract } from "./routine.contract.ts";
 import { resultsContract } from "./results.contract.ts";
 import { approvalsContract } from "./approvals.contract.ts";
+import { attachmentsContract } from "./attachments.contract.ts";
+import { screenLeasesContract } from "./screen-leases.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -38,6 +40,8 @@ storeContract("sqlite", openSqlite);
 resultsContract("sqlite", openSqlite);
 routineStoreContract("sqlite", openSqlite);
 approvalsContract("sqlite", openSqlite);
+attachmentsContract("sqlite", openSqlite);
+screenLeasesContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -57,6 +61,8 @@ if (postgres.ok) {
   resultsContract("postgres", openPostgres);
   routineStoreContract("postgres", openPostgres);
   approvalsContract("postgres", openPostgres);
+  attachmentsContract("postgres", openPostgres);
+  screenLeasesContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

@@ -25,8 +25,12 @@ import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { SecretStore } from "./secret-types.ts";
+import type { McpStore } from "./mcp-types.ts";
+import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
+import type { TeamStore } from "./team-types.ts";
+import type { AttachmentStore } from "./attachment-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -35,8 +39,12 @@ export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
 export type * from "./secret-types.ts";
+export type * from "./mcp-types.ts";
+export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
+export type * from "./team-types.ts";
+export type * from "./attachment-types.ts";
 
 export interface Account {
   id: string;
@@ -67,6 +75,10 @@ export interface Bot {
   skills: string[] | null;
   /** Notify the owner when it finishes a turn or needs input (issue 11 §3). */
   notify: boolean;
+  /** The team it is published to (a team bot, docs/teams.md); null: the owner's alone. */
+  teamId: string | null;
+  /** Its browser calls record a few frames per second, kept with the turn (issue 13 §4). */
+  browserRecording: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -76,15 +88,24 @@ export interface BotSettings {
   memoryReview?: boolean;
   skills?: string[] | null;
   notify?: boolean;
+  browserRecording?: boolean;
 }
+
+/**
+ * Where a conversation happens (docs/teams.md): `direct` is one person's own chat (the web app,
+ * the CLI, a 1:1 DM); `shared` is a place several people talk (a channel, group DM or thread).
+ */
+export type ConversationPlace = "direct" | "shared";
 
 export interface Conversation {
   id: string;
+  /** Who started it; in a direct place the only person who may read and write it. */
   accountId: string;
   botId: string;
   title: string;
   /** Sequence number of the newest step; 0 when empty. */
   lastSeq: number;
+  place: ConversationPlace;
   createdAt: number;
   updatedAt: number;
 }
@@ -171,6 +192,9 @@ export interface BotPatch {
   memoryReview?: boolean;
   skills?: string[] | null;
   notify?: boolean;
+  /** Publish to a team (its owner must belong to it, TEAM3), or null to unpublish. */
+  teamId?: string | null;
+  browserRecording?: boolean;
 }
 
 export interface Store
@@ -181,7 +205,11 @@ export interface Store
     ResultsStore,
     UsageStore,
     ApprovalStore,
-    SecretStore {
+    SecretStore,
+    TeamStore,
+    AttachmentStore,
+    McpStore,
+    ScreenLeaseStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -219,8 +247,13 @@ export interface Store
     memoryReview?: boolean;
     skills?: string[] | null;
     notify?: boolean;
+    /** TEAM3: NotFoundError when the account is not a member of the team. */
+    teamId?: string | null;
+    browserRecording?: boolean;
   }): Promise<Bot>;
   listBots(accountId: string): Promise<Bot[]>;
+  /** Other accounts' bots published to a team this account belongs to, oldest first. */
+  listTeamBotsFor(accountId: string): Promise<Bot[]>;
   getBot(id: string): Promise<Bot | undefined>;
   findBotByName(accountId: string, name: string): Promise<Bot | undefined>;
   updateBot(id: string, patch: BotPatch): Promise<Bot>;
@@ -234,6 +267,8 @@ export interface Store
     accountId: string;
     botId: string;
     title: string;
+    /** @default "direct" */
+    place?: ConversationPlace;
   }): Promise<Conversation>;
   listConversations(
     accountId: string,

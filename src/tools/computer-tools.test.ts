@@ -129,6 +129,8 @@ describe("computer tools", () => {
   it("describes every tool in at most 4,000 characters (description + schema)", async () => {
     const specs = await setup("awake").router.specs(turn);
     expect(specs.map((spec) => spec.name).sort()).toEqual([
+      "browser",
+      "computer",
       "edit",
       "glob",
       "list",
@@ -141,6 +143,49 @@ describe("computer tools", () => {
       expect(spec.description.length + JSON.stringify(spec.inputSchema).length).toBeLessThanOrEqual(
         4000,
       );
+  });
+
+  it("browser: the model's spec has no record field; the server's record and the bot id reach the worker; a screenshot becomes an image part", async () => {
+    const screenshot = {
+      action: "screenshot",
+      url: "http://127.0.0.1:8000/",
+      title: "T",
+      text: "A screenshot of the page's viewport (1280x720).",
+      truncated: false,
+      image: { mimeType: "image/png", data: "iVBORw0KGgo=", width: 1280, height: 720 },
+      downloads: [{ path: "/workspace/downloads/a.pdf", name: "a.pdf", size: 3 }],
+    };
+    const { router, request, calls } = setup("asleep", {
+      gatewayCall: async () => ({ ok: true, output: screenshot }),
+    });
+    const spec = (await router.specs(turn)).find((entry) => entry.name === "browser")!;
+    expect(Object.keys(spec.inputSchema.properties as object)).not.toContain("record");
+    const refused = await router.execute(
+      "browser",
+      { action: "navigate", url: "javascript:alert(1)" },
+      request(),
+    );
+    expect(refused).toMatchObject({ isError: true });
+    expect(refused.output).toMatch(/http:\/\/ or https:\/\//);
+    const result = await router.execute(
+      "browser",
+      { action: "screenshot", record: true },
+      request("call_shot"),
+    );
+    expect(result.media).toEqual([{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }]);
+    expect(result.output).toContain("/workspace/downloads/a.pdf");
+    expect(result.details).toMatchObject({ downloads: screenshot.downloads });
+    const sent = () =>
+      (calls.filter((call) => (call as unknown[])[0] === "gateway").at(-1) as unknown[])[2];
+    // `record` is the server's: withBrowserRecording (attachments/, REC1) sets it from the bot's
+    // setting and removes the model's before the call reaches this source, which passes it on.
+    expect(sent()).toMatchObject({
+      tool: "browser",
+      botId: "bot_1",
+      input: { action: "screenshot", record: true },
+    });
+    await router.execute("browser", { action: "screenshot" }, request("call_shot_2"));
+    expect(sent()).toMatchObject({ input: { action: "screenshot", record: false } });
   });
 
   it("answers a non-waking tool on a sleeping computer with the exact text, without calling the worker", async () => {
@@ -170,7 +215,13 @@ describe("computer tools", () => {
     expect(calls[1]).toEqual([
       "gateway",
       "cmp_1",
-      { callId: "call_abc", tool: "shell", input: { command: "echo hi" }, timeoutMs: 30_000 },
+      {
+        callId: "call_abc",
+        tool: "shell",
+        input: { command: "echo hi" },
+        timeoutMs: 30_000,
+        botId: "bot_1",
+      },
     ]);
     // CT4: the control plane was reached through the durable context's own call.
     expect(durable.journal.map((entry) => entry.type)).toEqual(["step", "call", "step"]);

@@ -2,8 +2,8 @@
  * Computer tools (ARCHITECTURE.md §5): run on the user's computer through the gateway.
  *
  * Invariants:
- *   CT1 on a sleeping computer only waking tools (shell, read) may wake it; any other computer
- *       tool answers exactly `asleepMessage`.
+ *   CT1 on a sleeping computer only waking tools (shell, read, browser, computer) may wake it;
+ *       any other computer tool answers exactly `asleepMessage`.
  *   CT2 the call id comes from the journal (ToolCallContext.callId), so an engine retry of the
  *       step sends the same id and the worker's done-log answers it instead of running it again.
  *   CT3 a turn that used the computer holds it (no idle sleep) until `endTurn` releases it.
@@ -34,8 +34,11 @@ import type { EventHub } from "../events/index.ts";
 import type { Gateway } from "../gateway/index.ts";
 import type { ToolSpec } from "../models/index.ts";
 import {
+  browserModelInputSchema,
   isToolName,
   toolInputSchemas,
+  type BrowserOutput,
+  type DesktopOutput,
   type ShellOutput,
   type ShellStatusOutput,
   type ToolName,
@@ -45,7 +48,8 @@ import { CallFailedError, type DurableContext } from "../engine/index.ts";
 import type { Store } from "../store/index.ts";
 import { interruptedResult } from "./define.ts";
 import type { ToolSource } from "./router.ts";
-import type { ToolCallContext, ToolResult } from "./types.ts";
+import { redactionAccountOf, secretsOwnersOf } from "./route.ts";
+import type { ToolCallContext, ToolResult, ToolTurnContext } from "./types.ts";
 
 /** CT1: the exact text a non-waking tool returns on a sleeping computer. */
 export const asleepMessage =
@@ -55,14 +59,16 @@ export const asleepMessage =
 export const notConnectedMessage =
   "Your computer (a self-hosted machine) is not connected. Start `roost worker` on it, then try again.";
 
-/** Tools that may wake a sleeping computer. @default shell and read */
-export const defaultWakingTools: readonly ToolName[] = ["shell", "read"];
+/** Tools that may wake a sleeping computer. @default shell, read, browser and computer */
+export const defaultWakingTools: readonly ToolName[] = ["shell", "read", "browser", "computer"];
 
 /** A shell command's time limit unless the model asks for another. */
 export const defaultShellTimeoutMs = 120_000;
 /** The longest a single foreground command may run; longer work belongs in the background. */
 export const maxShellTimeoutMs = 10 * 60_000;
 const fileToolTimeoutMs = 60_000;
+/** A browser action (a page load, a wait of at most a minute) and the browser's cold start. */
+const browserTimeoutMs = 150_000;
 
 const descriptions: Record<ToolName, string> = {
   shell:
@@ -75,6 +81,10 @@ const descriptions: Record<ToolName, string> = {
   edit: "Replace an exact string in a file on your computer. Fails if the string is missing, or occurs more than once unless replaceAll is true.",
   list: "List a directory on your computer (default /workspace): names, types and sizes.",
   glob: "Find files on your computer by glob pattern, e.g. **/*.py, under a directory (default /workspace).",
+  browser:
+    "Use a real web browser (Chromium) on your computer; logins and cookies persist. navigate returns the page's accessibility snapshot: a tree whose elements carry refs like [ref=e12]; click, type, hover, select, extract and wait name one of those refs (take a new snapshot when the page changed). Actions return the new snapshot. screenshot returns an image. Downloads go to /workspace/downloads. For a login or CAPTCHA, ask the user to take over. Wakes a sleeping computer.",
+  computer:
+    "Control the desktop of your browser's screen with mouse and keyboard, for what the browser tool cannot do (dialogs, other windows): screenshot first to see it, then click or type at pixel coordinates. Prefer the browser tool for web pages.",
 };
 
 const shellModelInput = toolInputSchemas.shell.extend({
@@ -88,7 +98,9 @@ const shellModelInput = toolInputSchemas.shell.extend({
 });
 
 function inputSchemaFor(name: ToolName): z.ZodType {
-  return name === "shell" ? shellModelInput : toolInputSchemas[name];
+  if (name === "shell") return shellModelInput;
+  if (name === "browser") return browserModelInputSchema; // `record` is the server's
+  return toolInputSchemas[name];
 }
 
 export interface ComputerToolsOptions {
@@ -110,9 +122,19 @@ export interface ComputerToolsOptions {
 /** What computer tools need of the secrets module (CT8, CT9). */
 export interface ComputerSecrets {
   /** The variables a bot's shell processes get. */
-  envFor(accountId: string, botId: string): Promise<Record<string, string>>;
+  envFor(
+    accountId: string | null,
+    botId: string | null,
+    consentedIn?: string,
+  ): Promise<Record<string, string>>;
   /** Replaces every complete secret value of the account in `text` (unchanged: none there). */
   redactorFor(accountId: string): Promise<{ empty: boolean; whole(text: string): string }>;
+}
+
+/** CT8, ROUTE2: the variables the turn's route lets its shell processes have. */
+function envOf(secrets: ComputerSecrets, context: ToolTurnContext) {
+  const { userAccountId, botId, consentedIn } = secretsOwnersOf(context);
+  return secrets.envFor(userAccountId, botId, consentedIn);
 }
 
 /** CT9: what redaction writes, and so what the model may try to write back. */
@@ -162,7 +184,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         : String(input.newString).includes(redactedMarkText) ||
           String(input.oldString).includes(redactedMarkText);
     if (!carried) return undefined;
-    const redactor = await options.secrets.redactorFor(context.accountId);
+    const redactor = await options.secrets.redactorFor(redactionAccountOf(context)); // ROUTE4
     if (redactor.empty) return undefined;
     const current = await options.gateway.call(
       computerId,
@@ -200,7 +222,8 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
         };
       }
       let toolInput = parsed.data as Record<string, unknown>;
-      let timeoutMs = fileToolTimeoutMs;
+      let timeoutMs =
+        name === "browser" || name === "computer" ? browserTimeoutMs : fileToolTimeoutMs;
       if (name === "shell") {
         const { timeoutSeconds, ...rest } = toolInput as z.output<typeof shellModelInput>;
         toolInput = rest;
@@ -261,15 +284,22 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
           const refused = await guardRedactedWrite(name, toolInput, computerId, context, signal);
           if (refused !== undefined) return refused; // CT9
           const sent =
-            name === "shell" && options.secrets !== undefined
+            name === "browser"
               ? {
                   ...toolInput,
-                  env: {
-                    ...(await options.secrets.envFor(context.accountId, context.botId)),
-                    ...(toolInput.env as Record<string, string> | undefined),
-                  },
-                } // CT8
-              : toolInput;
+                  // The server's, never the model's: withBrowserRecording (attachments/) sets it
+                  // from the bot's setting and removes any the model wrote.
+                  record: (input as { record?: unknown }).record === true,
+                }
+              : name === "shell" && options.secrets !== undefined
+                ? {
+                    ...toolInput,
+                    env: {
+                      ...(await envOf(options.secrets, context)), // ROUTE2
+                      ...(toolInput.env as Record<string, string> | undefined),
+                    },
+                  } // CT8
+                : toolInput;
           const streams = new Map<string, ReturnType<ToolCallContext["redactStream"]>>();
           const publish = (stream: "stdout" | "stderr", data: string) => {
             if (data !== "")
@@ -283,7 +313,7 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
           };
           const result = await options.gateway.call(
             computerId,
-            { callId: context.callId, tool: name, input: sent, timeoutMs }, // CT2
+            { callId: context.callId, tool: name, input: sent, timeoutMs, botId: context.botId }, // CT2
             {
               signal, // CT5
               onChunk: (chunk) => {
@@ -434,6 +464,26 @@ function formatOutput(name: ToolName, output: ToolOutput<ToolName>): ToolResult 
         details: { path: list.path, count: list.entries.length },
       };
     }
+    case "browser":
+      return formatBrowser(output as BrowserOutput);
+    case "computer": {
+      const desktop = output as DesktopOutput;
+      return {
+        output:
+          desktop.image === undefined
+            ? desktop.text
+            : `${desktop.text} It is attached for models that can see images.`,
+        isError: false,
+        ...(desktop.image === undefined
+          ? {}
+          : {
+              media: [
+                { type: "image", mimeType: desktop.image.mimeType, data: desktop.image.data },
+              ],
+            }),
+        details: { action: desktop.action, width: desktop.width, height: desktop.height },
+      };
+    }
     case "glob": {
       const glob = output as ToolOutput<"glob">;
       return {
@@ -446,4 +496,44 @@ function formatOutput(name: ToolName, output: ToolOutput<ToolName>): ToolResult 
       };
     }
   }
+}
+
+/** The browser's answer: the snapshot or text, an image for models that see them, downloads. */
+function formatBrowser(output: BrowserOutput): ToolResult {
+  const lines = [output.text];
+  if (output.image !== undefined)
+    lines.push(
+      `(A ${output.image.width}x${output.image.height} screenshot of ${output.url} is attached for models that can see images.)`,
+    );
+  if (output.truncated)
+    lines.push("(The text was cut in the middle; use extract on a ref for a part.)");
+  if (output.downloads.length > 0)
+    lines.push(
+      `Downloads:\n${output.downloads.map((file) => `- ${file.path} (${file.size} bytes)`).join("\n")}`,
+    );
+  else if (output.action === "downloads") lines.push("(none)");
+  return {
+    output: lines.join("\n"),
+    isError: false,
+    ...(output.image === undefined
+      ? {}
+      : { media: [{ type: "image", mimeType: output.image.mimeType, data: output.image.data }] }),
+    details: {
+      action: output.action,
+      url: output.url,
+      title: output.title,
+      truncated: output.truncated,
+      downloads: output.downloads,
+      ...(output.recording === undefined ? {} : { recording: output.recording }),
+      ...(output.image === undefined
+        ? {}
+        : {
+            screenshot: {
+              mimeType: output.image.mimeType,
+              width: output.image.width,
+              height: output.image.height,
+            },
+          }),
+    },
+  };
 }

@@ -10,8 +10,10 @@ export type {
   ToolResult,
   ToolRouter,
   ToolTurnContext,
+  TurnRoute,
   TurnTrigger,
 } from "./types.ts";
+export { redactionAccountOf, secretsOwnersOf } from "./route.ts";
 export {
   createToolRouter,
   type AskHook,
@@ -39,3 +41,10 @@ export {
   type ComputerSecrets,
   type ComputerToolsOptions,
 } from "./computer-tools.ts";
+export {
+  createHandoffTool,
+  defaultHandoffTimeoutMs,
+  handBackScreen,
+  handoffToolName,
+  type HandoffWorkerCaller,
+} from "./handoff-tool.ts";

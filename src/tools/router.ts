@@ -59,6 +59,8 @@ export type AskHook = (
     reason: string;
     /** The review model's verdict, when one judged the call (shown on the approval card). */
     review: Api.ReviewVerdict | null;
+    /** Who must answer, when not the route's approver (a consent card: the credential's owner). */
+    approverAccountId?: string;
   },
   context: ToolCallRequest,
 ) => Promise<{ decision: "allow" } | { decision: "deny"; reason: string }>;
@@ -166,6 +168,9 @@ export function createToolRouter(options: ToolRouterOptions): ToolRouter {
               isError: true,
               details: { policy: answer },
             };
+          // TOOL3: the answer may have lent the call more secrets (a consent card, teams/
+          // CONS2), and time passed: load the current ones before the call runs.
+          await options.prepareRedaction?.(context);
         }
       }
 

@@ -13,9 +13,37 @@ export interface TurnTrigger {
   authorAccountId: string;
 }
 
+/**
+ * Whose computer and whose credentials a turn uses (the routing table of docs/teams.md, decided by
+ * teams/routing.ts from the conversation's place and its verified talking person).
+ */
+export interface TurnRoute {
+  /** `owner`: the bot owner's own chat; `teammate`: a teammate's own chat; `shared`: a shared place. */
+  row: "owner" | "teammate" | "shared";
+  /** The verified talking person: the author of the messages the turn answers. */
+  talkerAccountId: string;
+  /** The account whose computer the turn's tools use (in a shared place: the bot's shared computer's). */
+  computerAccountId: string;
+  /** Whose user secrets the shell gets: the talker's in a direct chat; nobody's in a shared place. */
+  userSecretsOf: string | null;
+  /** Whether the bot's own secrets (its owner set them) reach the shell: not in a teammate's chat. */
+  botSecrets: boolean;
+  /** Whose secret values the redactor covers (every value that may reach this computer). */
+  redactionAccountId: string;
+  /** Who answers the turn's approvals: the owner of the credentials its calls use. */
+  approverAccountId: string;
+  /** The bot's owner (a team bot's team memory is kept under their account). */
+  botOwnerAccountId: string;
+  /** MEMT1: the turn may write the team memory (a team bot, and someone said the team should know). */
+  teamMemory: boolean;
+}
+
 /** Who a turn is for; the same for every call of the turn. */
 export interface ToolTurnContext {
+  /** The account the turn acts as: its computer's (`route.computerAccountId`). */
   accountId: string;
+  /** Whose computer and credentials (docs/teams.md). @default the account's own chat */
+  route?: TurnRoute;
   botId: string;
   conversationId: string;
   turnId: string;

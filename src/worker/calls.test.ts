@@ -65,6 +65,38 @@ const shellCall = (callId: string, command: string, timeoutMs = 30_000) =>
 const runs = () => readFileSync(path.join(workspace, "runs"), "utf8").trim().split("\n").length;
 
 describe("call runner", () => {
+  it("screens: a worker without screens answers unavailable; a bad screens.control is invalid_input", async () => {
+    const { runner, result } = await startRunner();
+    runner.handleCall({
+      type: "call",
+      callId: "s1",
+      tool: "screens.list",
+      input: {},
+      timeoutMs: 1000,
+    });
+    expect(await result("s1")).toMatchObject({ ok: false, error: { code: "unavailable" } });
+    runner.handleCall({
+      type: "call",
+      callId: "s2",
+      tool: "screens.control",
+      input: { screenId: "../../etc", controller: null },
+      timeoutMs: 1000,
+    });
+    expect(await result("s2")).toMatchObject({
+      ok: false,
+      error: { code: "invalid_input", message: expect.stringMatching(/at screenId/) },
+    });
+    runner.handleCall({
+      type: "call",
+      callId: "s3",
+      tool: "browser",
+      input: { action: "snapshot" },
+      timeoutMs: 1000,
+      botId: "bot_1",
+    });
+    expect(await result("s3")).toMatchObject({ ok: false, error: { code: "unavailable" } });
+  });
+
   it("attaches a repeated call id that is still running instead of starting it again", async () => {
     const { runner, result, results } = await startRunner();
     runner.handleCall(shellCall("c1", "echo run >> runs; sleep 0.3; echo ok"));

@@ -13,9 +13,13 @@
  *   W4 Results stay in memory until the gateway acks them and are re-sent after a reconnect;
  *      chunks and progress are best effort (dropped while disconnected).
  *   W5 File operations (`files.*`, the files API's), the skill operations (`skills.*`,
- *      skill-operations.ts, SKW4) and `ports.list` (the port previews') bypass the done-log: they
- *      are not tool calls a replay could repeat wrongly, and each is idempotent by design
- *      (file-operations.ts, FOP1; ports.list is a read). W1 and W4 still hold for them.
+ *      skill-operations.ts, SKW4), `ports.list` (the port previews') and `screens.*` (screens.ts)
+ *      bypass the done-log: they are not tool calls a replay could repeat wrongly, and each is
+ *      idempotent by design (file-operations.ts, FOP1; ports.list and screens.list are reads,
+ *      screens.control sets a value, screens.snapshot reads the page). W1 and W4 still hold for them.
+ *   W6 `mcp.tools` bypasses the done-log too (a listing); `mcp.call` goes through it: a repeated
+ *      call id is answered from it (W2), and one a previous worker process started but did not
+ *      finish answers `interrupted` (the MCP server may or may not have acted; never re-run).
  */
 import {
   encodeFrame,
@@ -23,11 +27,24 @@ import {
   isFileOperationName,
   isSkillOperationName,
   isPortOperationName,
+  isScreenOperationName,
+  screensControlInputSchema,
+  screensListInputSchema,
+  screensSnapshotInputSchema,
+  isMcpOperationName,
   isToolName,
+  mcpCallInputSchema,
+  mcpToolsInputSchema,
   MAX_FRAME_BYTES,
   toolInputSchemas,
 } from "../protocol/index.ts";
-import type { CallFrame, ResultFrame, ToolName, WorkerFrame } from "../protocol/index.ts";
+import type {
+  CallFrame,
+  ResultFrame,
+  ScreensControlInput,
+  ToolName,
+  WorkerFrame,
+} from "../protocol/index.ts";
 import type { CallOutcome, DoneLog, StartedRecord } from "./done-log.ts";
 import { editTool } from "./edit-tool.ts";
 import { createFileOperations } from "./file-operations.ts";
@@ -35,6 +52,11 @@ import type { FileOperations } from "./file-operations.ts";
 import { globTool, listTool } from "./list-tool.ts";
 import type { SkillOperations } from "./skill-operations.ts";
 import { listListeningPorts } from "./ports.ts";
+import { browserTool } from "./browser-tool.ts";
+import { desktopTool } from "./browser-desktop.ts";
+import type { ScreenManager } from "./screens.ts";
+import { ToolFailure } from "./tool-context.ts";
+import type { McpServers } from "./mcp-servers.ts";
 import { readTool } from "./read-tool.ts";
 import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -67,6 +89,10 @@ export interface CallRunnerOptions {
   files?: FileOperations;
   /** The skill operations (`~/skills`); without them `skills.*` answers unknown_tool. */
   skills?: SkillOperations;
+  /** The screens of the browser and computer tools; without them those tools answer `unavailable`. */
+  screens?: ScreenManager;
+  /** The computer's command MCP servers (mcp-servers.ts); without them `mcp.*` answers unknown_tool. */
+  mcp?: McpServers;
   now?: () => number;
   log?: (line: string) => void;
   /** Each call answered once (not its re-sends): the worker's call metrics. */
@@ -126,7 +152,50 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     edit: (input, context) => editTool(toolInputSchemas.edit.parse(input), context),
     list: (input, context) => listTool(toolInputSchemas.list.parse(input), context),
     glob: (input, context) => globTool(toolInputSchemas.glob.parse(input), context),
+    browser: (input, context) =>
+      browserTool(toolInputSchemas.browser.parse(input), context, screensOrFail()),
+    computer: (input, context) =>
+      desktopTool(toolInputSchemas.computer.parse(input), context, screensOrFail()),
   };
+
+  function screensOrFail(): ScreenManager {
+    if (options.screens === undefined)
+      throw new ToolFailure(
+        "unavailable",
+        "this worker has no screens (the browser is not set up here)",
+      );
+    return options.screens;
+  }
+
+  async function screenOperation(tool: string, input: unknown): Promise<unknown> {
+    const parsed = (
+      tool === "screens.control"
+        ? screensControlInputSchema
+        : tool === "screens.snapshot"
+          ? screensSnapshotInputSchema
+          : screensListInputSchema
+    ).safeParse(input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ToolFailure(
+        "invalid_input",
+        `invalid ${tool} input${issue === undefined || issue.path.length === 0 ? "" : ` at ${issue.path.join(".")}`}: ${issue?.message ?? "schema mismatch"}`,
+      );
+    }
+    const screens = screensOrFail();
+    const data = parsed.data as Record<string, unknown>;
+    switch (tool) {
+      case "screens.control": {
+        const control = data as ScreensControlInput;
+        screens.control(control.screenId, control.controller);
+        return { ok: true };
+      }
+      case "screens.snapshot":
+        return screens.snapshot(String(data.screenId));
+      default:
+        return { screens: screens.list() };
+    }
+  }
 
   const progressTimer = setInterval(() => {
     const at = now();
@@ -197,6 +266,20 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
       return;
     }
+    if (isScreenOperationName(frame.tool)) {
+      let outcome: CallOutcome;
+      try {
+        outcome = { ok: true, output: await screenOperation(frame.tool, frame.input) }; // W5: no done-log
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome));
+      return;
+    }
+    if (isMcpOperationName(frame.tool) && options.mcp !== undefined) {
+      await runMcp(frame, entry, options.mcp);
+      return;
+    }
     const record = await options.doneLog.get(callId);
     if (record?.state === "done") {
       sendResult(frame.tool, callId, record.outcome); // W2
@@ -233,6 +316,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     let marked = previous !== undefined;
     const context: ToolContext = {
       callId,
+      botId: frame.botId,
       workspace: options.workspace,
       stateDir: options.stateDir,
       commandEnv: options.commandEnv,
@@ -275,6 +359,68 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     }
     entry.result = sendResult(frame.tool, callId, outcome);
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
+  }
+
+  async function runMcp(frame: CallFrame, entry: Running, mcp: McpServers): Promise<void> {
+    const { callId } = frame;
+    const deadline = now() + frame.timeoutMs;
+    const invalid = (message: string): CallOutcome => ({
+      ok: false,
+      error: { code: "invalid_input", message },
+    });
+    if (frame.tool === "mcp.tools") {
+      const parsed = mcpToolsInputSchema.safeParse(frame.input);
+      const outcome: CallOutcome = parsed.success
+        ? {
+            ok: true,
+            output: await mcp.tools(parsed.data.servers, deadline, entry.controller.signal),
+          }
+        : invalid(`invalid mcp.tools input: ${parsed.error.issues[0]?.message ?? "schema"}`);
+      entry.result = sendResult(frame.tool, callId, fitted(callId, outcome)); // W6: no done-log
+      return;
+    }
+    const record = await options.doneLog.get(callId);
+    if (record?.state === "done") {
+      sendResult(frame.tool, callId, record.outcome); // W2
+      return;
+    }
+    let outcome: CallOutcome;
+    if (record?.state === "started") {
+      outcome = {
+        ok: false,
+        error: {
+          code: "interrupted",
+          message:
+            "the computer's worker restarted while this MCP call ran; it may or may not have taken effect (check before calling again)",
+        },
+      }; // W6
+    } else {
+      const parsed = mcpCallInputSchema.safeParse(frame.input);
+      if (!parsed.success) {
+        sendResult(
+          frame.tool,
+          callId,
+          invalid(`invalid mcp.call input: ${parsed.error.issues[0]?.message ?? "schema"}`),
+        );
+        return;
+      }
+      await options.doneLog.markStarted(callId, frame.tool, { timeoutMs: frame.timeoutMs }); // W3
+      try {
+        outcome = {
+          ok: true,
+          output: await mcp.call(parsed.data, deadline, entry.controller.signal),
+        };
+      } catch (error) {
+        outcome = { ok: false, error: toToolError(error) };
+      }
+    }
+    outcome = fitted(callId, outcome);
+    try {
+      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
+    } catch (error) {
+      log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
+    }
+    entry.result = sendResult(frame.tool, callId, outcome);
   }
 
   function start(frame: CallFrame): void {

@@ -19,6 +19,14 @@ describe("resolveWorkerConfig", () => {
     });
   });
 
+  it("reads ROOST_SCREENS_MAX, and refuses one that is not a whole number from 1 to 32", () => {
+    expect(resolveWorkerConfig([], { ...env, ROOST_SCREENS_MAX: "2" }).screensMax).toBe(2);
+    for (const bad of ["0", "33", "two", "1.5"])
+      expect(() => resolveWorkerConfig([], { ...env, ROOST_SCREENS_MAX: bad }), bad).toThrow(
+        /ROOST_SCREENS_MAX must be a whole number from 1 to 32/,
+      );
+  });
+
   it("lets flags override the environment", () => {
     const config = resolveWorkerConfig(
       [

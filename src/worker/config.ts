@@ -23,6 +23,8 @@ export interface WorkerConfig {
    * provider's moves it into the computer's `user` cgroup. @default none
    */
   jobPrelude?: string | undefined;
+  /** Screens (one per bot) the browser may use at most (ROOST_SCREENS_MAX). @default 4 */
+  screensMax?: number | undefined;
 }
 
 export class WorkerConfigError extends Error {
@@ -30,7 +32,7 @@ export class WorkerConfigError extends Error {
 }
 
 const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR] [--job-prelude FILE]
-  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE, ROOST_JOB_PRELUDE`;
+  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE, ROOST_JOB_PRELUDE, ROOST_SCREENS_MAX`;
 
 export function resolveWorkerConfig(
   argv: readonly string[],
@@ -95,6 +97,15 @@ export function resolveWorkerConfig(
   }
   const workspace = pick(values.workspace, "ROOST_WORKSPACE") ?? "/workspace";
   const jobPrelude = pick(values["job-prelude"], "ROOST_JOB_PRELUDE");
+  const screensText = pick(undefined, "ROOST_SCREENS_MAX");
+  const screensMax = screensText === undefined ? undefined : Number(screensText);
+  if (
+    screensMax !== undefined &&
+    (!Number.isInteger(screensMax) || screensMax < 1 || screensMax > 32)
+  )
+    throw new WorkerConfigError(
+      `worker: ROOST_SCREENS_MAX must be a whole number from 1 to 32 (got ${JSON.stringify(screensText)})`,
+    );
 
   return {
     gatewayUrl: parsed.toString(),
@@ -103,5 +114,6 @@ export function resolveWorkerConfig(
     stateDir: path.resolve(stateDir),
     workspace: path.resolve(workspace),
     jobPrelude: jobPrelude === undefined ? undefined : path.resolve(jobPrelude),
+    ...(screensMax === undefined ? {} : { screensMax }),
   };
 }

@@ -6,6 +6,8 @@ import type { StartedRecord } from "./done-log.ts";
 
 export interface ToolContext {
   callId: string;
+  /** The bot the call works for (the call frame's `botId`): browser and computer use its screen. */
+  botId?: string | undefined;
   /** Relative paths resolve here; commands start here. */
   workspace: string;
   /** Durable directory; jobs live in `<stateDir>/jobs`. */

@@ -179,7 +179,10 @@ describe("shell", () => {
     );
     if (started.kind !== "started") throw new Error("expected a started background job");
     const commandPidFile = path.join(home, "command-pid");
-    for (let tries = 0; !existsSync(commandPidFile) && tries < 200; tries += 1)
+    // The shell creates the file before it writes the pid: wait for the line, not the file.
+    const written = () =>
+      existsSync(commandPidFile) && readFileSync(commandPidFile, "utf8").endsWith("\n");
+    for (let tries = 0; !written() && tries < 500; tries += 1)
       await new Promise((resolve) => setTimeout(resolve, 10));
     const backgroundPid = readFileSync(commandPidFile, "utf8").trim();
     expect(readFileSync(path.join(home, "prelude-pid"), "utf8").trim()).toBe(backgroundPid);

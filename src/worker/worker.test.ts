@@ -112,13 +112,20 @@ describe("worker connection", () => {
       protocol: PROTOCOL_VERSION,
       capabilities: [
         ...["shell", "shell_status", "read", "write", "edit", "list", "glob"],
+        // The browser on the bot's screen and that screen's desktop (protocol/browser.ts).
+        ...["browser", "computer"],
         // The files API's operations (protocol/files.ts), which are not model tools.
         ...["files.list", "files.read", "files.write", "files.commit", "files.abort"],
         ...["files.delete", "files.rename", "files.mkdir"],
         // The skill operations (protocol/skills.ts), confined to ~/skills.
         ...["skills.sync", "skills.put"],
         // The port previews: the listening ports, and tunnels (protocol/tunnels.ts).
-        ...["ports.list", "tunnel"],
+        "ports.list",
+        // The browser's screens (protocol/screens.ts), then the tunnel capability.
+        ...["screens.list", "screens.control", "screens.snapshot"],
+        "tunnel",
+        // The computer's command MCP servers (protocol/mcp.ts).
+        ...["mcp.tools", "mcp.call"],
       ],
       inflight: [],
     });

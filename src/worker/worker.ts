@@ -27,7 +27,9 @@ import {
   isToolName,
   MAX_FRAME_BYTES,
   parseFrame,
+  mcpOperationNames,
   portOperationNames,
+  screenOperationNames,
   PROTOCOL_VERSION,
   skillOperationNames,
   toolNames,
@@ -45,9 +47,11 @@ import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
 import { createSkillOperations } from "./skill-operations.ts";
+import { createMcpServers } from "./mcp-servers.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 import { createTunnelEndpoint } from "./tunnels.ts";
+import { createScreenManager, type ScreenManagerOptions } from "./screens.ts";
 import type { TunnelEndpointOptions } from "./tunnels.ts";
 
 export interface WorkerOptions extends WorkerConfig {
@@ -76,6 +80,8 @@ export interface WorkerOptions extends WorkerConfig {
    * from HTTPS_PROXY / HTTP_PROXY). Never used for a unix-socket gateway. @default none
    */
   proxy?: URL;
+  /** The browser's screens (screens.ts); home, workspace and env come from the worker's. */
+  screens?: Partial<Omit<ScreenManagerOptions, "home" | "workspace" | "env">>;
 }
 
 export interface Worker {
@@ -136,6 +142,14 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
+  // Command MCP servers run while this worker does (the computer is awake); MCPW2.
+  const mcp = createMcpServers({
+    workspace: options.workspace,
+    commandEnv: options.commandEnv,
+    jobPrelude: options.jobPrelude,
+    log,
+  });
+
   let socket: WebSocket | undefined;
   let welcomed = false;
   let closing = false;
@@ -151,6 +165,16 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   let helloTimer: NodeJS.Timeout | undefined;
   const backoff = createBackoff(options.backoff);
 
+  const screens = createScreenManager({
+    max: options.screensMax,
+    ...options.screens,
+    home: options.home ?? options.commandEnv.HOME ?? homedir(),
+    workspace: options.workspace,
+    env: options.commandEnv,
+    jobPrelude: options.jobPrelude,
+    log,
+  });
+
   const sendNow = (ws: WebSocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
@@ -163,6 +187,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     maxFrameBytes: () => maxFrameBytes,
     files,
     skills,
+    screens,
+    mcp,
     log,
     onAnswered(tool, ok) {
       // Only names the worker knows become labels: a gateway cannot grow the metrics at will.
@@ -271,7 +297,9 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...fileOperationNames,
           ...skillOperationNames,
           ...portOperationNames,
+          ...screenOperationNames,
           tunnelCapability,
+          ...mcpOperationNames,
         ],
         inflight: runner.inflight(),
       });
@@ -406,6 +434,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(sweepTimer);
       runner.close();
       tunnels.closeAll();
+      await screens.close(); // SCR4
+      await mcp.close();
       const ws = socket;
       if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));

@@ -79,6 +79,9 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     memoryReview: false,
     skills: null,
     notify: false,
+    teamId: null,
+    own: true,
+    browserRecording: false,
     createdAt: now(),
     updatedAt: now(),
   };
@@ -198,6 +201,7 @@ export async function startFakeRoost(options: FakeRoostOptions = {}): Promise<Fa
     const view: Api.Conversation = {
       id,
       botId: bot.id,
+      place: "direct",
       title: "New conversation",
       lastSeq: 0,
       state: "idle",

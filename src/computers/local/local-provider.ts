@@ -207,6 +207,9 @@ const noCgroups: CgroupDiscovery = {
  * Creates the provider after checking the host (tools, and as root the cgroup controllers) and
  * sweeping up what an earlier run left behind (L4).
  */
+/** ROOST_ variables of a wake request that reach the worker (which keeps them from user processes). */
+const workerSettings: readonly string[] = ["ROOST_SCREENS_MAX"];
+
 export async function createLocalProvider(options: LocalProviderOptions): Promise<LocalProvider> {
   const config = resolveLocalProviderOptions(options);
   const full = config.isolation === "full";
@@ -829,7 +832,7 @@ class LocalComputerProvider implements LocalProvider {
       NODE_COMPILE_CACHE: insidePaths.compileCache,
     };
     for (const [name, value] of Object.entries(request.env ?? {}))
-      if (!name.startsWith("ROOST_")) env[name] = value;
+      if (!name.startsWith("ROOST_") || workerSettings.includes(name)) env[name] = value;
     if (egress) {
       // The forwarders are the only way out (X4); these win over any given in the request.
       const http = `http://127.0.0.1:${forwarderPorts.http}`;

@@ -22,6 +22,14 @@ import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage 
 import type { Approval, ApprovalDecisionInput } from "./types.ts";
 import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
 import type {
+  AcceptedInvitation,
+  CreatedInvitation,
+  TeamDetail,
+  TeamList,
+  TeamMember,
+  TeamRole,
+} from "./types.ts";
+import type {
   ConversationSeen,
   Draft,
   DraftList,
@@ -142,6 +150,8 @@ export function createApiClient(options: ApiClientOptions) {
       memoryReview?: boolean;
       skills?: string[] | null;
       notify?: boolean;
+      teamId?: string | null;
+      browserRecording?: boolean;
     }) => json<Bot>("POST", "/v1/bots", { json: input }),
     updateBot: (
       id: string,
@@ -152,6 +162,8 @@ export function createApiClient(options: ApiClientOptions) {
         memoryReview?: boolean;
         skills?: string[] | null;
         notify?: boolean;
+        teamId?: string | null;
+        browserRecording?: boolean;
       },
     ) => json<Bot>("PATCH", `/v1/bots/${enc(id)}`, { json: patch }),
     listConversations: async (botId?: string) =>
@@ -192,6 +204,15 @@ export function createApiClient(options: ApiClientOptions) {
       json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
     downloadFile: async (path: string) =>
       (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
+    /** An attachment's bytes (GET /v1/conversations/{id}/attachments/{attachmentId}). */
+    attachment: async (conversationId: string, attachmentId: string, signal?: AbortSignal) =>
+      (
+        await send(
+          "GET",
+          `/v1/conversations/${enc(conversationId)}/attachments/${enc(attachmentId)}`,
+          { signal },
+        )
+      ).blob(),
     uploadFile: async (path: string, file: Blob) => {
       await send("PUT", `/v1/computers/me/files/content?path=${enc(path)}`, { body: file });
     },
@@ -236,6 +257,23 @@ export function createApiClient(options: ApiClientOptions) {
         `${memoryBase(scope)}/revisions/${enc(revisionId)}/${action}`,
       ),
     listSkills: (signal?: AbortSignal) => json<SkillList>("GET", "/v1/skills", { signal }),
+    /** Teams (docs/teams.md). */
+    listTeams: async (signal?: AbortSignal) =>
+      (await json<TeamList>("GET", "/v1/teams", { signal })).teams,
+    getTeam: (id: string, signal?: AbortSignal) =>
+      json<TeamDetail>("GET", `/v1/teams/${enc(id)}`, { signal }),
+    createTeam: (name: string) => json<TeamDetail>("POST", "/v1/teams", { json: { name } }),
+    putTeamMember: (id: string, accountId: string, role: TeamRole) =>
+      json<{ members: TeamMember[] }>("POST", `/v1/teams/${enc(id)}/members`, {
+        json: { accountId, role },
+      }),
+    removeTeamMember: async (id: string, accountId: string) => {
+      await send("DELETE", `/v1/teams/${enc(id)}/members`, { json: { accountId } });
+    },
+    createInvitation: (id: string, role: TeamRole) =>
+      json<CreatedInvitation>("POST", `/v1/teams/${enc(id)}/invitations`, { json: { role } }),
+    acceptInvitation: (token: string) =>
+      json<AcceptedInvitation>("POST", `/v1/invitations/${enc(token)}/accept`),
     getSkill: (name: string, signal?: AbortSignal) =>
       json<SkillDetail>("GET", `/v1/skills/${enc(name)}`, { signal }),
     createSkill: (input: { name: string; description: string; body: string }) =>

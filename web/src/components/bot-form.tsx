@@ -2,9 +2,10 @@
 import { ArrowLeft, Save } from "lucide-react";
 import { useEffect, useId, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client.ts";
-import type { Bot, SkillSummary } from "../api/types.ts";
+import type { Bot, SkillSummary, Team } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
+import { McpServersSection } from "./mcp-servers.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -54,6 +55,7 @@ export function BotForm(
                 api={api}
               />
               <RoutinesSection botId={loaded.id} />
+              <McpServersSection botId={loaded.id} />
             </>
           )}
         </div>
@@ -83,7 +85,20 @@ function BotFields({
   );
   const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
   const [notify, setNotify] = useState(bot?.notify ?? false);
+  const [browserRecording, setBrowserRecording] = useState(bot?.browserRecording ?? false);
   const [skills, setSkills] = useState<string[] | null>(bot?.skills ?? null);
+  const [teamId, setTeamId] = useState<string | null>(bot?.teamId ?? null);
+  const [teams, setTeams] = useState<Team[]>([]);
+  useEffect(() => {
+    const controller = new AbortController();
+    api
+      .listTeams(controller.signal)
+      .then((list) =>
+        setTeams(list.filter((team) => team.role === "owner" || team.role === "admin")),
+      )
+      .catch(() => setTeams([]));
+    return () => controller.abort();
+  }, [api]);
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
 
@@ -104,6 +119,8 @@ function BotFields({
           memoryReview,
           skills,
           notify,
+          ...(teamId === null ? {} : { teamId }),
+          browserRecording,
         });
       } else {
         const patch: Parameters<typeof api.updateBot>[1] = {};
@@ -112,7 +129,9 @@ function BotFields({
         if (model !== bot.model) patch.model = model;
         if (memoryReview !== bot.memoryReview) patch.memoryReview = memoryReview;
         if (notify !== bot.notify) patch.notify = notify;
+        if (browserRecording !== bot.browserRecording) patch.browserRecording = browserRecording;
         if (!sameSkills(skills, bot.skills)) patch.skills = skills;
+        if (teamId !== bot.teamId) patch.teamId = teamId;
         saved = Object.keys(patch).length === 0 ? bot : await api.updateBot(bot.id, patch);
       }
       onSaved(saved);
@@ -252,7 +271,48 @@ function BotFields({
           notifications webhook if you set one (docs/results.md).
         </p>
       </fieldset>
+      <fieldset className="field">
+        <legend>Browser</legend>
+        <label className="choice">
+          <input
+            type="checkbox"
+            name="browserRecording"
+            checked={browserRecording}
+            onChange={(event) => setBrowserRecording(event.target.checked)}
+            aria-describedby={`${id}-recording-help`}
+          />
+          <span>Record this bot’s browser tasks</span>
+        </label>
+        <p className="muted field-help" id={`${id}-recording-help`}>
+          A few frames per second of each browser step are kept with the turn, as an attachment you
+          can play back in the chat (docs/web-tools.md).
+        </p>
+      </fieldset>
       <SkillsLimit value={skills} onChange={setSkills} api={api} />
+      {(teams.length > 0 || teamId !== null) && (
+        <label className="field">
+          <span>Share with a team</span>
+          <select
+            name="teamId"
+            value={teamId ?? ""}
+            onChange={(event) => setTeamId(event.target.value === "" ? null : event.target.value)}
+          >
+            <option value="">Not shared</option>
+            {teams.map((team) => (
+              <option key={team.id} value={team.id}>
+                {team.name}
+              </option>
+            ))}
+            {teamId !== null && !teams.some((team) => team.id === teamId) && (
+              <option value={teamId}>{teamId}</option>
+            )}
+          </select>
+          <span className="muted field-help">
+            Members talk to it on their own computers with their own secrets; only you change it
+            (docs/teams.md).
+          </span>
+        </label>
+      )}
       {error !== undefined && (
         <p className="notice notice-error" role="alert" id={`${id}-error`}>
           {error.message}

@@ -1,11 +1,12 @@
 /** A conversation: header with the bot and its state, the live timeline, and the composer. */
-import { WifiOff } from "lucide-react";
+import { MonitorPlay, WifiOff } from "lucide-react";
 import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
 import type { Conversation } from "../api/types.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
 import type { FeedSnapshot } from "../state/feed.ts";
 import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
+import { LiveView } from "./live-view.tsx";
 import { Composer } from "./composer.tsx";
 import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
@@ -53,6 +54,10 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
   const snapshot = useSyncExternalStore(feed.subscribe, feed.getSnapshot);
   const listed = conversations?.find((candidate) => candidate.id === conversationId);
   const [fetched, setFetched] = useState<Conversation>();
+  // A handoff notification links here with ?screen=: the live view opens at once.
+  const [showScreen, setShowScreen] = useState(
+    () => new URLSearchParams(location.search).get("screen") !== null,
+  );
   const conversation = listed ?? fetched;
   const bot = bots?.find((candidate) => candidate.id === conversation?.botId);
 
@@ -140,6 +145,17 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
         }
       >
         <ComputerControls />
+        {bot !== undefined && (
+          <button
+            type="button"
+            className="icon-button"
+            aria-pressed={showScreen}
+            title={showScreen ? "Hide the bot's screen" : "Watch the bot's screen live"}
+            onClick={() => setShowScreen((value) => !value)}
+          >
+            <MonitorPlay size={18} aria-hidden="true" />
+          </button>
+        )}
         {bot !== undefined && <MemoryLink bot={bot} />}
         {bot !== undefined && <UsageLink bot={bot} />}
         {bot !== undefined && <EditBotLink bot={bot} />}
@@ -160,6 +176,11 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
             </button>
           )}
         </div>
+      )}
+      {showScreen && bot !== undefined && (
+        <aside className="live-view-panel" aria-label="The bot's screen">
+          <LiveView botId={bot.id} />
+        </aside>
       )}
       <Timeline feed={feed} snapshot={snapshot} bot={bot} />
       <Composer

@@ -22,6 +22,7 @@ const addedTo: Record<MemoryTier, string> = {
   profile: "the profile",
   note: "the notes",
   log: "the log",
+  team: "the team memory",
 };
 
 function snippet(text: string): string {
@@ -32,7 +33,7 @@ export function MemoryFacts({ context, memory }: { context: PanelContext; memory
   const { bot } = context;
   const chars = (facts: MemoryFact[]) => facts.reduce((sum, fact) => sum + fact.text.length, 0);
   const countOf = (tier: MemoryTier, facts: MemoryFact[]) => {
-    const limit = tier === "log" ? undefined : memory.limits[tier];
+    const limit = tier === "log" || tier === "team" ? undefined : memory.limits[tier];
     if (limit === undefined)
       return facts.length >= listedLogEntries
         ? `the newest ${listedLogEntries}`

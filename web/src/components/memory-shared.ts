@@ -21,6 +21,7 @@ export const tierLabel: Record<MemoryTier, string> = {
   profile: "Profile",
   note: "Note",
   log: "Log",
+  team: "Team memory",
 };
 
 /** What the last change did, with a way to undo it (a revert, so it is a revision too). */

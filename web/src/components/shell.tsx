@@ -6,6 +6,7 @@ import { BotForm } from "./bot-form.tsx";
 import { ChatView } from "./chat-view.tsx";
 import { NewChat } from "./new-chat.tsx";
 import { SkillPage, SkillsPage } from "./skills.tsx";
+import { TeamJoinPage, TeamsPage } from "./teams.tsx";
 import { Sidebar } from "./sidebar.tsx";
 import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
@@ -124,6 +125,12 @@ export function Shell() {
       break;
     case "skill":
       view = <SkillPage key={route.skillName} name={route.skillName} onMenu={openNav} />;
+      break;
+    case "teams":
+      view = <TeamsPage onMenu={openNav} />;
+      break;
+    case "team-join":
+      view = <TeamJoinPage onMenu={openNav} />;
       break;
     case "not-found":
       view = (

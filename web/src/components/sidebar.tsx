@@ -1,4 +1,15 @@
-import { Bell, BookOpen, LogOut, Monitor, Moon, Plus, SquarePen, Sun, X } from "lucide-react";
+import {
+  Bell,
+  BookOpen,
+  LogOut,
+  Monitor,
+  Moon,
+  Plus,
+  SquarePen,
+  Sun,
+  Users,
+  X,
+} from "lucide-react";
 import { useMemo, useState } from "react";
 import type { Conversation } from "../api/types.ts";
 import {
@@ -153,6 +164,14 @@ export function Sidebar({
                 <Avatar name={candidate.name} size="sm" />
                 <span className="nav-label">{candidate.name}</span>
                 {candidate.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
+                {candidate.team !== undefined && (
+                  <span
+                    className="badge badge-small"
+                    title={`${candidate.team.ownerName}'s bot, shared with ${candidate.team.name}`}
+                  >
+                    {candidate.team.name}
+                  </span>
+                )}
                 <BotActivity
                   conversations={(conversations ?? []).filter(
                     (conversation) => conversation.botId === candidate.id,
@@ -211,6 +230,15 @@ export function Sidebar({
         >
           <BookOpen size={16} aria-hidden="true" />
           <span className="nav-label">Skills</span>
+        </a>
+        <a
+          className="nav-item"
+          href={paths.teams}
+          aria-current={route.name === "teams" ? "page" : undefined}
+          onClick={(event) => onLinkClick(event, paths.teams, onNavigate)}
+        >
+          <Users size={16} aria-hidden="true" />
+          <span className="nav-label">Teams</span>
         </a>
         <NotificationsMenu onNavigate={onNavigate} />
         <BrowserNotificationsButton />

@@ -36,6 +36,7 @@ import { ApprovalCard } from "./approval-card.tsx";
 import { DraftCard } from "./draft-card.tsx";
 import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
+import { Attachments, attachmentsOf } from "./attachments.tsx";
 import { Avatar } from "./ui.tsx";
 
 /** Plain words and what to do, per error code. */
@@ -604,7 +605,9 @@ export function Timeline({
                       }
                       stopped={row.stopped}
                       awaitingApproval={awaitingApproval.has(row.call.id)}
+                      botId={bot?.id}
                     />
+                    <Attachments attachments={attachmentsOf(row.result?.details)} />
                     {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
                       <DraftCard draftId={draftIdOf(row.result)!} />
                     )}

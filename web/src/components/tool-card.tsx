@@ -19,6 +19,7 @@ import {
 import { memo, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
+import { LiveView } from "./live-view.tsx";
 
 export type ToolStatus = "running" | "approval" | "done" | "failed" | "stopped" | "interrupted";
 
@@ -142,6 +143,7 @@ function detailLines(
     "matches",
     "command",
     "input",
+    "attachments", // shown under the card (attachments.tsx)
   ]) {
     seen.add(key);
   }
@@ -230,6 +232,7 @@ export const ToolCard = memo(function ToolCard({
   liveOutput,
   stopped = false,
   awaitingApproval = false,
+  botId,
 }: {
   call: ToolCall;
   result: ToolPayload | undefined;
@@ -242,6 +245,8 @@ export const ToolCard = memo(function ToolCard({
   stopped?: boolean;
   /** The call waits for the owner's approval (its card follows; docs/approvals.md). */
   awaitingApproval?: boolean;
+  /** The bot whose screen a running browser or computer step shows as a live tile. */
+  botId?: string | undefined;
 }) {
   const [open, setOpen] = useState(false);
   const bodyId = useId();
@@ -285,6 +290,9 @@ export const ToolCard = memo(function ToolCard({
       {!open && status === "running" && liveOutput !== undefined && liveOutput !== "" && (
         <LiveTail text={liveOutput} />
       )}
+      {status === "running" &&
+        botId !== undefined &&
+        (call.name === "browser" || call.name === "computer") && <LiveView botId={botId} compact />}
       {open && (
         <div className="tool-body" id={bodyId}>
           <div className="tool-section">

@@ -68,6 +68,7 @@ export function BotNotFound() {
 
 /** The header's link to a bot's settings. */
 export function EditBotLink({ bot }: { bot: Bot }) {
+  if (!bot.own) return null; // a teammate's team bot: only its owner edits it
   const href = paths.editBot(bot.id);
   return (
     <a

@@ -10,6 +10,8 @@
  *   /c/:conversationId    a conversation
  *   /skills               the skill library: list, create, upload
  *   /skills/:name         one skill: its instructions, files, edit, delete
+ *   /teams                the caller's teams: create one, members, invitation links
+ *   /teams/join#<token>   accept an invitation link (the token stays in the fragment)
  */
 import { useSyncExternalStore } from "react";
 
@@ -23,6 +25,8 @@ export type Route =
   | { name: "conversation"; conversationId: string }
   | { name: "skills" }
   | { name: "skill"; skillName: string }
+  | { name: "teams" }
+  | { name: "team-join" }
   | { name: "not-found"; path: string };
 
 export type MemoryTab = "facts" | "history" | "inbox";
@@ -49,6 +53,9 @@ export function parseRoute(path: string): Route {
   if (parts[0] === "c" && parts[1] !== undefined && parts.length === 2)
     return { name: "conversation", conversationId: parts[1] };
   if (parts[0] === "skills" && parts.length === 1) return { name: "skills" };
+  if (parts[0] === "teams" && parts.length === 1) return { name: "teams" };
+  if (parts[0] === "teams" && parts[1] === "join" && parts.length === 2)
+    return { name: "team-join" };
   if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
     return { name: "skill", skillName: parts[1] };
   return { name: "not-found", path };
@@ -88,6 +95,7 @@ export const paths = {
   conversation: (conversationId: string) => `/c/${encodeURIComponent(conversationId)}`,
   skills: "/skills",
   skill: (name: string) => `/skills/${encodeURIComponent(name)}`,
+  teams: "/teams",
 };
 
 /** Plain left clicks on in-app links navigate without a page load; others behave as links. */
