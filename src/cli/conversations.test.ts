@@ -18,6 +18,7 @@ const conversation: Api.Conversation = {
   title: "A long one",
   lastSeq: stepCount,
   state: "idle",
+  place: "direct",
   createdAt: "2026-12-01T10:00:00.000Z",
   updatedAt: "2026-12-01T10:00:00.000Z",
 };
