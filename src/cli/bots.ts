@@ -13,12 +13,20 @@ const listCommand: Command = {
     name: "bots list",
     summary: "List the account's bots.",
     synopsis: "[options]",
-    options: { ...jsonOption, ...clientOptions },
+    options: {
+      ...jsonOption,
+      names: { type: "boolean", description: "print only the names, one a line (for scripts)" },
+      ...clientOptions,
+    },
     positionals: { min: 0, max: 0, names: "" },
     environment: clientEnvironment,
   },
   async run(args, io) {
     const bots = await clientFor(args, io).listBots();
+    if (booleanOption(args, "names")) {
+      for (const bot of bots) io.stdout.write(`${bot.name}\n`);
+      return 0;
+    }
     if (booleanOption(args, "json")) {
       io.stdout.write(`${JSON.stringify(bots, null, 2)}\n`);
       return 0;

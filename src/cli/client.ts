@@ -80,6 +80,10 @@ export interface RoostClient {
   listConversations(query?: { botId?: string; limit?: number }): Promise<Api.Conversation[]>;
   getConversation(id: string): Promise<Api.Conversation>;
   createConversation(input: { botId: string; title?: string }): Promise<Api.Conversation>;
+  /** `PATCH /v1/conversations/{id}`: renames it. */
+  renameConversation(id: string, title: string): Promise<Api.Conversation>;
+  /** `DELETE /v1/conversations/{id}`: deletes it with its messages and steps. */
+  deleteConversation(id: string): Promise<void>;
   postMessage(
     conversationId: string,
     input: { text: string; clientMessageId: string },
@@ -98,6 +102,15 @@ export interface RoostClient {
     conversationId: string,
     signal?: AbortSignal,
   ): Promise<AsyncGenerator<Api.StreamEvent>>;
+  /** `GET /v1/computers/me/files?path=` (wakes the computer). */
+  listFiles(path?: string): Promise<Api.Listing>;
+  /** `GET /v1/computers/me/files/content?path=`: the file's bytes as they arrive. */
+  downloadFile(
+    path: string,
+    signal?: AbortSignal,
+  ): Promise<{ size: number | undefined; body: ReadableStream<Uint8Array> }>;
+  /** `PUT /v1/computers/me/files/content?path=` with the file's bytes. */
+  uploadFile(path: string, bytes: Uint8Array): Promise<Api.FileUploaded>;
   createAccount(
     name: string,
   ): Promise<{ account: { id: string; name: string; isAdmin: boolean }; token: string }>;
@@ -137,8 +150,26 @@ export function createClient(options: ClientOptions): RoostClient {
     }
   }
 
+  async function sendBytes(path: string, bytes: Uint8Array): Promise<Response> {
+    try {
+      return await fetchImpl(`${base}${path}`, {
+        method: "PUT",
+        headers: {
+          authorization: `Bearer ${options.token}`,
+          "content-type": "application/octet-stream",
+        },
+        body: bytes,
+      });
+    } catch (error) {
+      throw new ConnectionError(base, error);
+    }
+  }
+
   async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await send(method, path, body);
+    return decode<T>(await send(method, path, body), method, path);
+  }
+
+  async function decode<T>(response: Response, method: string, path: string): Promise<T> {
     const text = await response.text();
     let parsed: unknown;
     try {
@@ -180,6 +211,10 @@ export function createClient(options: ClientOptions): RoostClient {
       ).conversations,
     getConversation: (id) => call("GET", `/v1/conversations/${segment(id)}`),
     createConversation: (input) => call("POST", "/v1/conversations", input),
+    renameConversation: (id, title) => call("PATCH", `/v1/conversations/${segment(id)}`, { title }),
+    deleteConversation: async (id) => {
+      await call("DELETE", `/v1/conversations/${segment(id)}`);
+    },
     postMessage: (conversationId, input) =>
       call("POST", `/v1/conversations/${segment(conversationId)}/messages`, input),
     interrupt: (conversationId) =>
@@ -200,6 +235,24 @@ export function createClient(options: ClientOptions): RoostClient {
         throw toApiError(response.status, parsed, `GET ${path}`);
       }
       return decodeEvents(readSse(response.body));
+    },
+    listFiles: (path) => call("GET", `/v1/computers/me/files${queryString({ path })}`),
+    async downloadFile(path, signal) {
+      const route = `/v1/computers/me/files/content${queryString({ path })}`;
+      const response = await send("GET", route, undefined, signal);
+      if (!response.ok || response.body === null) {
+        await decode(response, "GET", route); // throws the API's error
+        throw new ApiError(response.status, "bad_response", `GET ${route} answered without a body`);
+      }
+      const length = response.headers.get("content-length");
+      return {
+        size: length === null ? undefined : Number(length),
+        body: response.body,
+      };
+    },
+    async uploadFile(path, bytes) {
+      const route = `/v1/computers/me/files/content${queryString({ path })}`;
+      return decode(await sendBytes(route, bytes), "PUT", route);
     },
     createAccount: (name) => call("POST", "/v1/accounts", { name }),
     createToken: (accountId, name) =>

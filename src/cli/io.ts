@@ -96,3 +96,15 @@ export async function readAll(input: InputStream): Promise<string> {
     text += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
   return text + decoder.decode();
 }
+
+/** Reads one line of `input` (without its newline), or undefined when it ended first. */
+export async function readLine(input: InputStream): Promise<string | undefined> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of input) {
+    text += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    const newline = text.indexOf("\n");
+    if (newline >= 0) return text.slice(0, newline).replace(/\r$/, "");
+  }
+  return text === "" ? undefined : text;
+}

@@ -39,7 +39,24 @@ async function run(
   return { code, stdout, stderr };
 }
 
-const commands = ["up", "chat", "bots list", "bots create", "accounts create", "token create"];
+const commands = [
+  "up",
+  "chat",
+  "bots list",
+  "bots create",
+  "accounts create",
+  "token create",
+  "conversations list",
+  "conversations show",
+  "conversations rename",
+  "conversations rm",
+  "files ls",
+  "files get",
+  "files put",
+  "approvals list",
+  "approvals approve",
+  "approvals deny",
+];
 const clientCommands = commands.filter((command) => command !== "up");
 
 describe("help", () => {
@@ -111,12 +128,15 @@ describe("help", () => {
     );
   });
 
-  it.each(["bots", "accounts", "token"])("roost %s --help lists its subcommands", async (group) => {
-    const result = await run([group, "--help"]);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(new RegExp(`^Usage: roost ${group} <command>`));
-    expect(result.stdout).toContain(`roost ${group} `);
-  });
+  it.each(["bots", "accounts", "token", "conversations", "files", "approvals"])(
+    "roost %s --help lists its subcommands",
+    async (group) => {
+      const result = await run([group, "--help"]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^Usage: roost ${group} <command>`));
+      expect(result.stdout).toContain(`roost ${group} `);
+    },
+  );
 
   it("roost --version prints the package version", async () => {
     const result = await run(["--version"]);
@@ -191,10 +211,10 @@ describe("usage errors exit 2 with a message and the usage", () => {
     expect(result.stderr).toContain(usage);
   });
 
-  it("roost chat without text on a terminal asks for the message", async () => {
-    const result = await run(["chat"], { stdinIsTty: true });
+  it("roost chat with both TEXT and --interactive says to pick one", async () => {
+    const result = await run(["chat", "-i", "hello"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain("missing the message (give TEXT, or pipe it on stdin)");
+    expect(result.stderr).toContain("give either TEXT or --interactive");
   });
 
   it("roost chat with an empty stdin says so", async () => {

@@ -19,20 +19,26 @@ import {
 import { approvalsGroup } from "./approvals.ts";
 import { botsGroup } from "./bots.ts";
 import { chatCommand } from "./chat.ts";
+import { createCompletionCommand } from "./completion.ts";
+import { conversationsGroup } from "./conversations.ts";
+import { filesGroup } from "./files.ts";
 import { ApiError, ConnectionError } from "./client.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
 import { upCommand } from "./up.ts";
 import { workerCommand } from "./worker.ts";
 
-const entries: (Command | CommandGroup)[] = [
+export const entries: (Command | CommandGroup)[] = [
   upCommand,
   chatCommand,
+  conversationsGroup,
   botsGroup,
+  filesGroup,
   approvalsGroup,
   accountsGroup,
   tokenGroup,
   workerCommand,
+  createCompletionCommand(() => entries),
 ];
 
 function isGroup(entry: Command | CommandGroup): entry is CommandGroup {
