@@ -37,15 +37,14 @@ describe("faults: the engine unavailable for 10 s", () => {
     // The loop now waits up to 2 minutes for a follow-up; the engine stops answering.
     const restate = roost.restatePid()!;
     process.kill(restate, "SIGSTOP");
-    let resumedAt = 0;
     try {
       const ack = await api.send(conversation.id, "during the outage");
       expect(ack.seq).toBeGreaterThan(0); // stored, answered 202
       await new Promise((resolve) => setTimeout(resolve, 10_000));
     } finally {
       process.kill(restate, "SIGCONT");
-      resumedAt = Date.now();
     }
+    const resumedAt = Date.now();
     await waitFor(
       async () =>
         (await api.steps(conversation.id)).some(
