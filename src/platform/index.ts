@@ -62,6 +62,8 @@ import {
   createHandoffTool,
   createToolRouter,
   handBackScreen,
+  handedBackNotice,
+  recordScreenNotice,
   type ToolSource,
 } from "../tools/index.ts";
 import { createConsentHooks } from "../teams/index.ts";
@@ -415,6 +417,14 @@ export async function startPlatform(
             providerKind: provider.kind,
             prepare: syncSkills,
             secrets,
+            onPersonOnScreen: (context, computerId) =>
+              recordScreenNotice(store, {
+                callId: context.callId,
+                accountId: context.accountId,
+                botId: context.botId,
+                conversationId: context.conversationId,
+                computerId,
+              }),
           }),
         ]),
         mcpTools,
@@ -632,6 +642,19 @@ export async function startPlatform(
             (waiterId, value) => kicker.wake(waiterId, value),
             computerId,
             screenId,
+            async (notice) => {
+              // HOF4: the bot that was refused its screen hears it is free again, in the name of
+              // the conversation's own account (as a routine's message is its owner's).
+              const conversation = await store.getConversation(notice.conversationId);
+              if (conversation === undefined) return; // deleted meanwhile
+              await kicker.deliver({
+                conversationId: notice.conversationId,
+                clientMessageId: `handback:${notice.id}`,
+                authorAccountId: conversation.accountId,
+                text: handedBackNotice,
+                source: { kind: "screen", screenId },
+              });
+            },
           ),
         ticketSecret: await loadPreviewSecret(config.dataDir),
       },

@@ -72,7 +72,9 @@ export type MessageSource =
   | { kind: "chat" }
   | { kind: "routine"; routineId: string; runId: string }
   | { kind: "webhook"; routineId: string; runId: string }
-  | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number };
+  | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number }
+  /** The live view: a person handed back the bot's screen it was refused while they held it. */
+  | { kind: "screen"; screenId: string };
 export type TriggerKind = MessageSource["kind"];
 
 /** A spend cap (a bot's, or a routine's); each given limit is checked before every model call. */

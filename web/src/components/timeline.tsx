@@ -129,6 +129,8 @@ export function describeSource(
       return "From a routine";
     case "webhook":
       return "From a webhook";
+    case "screen":
+      return "From the live view";
     case "bot": {
       const name = botName(source.fromBotId);
       return name === undefined ? "From another bot" : `From ${name} (bot, hop ${source.hop})`;
