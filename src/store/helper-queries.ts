@@ -38,8 +38,9 @@ const toHelper = (row: HelperRow): HelperRecord => ({
 });
 
 /**
- * STORE7: a deleted conversation's helper rows (as a parent or as a helper) go with it, inside
- * the delete's transaction; the helpers' own conversations stay (they are readable on their own).
+ * STORE7: a deleted helper conversation's row goes with it, inside the delete's transaction. A
+ * deleted parent leaves its helpers as they are (HST2: their rows never change while their
+ * conversation exists); their results then go nowhere.
  */
 export async function deleteHelpersOf(
   tx: SqlExecutor,
@@ -47,10 +48,7 @@ export async function deleteHelpersOf(
   key: string,
 ): Promise<void> {
   const selected = `SELECT id FROM conversations WHERE ${where}`;
-  await tx.run(
-    `DELETE FROM helpers WHERE conversation_id IN (${selected}) OR parent_conversation_id IN (${selected})`,
-    [key, key],
-  );
+  await tx.run(`DELETE FROM helpers WHERE conversation_id IN (${selected})`, [key]);
 }
 
 export function createHelperQueries(driver: SqlDriver, now: () => number): HelperStore {

@@ -338,4 +338,22 @@ describe("helpers end to end (fake model)", () => {
       }),
     ).rejects.toThrow(/ 400 /);
   });
+
+  it("the demo model tries it offline: `helpers hi | there` starts two, and both results come back", async () => {
+    const demo = await api.createBot("demo-boss", "demo");
+    const chat = await api.createConversation(demo.id);
+    await api.send(chat.id, "helpers hi | there");
+    const results = await waitFor(
+      async () => {
+        const found = helperResults(await api.steps(chat.id));
+        return found.length >= 2 ? found : undefined;
+      },
+      { what: "both demo results" },
+    );
+    expect(results.map((message) => message.text).sort()).toEqual([
+      expect.stringContaining('You said: "hi"'),
+      expect.stringContaining('You said: "there"'),
+    ]);
+    expect((await helpersOf(chat.id)).map((helper) => helper.status)).toEqual(["done", "done"]);
+  });
 });
