@@ -21,6 +21,7 @@ import type {
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
 import type { Approval, ApprovalDecisionInput } from "./types.ts";
 import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
+import type { HelperList } from "./types.ts";
 import type {
   ConversationSeen,
   Draft,
@@ -163,6 +164,13 @@ export function createApiClient(options: ApiClientOptions) {
           `/v1/conversations?limit=200${botId === undefined ? "" : `&botId=${enc(botId)}`}`,
         )
       ).conversations,
+    /** The conversation's helpers (docs/helpers.md). */
+    helpers: async (conversationId: string, signal?: AbortSignal) =>
+      (
+        await json<HelperList>("GET", `/v1/conversations/${enc(conversationId)}/helpers`, {
+          signal,
+        })
+      ).helpers,
     getConversation: (id: string, signal?: AbortSignal) =>
       json<Conversation>("GET", `/v1/conversations/${enc(id)}`, { signal }),
     createConversation: (botId: string, title?: string) =>
