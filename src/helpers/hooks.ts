@@ -13,6 +13,7 @@
  *        once: from a journaled step, idempotent by the turn's id (its client message id). The
  *        parent's loop takes it like any arriving message: a new turn when idle, or joining the
  *        running turn at its next step boundary (LOOP3). A stopped helper sends nothing.
+ *   HLP9 see createHelperModelHook.
  */
 import type { DurableContext } from "../engine/index.ts";
 import { NotFoundError } from "../errors/index.ts";
@@ -97,14 +98,25 @@ export function createHelperSection(lookup: Lookup): PromptSectionSource {
   };
 }
 
-/** The helper's own model, when it was given one. */
-export function createHelperModelHook(lookup: Lookup) {
+/**
+ * The helper's own model, when it was given one; and HLP9: a stopped helper makes no more model
+ * calls (a turn that started after the stop, from a message that was waiting, ends at once as
+ * interrupted). The status is read in a journaled step, only in helpers' conversations (HLP7:
+ * whether a conversation is a helper's never changes, so every other journal is as before).
+ */
+export function createHelperModelHook(store: Pick<Store, "getHelper">, lookup: Lookup) {
   return async (
-    _durable: DurableContext,
+    durable: DurableContext,
     call: ModelCallInfo,
-  ): Promise<{ model?: string | null } | undefined> => {
+  ): Promise<{ model?: string | null; stop?: true } | undefined> => {
     const helper = await lookup(call.conversationId);
-    return helper?.model === null || helper === undefined ? undefined : { model: helper.model };
+    if (helper === undefined) return undefined;
+    const stopped = await durable.step(
+      "helper-stopped",
+      async () => (await store.getHelper(helper.accountId, helper.id))?.status === "stopped",
+    );
+    if (stopped) return { stop: true };
+    return helper.model === null ? undefined : { model: helper.model };
   };
 }
 

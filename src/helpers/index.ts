@@ -81,7 +81,7 @@ export function createHelpers(deps: {
       return router;
     },
     promptSection: createHelperSection(lookup) satisfies PromptSectionSource,
-    beforeModelCall: createHelperModelHook(lookup),
+    beforeModelCall: createHelperModelHook(deps.store, lookup),
     afterTurn: createHelperSettledHook({
       store: deps.store,
       lookup,

@@ -227,7 +227,6 @@ export function createHelperTools(deps: HelperToolDependencies): AnyServerTool[]
           direction: "task",
         },
       });
-      deps.events.publish({ type: "changed", conversationId: context.conversationId, seq: 0 });
       return {
         output: `Started helper ${helper.id}. It works on its own; its result arrives in this conversation as a message when it finishes. check_helper, message_helper and stop_helper take this id.`,
         isError: false,

@@ -191,6 +191,33 @@ describe("helpers end to end (fake model)", () => {
     expect(helperResults(await api.steps(chat.id))).toEqual([]);
   });
 
+  it("a stopped helper makes no more model calls: a message that reaches it later ends its turn as interrupted, and nothing goes to the parent", async () => {
+    const chat = await api.createConversation(botId);
+    await api.send(chat.id, "start: quick");
+    const [helper] = await waitFor(async () => {
+      const list = await helpersOf(chat.id);
+      return list[0]?.status === "done" ? list : undefined;
+    });
+    await waitFor(async () => helperResults(await api.steps(chat.id)).length === 1 || undefined);
+    await api.send(chat.id, `stop: ${helper!.id}`);
+    await waitFor(async () => (await helpersOf(chat.id))[0]?.status === "stopped" || undefined);
+    const calls = model.helperCalls.filter((call) => call.task === "quick").length;
+    // The parent can no longer message it…
+    await api.send(chat.id, `message: ${helper!.id}: more`);
+    await waitFor(
+      async () =>
+        toolSteps(await api.steps(chat.id), "message_helper").at(-1)?.details?.code ===
+          "helper_stopped" || undefined,
+      { what: "message_helper refused" },
+    );
+    // …and a message that reaches its conversation anyway starts a turn that calls no model.
+    await api.send(helper!.conversationId, "are you there?");
+    await api.waitForSteps(helper!.conversationId, "interrupted");
+    expect(model.helperCalls.filter((call) => call.task === "quick")).toHaveLength(calls);
+    expect((await helpersOf(chat.id))[0]?.status).toBe("stopped");
+    expect(helperResults(await api.steps(chat.id))).toHaveLength(1);
+  });
+
   it("depth is limited: a helper is not offered start_helper, and calling it anyway is refused", async () => {
     const chat = await api.createConversation(botId);
     await api.send(chat.id, "start: nest");
