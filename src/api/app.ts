@@ -809,7 +809,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
               runningHelpers: running.map(helperView),
               stoppedHelpers: stopped.map((helper) => helper.id),
             }),
-      },
+      } satisfies Api.InterruptResult,
       interrupted ? 202 : 200,
     );
   });

@@ -248,6 +248,10 @@ export type StepKind = Step["kind"];
  */
 export interface InterruptResult {
   interrupted: boolean;
+  /** The conversation's helpers still running (docs/helpers.md): a client offers to stop them. */
+  runningHelpers?: Helper[];
+  /** The helpers `{stopHelpers: true}` stopped. */
+  stoppedHelpers?: string[];
 }
 
 /** A hosted computer's lifecycle (Roost starts and stops it). */

@@ -76,5 +76,24 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.waitForURL(parentUrl);
       await page.close();
     });
+
+    it("while helpers run, the list offers to stop them, and they stop", async () => {
+      const api = apiClient(roost.url, () => token);
+      const bot = await api.createBot("Sleeper");
+      const chat = await api.createConversation(bot.id);
+      await api.send(chat.id, "helper $ sleep 62.5");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/c/${chat.id}`);
+      const item = page.getByTestId("helpers-panel").locator(".helper-item");
+      await expect
+        .poll(() => item.getAttribute("data-helper-status"), { timeout: 30_000 })
+        .toBe("running");
+      await page.getByRole("button", { name: /Stop the (bot and its )?helpers/ }).click();
+      await expect
+        .poll(() => item.getAttribute("data-helper-status"), { timeout: 20_000 })
+        .toBe("stopped");
+      expect(await page.getByRole("button", { name: /Stop the/ }).count()).toBe(0);
+      await page.close();
+    });
   },
 );

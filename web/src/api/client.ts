@@ -182,9 +182,9 @@ export function createApiClient(options: ApiClientOptions) {
         json: { text, clientMessageId },
       }),
     /** Stops the conversation's running turn; `interrupted` is false when none was running. */
-    interrupt: (conversationId: string) =>
+    interrupt: (conversationId: string, options: { stopHelpers?: boolean } = {}) =>
       json<InterruptResult>("POST", `/v1/conversations/${enc(conversationId)}/interrupt`, {
-        json: {},
+        json: options.stopHelpers === true ? { stopHelpers: true } : {},
       }),
     listSteps: (conversationId: string, after: number, limit: number, signal?: AbortSignal) =>
       json<{ steps: Step[]; lastSeq: number }>(

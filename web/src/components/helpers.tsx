@@ -2,7 +2,8 @@
  * A conversation's helpers (docs/helpers.md), under its timeline: a collapsible list of each
  * helper's task and status, each a link to the helper's own conversation. Live: reloaded when
  * the conversation's steps or turn state change (a helper starting, its result arriving), and
- * every few seconds while one runs.
+ * every few seconds while one runs. While helpers run, it offers to stop them (the interrupt
+ * with `stopHelpers`, which also stops the bot's running turn).
  */
 import { useEffect, useState } from "react";
 import type { Helper } from "../api/types.ts";
@@ -24,6 +25,7 @@ export function HelpersPanel({
   const { api } = useSession();
   const [helpers, setHelpers] = useState<Helper[]>([]);
   const [tick, setTick] = useState(0);
+  const [stopping, setStopping] = useState(false);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -43,6 +45,14 @@ export function HelpersPanel({
 
   if (helpers.length === 0) return null;
   const active = helpers.filter((helper) => helper.status === "running").length;
+  const stopAll = () => {
+    setStopping(true);
+    api
+      .interrupt(conversationId, { stopHelpers: true })
+      .then(() => setTick((value) => value + 1))
+      .catch(() => undefined) // the list shows what is still running
+      .finally(() => setStopping(false));
+  };
   return (
     <details className="helpers-panel" open data-testid="helpers-panel">
       <summary>
@@ -62,6 +72,11 @@ export function HelpersPanel({
           </li>
         ))}
       </ul>
+      {active > 0 && (
+        <button type="button" className="link-button" onClick={stopAll} disabled={stopping}>
+          {turnState === "working" ? "Stop the bot and its helpers" : "Stop the helpers"}
+        </button>
+      )}
     </details>
   );
 }
