@@ -218,6 +218,35 @@ describe("helpers end to end (fake model)", () => {
     expect(helperResults(await api.steps(chat.id))).toHaveLength(1);
   });
 
+  it("helpers' model calls count as the parent bot's usage, so its budget covers them", async () => {
+    const budgeted = await api.createBot("budgeted");
+    const chat = await api.createConversation(budgeted.id);
+    await api.send(chat.id, "start: u1 | u2");
+    const helpers = await waitFor(async () => {
+      const list = await helpersOf(chat.id);
+      return list.length === 2 && list.every((helper) => helper.status === "done")
+        ? list
+        : undefined;
+    });
+    await waitFor(async () => helperResults(await api.steps(chat.id)).length === 2 || undefined);
+    const conversations = [chat.id, ...helpers.map((helper) => helper.conversationId)];
+    const idle = async () => {
+      for (const id of conversations)
+        if ((await api.call<Api.Conversation>("GET", `/v1/conversations/${id}`)).state !== "idle")
+          return false;
+      return true;
+    };
+    await waitFor(idle, { what: "every conversation idle" });
+    let modelCalls = 0;
+    for (const id of conversations)
+      modelCalls += (await api.steps(id)).filter(
+        (step) => step.kind === "model" || step.kind === "reply",
+      ).length;
+    const usage = await api.call<Api.BotBudgetView>("GET", `/v1/bots/${budgeted.id}/budget`);
+    expect(usage.today.calls).toBe(modelCalls);
+    expect(modelCalls).toBeGreaterThanOrEqual(4); // two of the parent's, one of each helper
+  });
+
   it("depth is limited: a helper is not offered start_helper, and calling it anyway is refused", async () => {
     const chat = await api.createConversation(botId);
     await api.send(chat.id, "start: nest");
