@@ -803,12 +803,13 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.json(
       {
         interrupted,
-        ...(deps.helpers === undefined
-          ? {}
-          : {
-              runningHelpers: running.map(helperView),
-              stoppedHelpers: stopped.map((helper) => helper.id),
-            }),
+        // Only when there is something to say about helpers: the answer is otherwise unchanged.
+        ...(running.length > 0 || body?.stopHelpers === true
+          ? { runningHelpers: running.map(helperView) }
+          : {}),
+        ...(body?.stopHelpers === true
+          ? { stoppedHelpers: stopped.map((helper) => helper.id) }
+          : {}),
       } satisfies Api.InterruptResult,
       interrupted ? 202 : 200,
     );
