@@ -38,7 +38,7 @@ describe("faults: helpers", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("server process SIGKILLed while two helpers are mid-turn: after restart both finish once and the parent gets each result once", async () => {
+  it("server process SIGKILLed while two helpers and their parent are mid-turn: after restart both finish once, the parent's starts are not repeated, and it gets each result once", async () => {
     roost = await createRoostProcess({
       dataDir,
       env: {
@@ -52,16 +52,17 @@ describe("faults: helpers", () => {
     const api = apiClient(roost.url, roost.token);
     const bot = await api.createBot("boss");
     const chat = await api.createConversation(bot.id);
-    await api.send(chat.id, "start: slow:a | slow:b");
-    // Both helpers are in their first model call; the parent's turn has ended ("ok").
-    await waitFor(() => model.waiting.has("a") && model.waiting.has("b"), {
-      what: "both helpers mid-call",
-    });
-    await api.waitForSteps(chat.id, "reply");
+    await api.send(chat.id, "start-held: slow:a | slow:b");
+    // Both helpers are in their first model call, and the parent mid-turn in its second.
+    await waitFor(
+      () => model.waiting.has("a") && model.waiting.has("b") && model.waiting.has("parent-held"),
+      { what: "both helpers and the parent mid-call" },
+    );
     await roost.kill("SIGKILL");
     // The calls the dead process made never get their answer; the next ones answer at once.
     model.open("a");
     model.open("b");
+    model.open("parent-held");
     await roost.start();
 
     const results = await waitFor(
@@ -88,6 +89,7 @@ describe("faults: helpers", () => {
     const parentSteps = await api.steps(chat.id);
     expect(helperResults(parentSteps)).toHaveLength(2);
     expect(parentSteps.filter((step) => step.kind === "tool")).toHaveLength(2);
+    expect(helpers).toHaveLength(2); // start_helper's journaled step was not run again
     for (const helper of helpers) {
       const steps = await api.steps(helper.conversationId);
       expect(steps.map((step) => step.kind)).toEqual(["message", "reply"]);

@@ -4,6 +4,8 @@
  *
  * A parent conversation follows its last message:
  *   `start: <task> | <task>`        start_helper for each task, in one model call
+ *   `start-held: <task> | <task>`   the same; the call after the tool results waits for the gate
+ *                                   `parent-held` (the parent's turn stays mid-turn)
  *   `flood: <n>`                    n start_helper calls (tasks `slow:f1` … `slow:fn`)
  *   `tools: <a,b> / <task>`         start_helper with those tools
  *   `join: <task>`                  start_helper; the next call waits for the gate `parent-join`,
@@ -116,9 +118,17 @@ export function createHelperModel(): HelperModel {
         const id = /helper (hlp_\w+)/.exec(started)?.[1] ?? "missing";
         return calls([{ name: "check_helper", arguments: { id } }]);
       }
+      if (/^start-held:/.test(command) && assistantsSince === 1) {
+        waiting.add("parent-held");
+        try {
+          await gate("parent-held").promise;
+        } finally {
+          waiting.delete("parent-held");
+        }
+      }
       return reply("ok");
     }
-    const start = /^start:\s*(.+)$/.exec(command);
+    const start = /^start(?:-held)?:\s*(.+)$/.exec(command);
     if (start?.[1] !== undefined)
       return calls(
         start[1].split("|").map((task) => ({
