@@ -709,7 +709,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/conversations/:id", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
-    return context.json(conversationView(conversation, events.turnState(conversation.id)));
+    const view = conversationView(conversation, events.turnState(conversation.id));
+    // A helper's conversation names its helper and parent (docs/helpers.md).
+    const helper =
+      deps.helpers === undefined ? undefined : await store.helperOfConversation(conversation.id);
+    return context.json(
+      helper === undefined
+        ? view
+        : {
+            ...view,
+            helper: {
+              id: helper.id,
+              parentConversationId: helper.parentConversationId,
+              status: helper.status,
+            },
+          },
+    );
   });
 
   app.patch("/v1/conversations/:id", async (context) => {

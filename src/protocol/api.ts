@@ -47,6 +47,8 @@ export interface Conversation {
    * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
    */
   activity?: ConversationActivity;
+  /** A helper's conversation (`GET /v1/conversations/{id}` only): its helper and its parent. */
+  helper?: { id: string; parentConversationId: string; status: HelperStatus };
   createdAt: string;
   updatedAt: string;
 }

@@ -80,6 +80,14 @@ describe("helpers end to end (fake model)", () => {
       `/v1/conversations/${running[0]!.conversationId}`,
     );
     expect(helperConversation.botId).toBe(botId);
+    expect(helperConversation.helper).toEqual({
+      id: running[0]!.id,
+      parentConversationId: chat.id,
+      status: "running",
+    });
+    expect(
+      (await api.call<Api.Conversation>("GET", `/v1/conversations/${chat.id}`)).helper,
+    ).toBeUndefined();
     await api.waitForSteps(chat.id, "reply"); // the parent's own turn ended ("ok")
 
     model.open("a");

@@ -69,6 +69,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       await items.locator("a", { hasText: "there" }).click();
       await page.waitForURL((url) => url.href !== parentUrl && /\/c\/conv_hlp_/.test(url.href));
       await page.getByText('You said: "there"').first().waitFor({ timeout: 20_000 });
+      await page.getByTestId("helper-origin").getByText("A helper (done)").waitFor();
       // The helper's task links back to the conversation that started it.
       await page
         .getByRole("link", { name: "Task from the conversation that started this helper" })

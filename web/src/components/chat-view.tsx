@@ -7,7 +7,7 @@ import type { FeedSnapshot } from "../state/feed.ts";
 import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
-import { HelpersPanel } from "./helpers.tsx";
+import { HelperOrigin, HelpersPanel } from "./helpers.tsx";
 import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
@@ -162,6 +162,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
           )}
         </div>
       )}
+      <HelperOrigin conversationId={conversationId} lastSeq={snapshot.lastSeq} />
       <Timeline feed={feed} snapshot={snapshot} bot={bot} />
       <HelpersPanel
         conversationId={conversationId}

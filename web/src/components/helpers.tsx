@@ -6,7 +6,7 @@
  * with `stopHelpers`, which also stops the bot's running turn).
  */
 import { useEffect, useState } from "react";
-import type { Helper } from "../api/types.ts";
+import type { Conversation, Helper } from "../api/types.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import "./helpers.css";
@@ -78,5 +78,38 @@ export function HelpersPanel({
         </button>
       )}
     </details>
+  );
+}
+
+/** In a helper's own conversation: what it is, and a link back to the one that started it. */
+export function HelperOrigin({
+  conversationId,
+  lastSeq,
+}: {
+  conversationId: string;
+  lastSeq: number;
+}) {
+  const { api } = useSession();
+  const [helper, setHelper] = useState<Conversation["helper"]>();
+  useEffect(() => {
+    const controller = new AbortController();
+    api
+      .getConversation(conversationId, controller.signal)
+      .then((conversation) => setHelper(conversation.helper))
+      .catch(() => undefined); // an extra: the timeline says what matters
+    return () => controller.abort();
+  }, [api, conversationId, lastSeq]);
+  if (helper === undefined) return null;
+  const parent = paths.conversation(helper.parentConversationId);
+  return (
+    <div className="banner helper-origin" role="note" data-testid="helper-origin">
+      <span>
+        A helper ({helper.status}): its result goes back to{" "}
+        <a href={parent} onClick={(event) => onLinkClick(event, parent)}>
+          the conversation that started it
+        </a>
+        .
+      </span>
+    </div>
   );
 }
