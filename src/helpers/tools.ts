@@ -108,14 +108,6 @@ async function ownHelper(deps: HelperToolDependencies, context: ToolCallContext,
   return helper;
 }
 
-/** The conversation's depth: 0 for a person's, the helper's depth for a helper's. */
-export async function depthOf(
-  helperOf: HelperToolDependencies["helperOf"],
-  conversationId: string,
-): Promise<number> {
-  return (await helperOf(conversationId))?.depth ?? 0;
-}
-
 /** Stops a helper and its own helpers: marks them stopped and interrupts their running turns. */
 export async function stopHelperTree(
   deps: Pick<HelperToolDependencies, "store" | "events">,
