@@ -135,6 +135,10 @@ export function describeSource(
       const name = botName(source.fromBotId);
       return name === undefined ? "From another bot" : `From ${name} (bot, hop ${source.hop})`;
     }
+    case "helper":
+      return source.direction === "result"
+        ? `From helper ${source.helperId}`
+        : "Task from the conversation that started this helper";
   }
 }
 
@@ -344,6 +348,9 @@ export function buildRows(
             time: step.createdAt,
             ...(from === undefined ? {} : { from }),
             ...(source?.kind === "bot" ? { fromConversationId: source.fromConversationId } : {}),
+            ...(source?.kind === "helper" && source.direction === "task"
+              ? { fromConversationId: source.parentConversationId }
+              : {}),
           });
           break;
         }
