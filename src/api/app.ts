@@ -54,6 +54,8 @@ import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
 import type { McpService } from "../mcp/index.ts";
 import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
+import type { HelpersService } from "../helpers/index.ts";
+import { helperView, registerHelperRoutes } from "./helper-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -102,6 +104,8 @@ export interface ApiDependencies {
   attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
   /** MCP servers per bot and per user (absent: no MCP server routes). */
   mcp?: McpService;
+  /** Helpers of conversations (absent: no helpers route; interrupts do not offer to stop them). */
+  helpers?: HelpersService;
   /**
    * Stop the conversation's running turn (wherever it runs; the loop's interrupts). Answers
    * whether a turn was running.
@@ -202,7 +206,11 @@ const postMessageBody = z.strictObject({
   /** The owner's message stops the running turn and starts the next one with itself. */
   interrupt: z.boolean({ error: "interrupt must be true or false" }).optional(),
 });
-const interruptBody = z.strictObject({}).optional();
+const interruptBody = z
+  .strictObject({
+    stopHelpers: z.boolean({ error: "stopHelpers must be true or false" }).optional(),
+  })
+  .optional();
 const createAccountBody = z.strictObject({ name: text("name", { min: 1, max: 80 }) });
 const createTokenBody = z
   .strictObject({ name: text("name", { min: 1, max: 80 }).optional() })
@@ -641,6 +649,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       blobs: deps.attachments.blobs,
     });
+  if (deps.helpers !== undefined)
+    registerHelperRoutes(app as unknown as Parameters<typeof registerHelperRoutes>[0], {
+      store,
+      helpers: deps.helpers,
+    });
   if (deps.mcp !== undefined)
     registerMcpRoutes(app as unknown as Parameters<typeof registerMcpRoutes>[0], {
       store,
@@ -794,7 +807,22 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
   app.get("/v1/conversations/:id", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
-    return context.json(conversationView(conversation, events.turnState(conversation.id)));
+    const view = conversationView(conversation, events.turnState(conversation.id));
+    // A helper's conversation names its helper and parent (docs/helpers.md).
+    const helper =
+      deps.helpers === undefined ? undefined : await store.helperOfConversation(conversation.id);
+    return context.json(
+      helper === undefined
+        ? view
+        : {
+            ...view,
+            helper: {
+              id: helper.id,
+              parentConversationId: helper.parentConversationId,
+              status: helper.status,
+            },
+          },
+    );
   });
 
   app.patch("/v1/conversations/:id", async (context) => {
@@ -861,15 +889,43 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.post("/v1/conversations/:id/interrupt", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     // The body is optional: nothing, or `{}` as JSON.
-    if (context.req.header("content-type") !== undefined) await readJson(context, interruptBody);
+    const body =
+      context.req.header("content-type") !== undefined
+        ? await readJson(context, interruptBody)
+        : undefined;
     const interrupted = deps.interrupt(conversation.id);
+    // Helpers (docs/helpers.md): `stopHelpers: true` stops them too; otherwise the answer lists
+    // the running ones, so the client can offer to stop them.
+    const accountId = context.get("account").id;
+    const stopped =
+      deps.helpers !== undefined && body?.stopHelpers === true
+        ? await deps.helpers.stopAll(accountId, conversation.id)
+        : [];
+    const running =
+      deps.helpers === undefined
+        ? []
+        : (await deps.helpers.list(accountId, conversation.id)).filter(
+            (helper) => helper.status === "running",
+          );
     await store.audit({
-      accountId: context.get("account").id,
+      accountId,
       action: "conversation.interrupt",
       target: conversation.id,
-      detail: { interrupted },
+      detail: { interrupted, ...(stopped.length > 0 ? { stoppedHelpers: stopped.length } : {}) },
     });
-    return context.json({ interrupted }, interrupted ? 202 : 200);
+    return context.json(
+      {
+        interrupted,
+        // Only when there is something to say about helpers: the answer is otherwise unchanged.
+        ...(running.length > 0 || body?.stopHelpers === true
+          ? { runningHelpers: running.map(helperView) }
+          : {}),
+        ...(body?.stopHelpers === true
+          ? { stoppedHelpers: stopped.map((helper) => helper.id) }
+          : {}),
+      } satisfies Api.InterruptResult,
+      interrupted ? 202 : 200,
+    );
   });
 
   app.get("/v1/conversations/:id/steps", async (context) => {

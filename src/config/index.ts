@@ -88,6 +88,8 @@ export interface RoostConfig {
   previews: PreviewsConfig;
   routines: RoutinesConfig;
   results: ResultsConfig;
+  /** Helpers (docs/helpers.md). */
+  helpers: HelpersConfig;
   /** The price table's own prices over the defaults (docs/usage.md#prices). @default none */
   prices: PricesConfig;
   /** Secrets (docs/secrets.md). */
@@ -146,6 +148,14 @@ export interface ResultsConfig {
   webhookAttempts: number;
   /** Wait before the first retry; it doubles each time (at most 10 min). @default 5000 */
   webhookRetryMs: number;
+}
+
+/** Helpers: sub-agents a bot starts (docs/helpers.md). */
+export interface HelpersConfig {
+  /** How deep helpers nest (ROOST_HELPERS_MAX_DEPTH; 0 turns helpers off). @default 1 */
+  maxDepth: number;
+  /** Helpers of one conversation running at once (ROOST_HELPERS_MAX_RUNNING). @default 4 */
+  maxRunning: number;
 }
 
 /** A model's price per million tokens, in the table's currency. */
@@ -643,6 +653,10 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
         min: 10,
         max: 3600_000,
       }),
+    },
+    helpers: {
+      maxDepth: integer(source, "", "ROOST_HELPERS_MAX_DEPTH", 1, { min: 0, max: 5 }),
+      maxRunning: integer(source, "", "ROOST_HELPERS_MAX_RUNNING", 4, { min: 1, max: 50 }),
     },
     routines: resolveRoutines(source),
     secrets: { key: pick(source, "", "ROOST_SECRETS_KEY") },

@@ -134,5 +134,11 @@ export function renderMessageText(text: string, source: Api.MessageSource | unde
       return `[Webhook run ${source.runId}: sent by an outside service, not typed by a person]\n${text}`;
     case "bot":
       return `[Message from another bot (${source.fromBotId}), hop ${source.hop}; not typed by a person]\n${text}`;
+    case "screen":
+      return `[The live view: a person handed back screen ${source.screenId}; not typed by a person]\n${text}`;
+    case "helper":
+      return source.direction === "task"
+        ? `[Task for helper ${source.helperId} from the conversation that started it; not typed by a person]\n${text}`
+        : `[Result of helper ${source.helperId}: written by a helper bot, not typed by a person]\n${text}`;
   }
 }

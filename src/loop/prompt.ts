@@ -20,6 +20,7 @@ import type { ModelMessage, ToolSpec } from "../models/index.ts";
 export const sectionOrder = [
   "platform-rules",
   "bot-instructions",
+  "helper-task",
   "tool-names",
   "skills-index",
   "memory",

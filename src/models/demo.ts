@@ -16,6 +16,8 @@
  *   `tell <bot>: <text>`, `draft <kind> <to>: <text>`, `no reply` → results (demo-results.ts)
  *   `because <reason>: <command>`, `call <tool> <json>` → policy and approvals (demo-policy.ts)
  *   `request secret <NAME> [reason]` → tool `request_secret` (demo-secrets.ts)
+ *   `helper <task>`, `helpers <a> | <b>`, `check|stop helper <id>`, `message helper <id>: <text>`
+ *                           → the helper tools (demo-helpers.ts); a helper reads its task's commands
  *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
@@ -32,6 +34,7 @@
 import { createHash } from "node:crypto";
 import { decidePolicyCommand } from "./demo-policy.ts";
 import { decideResultCommand } from "./demo-results.ts";
+import { decideHelperCommand, helperTaskText } from "./demo-helpers.ts";
 import { decideSecretCommand } from "./demo-secrets.ts";
 import { describeMedia } from "./media.ts";
 import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
@@ -41,7 +44,14 @@ const label = "[demo model]";
 
 /** What the demo model decided to do with the last user message. */
 type DemoAction =
-  | { kind: "tool"; name: string; input: Record<string, unknown>; text?: string }
+  | {
+      kind: "tool";
+      name: string;
+      input: Record<string, unknown>;
+      text?: string;
+      /** More calls of the same model call (they run one after another, in this order). */
+      more?: { name: string; input: Record<string, unknown> }[];
+    }
   | { kind: "reply"; text: string };
 
 /** Rough token count: words, not tokens. */
@@ -92,7 +102,14 @@ function routineRunReply(text: string): string | undefined {
 function decide(text: string, request: InferRequest): DemoAction {
   const routineReply = routineRunReply(text);
   if (routineReply !== undefined) return { kind: "reply", text: routineReply };
+  const task = helperTaskText(text);
+  if (task !== undefined) return decide(task, request); // a helper reads its task's commands
   const trimmed = text.trim();
+  const helperCalls = decideHelperCommand(trimmed, (tool) => isOffered(request, tool));
+  if (helperCalls !== undefined) {
+    const [first, ...more] = helperCalls;
+    if (first !== undefined) return { kind: "tool", ...first, more };
+  }
   const policy = decidePolicyCommand(
     trimmed,
     (tool) => isOffered(request, tool),
@@ -288,9 +305,14 @@ export function createDemoModel(): ModelClient {
         name: action.name,
         input: action.input,
       };
+      const more = (action.more ?? []).map((extra, index): ToolCall => ({
+        id: callIdFor(userMessage.index, `${userMessage.text}\u0000${index + 1}`),
+        name: extra.name,
+        input: extra.input,
+      }));
       return {
         text: action.text ?? "",
-        toolCalls: [call],
+        toolCalls: [call, ...more],
         usage: {
           inputTokens: inputWords(request),
           outputTokens: countWords(JSON.stringify(action.input)),

@@ -62,6 +62,8 @@ import {
   createHandoffTool,
   createToolRouter,
   handBackScreen,
+  handedBackNotice,
+  recordScreenNotice,
   type ToolSource,
 } from "../tools/index.ts";
 import { createConsentHooks } from "../teams/index.ts";
@@ -105,6 +107,7 @@ import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
+import { createHelpers } from "../helpers/index.ts";
 import type { Notifier } from "../notifications/index.ts";
 import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
@@ -402,6 +405,17 @@ export async function startPlatform(
       fetchFor: mcpFetchFor,
       oauthRedirectUrl: mcpOAuthRedirectUrl,
     });
+    // Helpers: sub-agents as conversations of their own (docs/helpers.md).
+    const helpers = createHelpers({
+      store,
+      events,
+      deliver: (message) => kicker.deliver(message),
+      settings: config.helpers,
+      checkModel: (spec) => {
+        parseModelSpec(spec);
+        models.resolve(spec);
+      },
+    });
     const routed = createToolRouter({
       // A teammate's secret in a shared place waits for their consent card first (teams/ CONS1).
       ...createConsentHooks({ store, policy: approvals.policy, ask: approvals.ask }),
@@ -415,6 +429,14 @@ export async function startPlatform(
             providerKind: provider.kind,
             prepare: syncSkills,
             secrets,
+            onPersonOnScreen: (context, computerId) =>
+              recordScreenNotice(store, {
+                callId: context.callId,
+                accountId: context.accountId,
+                botId: context.botId,
+                conversationId: context.conversationId,
+                computerId,
+              }),
           }),
         ]),
         mcpTools,
@@ -429,6 +451,7 @@ export async function startPlatform(
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
+        helpers.tools,
         createEscalateTool(usage),
         createWebToolSource(config, {
           store,
@@ -441,12 +464,14 @@ export async function startPlatform(
       ],
     });
     // Screenshots, downloads and recordings of tool calls become the conversation's attachments.
-    const tools = withConversationAttachments(routed, {
-      store,
-      blobs,
-      gateway,
-      providerKind: provider.kind,
-    });
+    const tools = helpers.wrapRouter(
+      withConversationAttachments(routed, {
+        store,
+        blobs,
+        gateway,
+        providerKind: provider.kind,
+      }),
+    );
     // The owner's interrupts reach the node running the turn through the events (and the relay).
     const interrupts = createTurnInterrupts();
     const unsubscribeInterrupts = events.subscribeAll((event) => {
@@ -468,9 +493,13 @@ export async function startPlatform(
       promptSections: [
         createSkillsSection({ store, skills }),
         createMemorySection({ store, ranker }),
+        helpers.promptSection,
       ],
       compaction: config.compaction,
-      beforeModelCall: [(durable, call) => usage.beforeModelCall(durable, call)],
+      beforeModelCall: [
+        helpers.beforeModelCall,
+        (durable, call) => usage.beforeModelCall(durable, call),
+      ],
       afterModelCall: [(durable, call) => usage.afterModelCall(durable, call)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
       beforeCompaction: async (durable, range) => {
@@ -488,7 +517,7 @@ export async function startPlatform(
               ),
           ]
         : [],
-      afterTurn: [createRunSettler(store), results.afterTurn],
+      afterTurn: [createRunSettler(store), results.afterTurn, helpers.afterTurn],
       logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
@@ -632,6 +661,19 @@ export async function startPlatform(
             (waiterId, value) => kicker.wake(waiterId, value),
             computerId,
             screenId,
+            async (notice) => {
+              // HOF4: the bot that was refused its screen hears it is free again, in the name of
+              // the conversation's own account (as a routine's message is its owner's).
+              const conversation = await store.getConversation(notice.conversationId);
+              if (conversation === undefined) return; // deleted meanwhile
+              await kicker.deliver({
+                conversationId: notice.conversationId,
+                clientMessageId: `handback:${notice.id}`,
+                authorAccountId: conversation.accountId,
+                text: handedBackNotice,
+                source: { kind: "screen", screenId },
+              });
+            },
           ),
         ticketSecret: await loadPreviewSecret(config.dataDir),
       },
@@ -734,6 +776,7 @@ export async function startPlatform(
       ports,
       liveView,
       results: results.api,
+      helpers: helpers.service,
       health: async () => {
         if (draining) return { ok: false, checks: { node: "shutting down" } };
         const checks: Record<string, string> = {};

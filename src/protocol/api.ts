@@ -57,6 +57,8 @@ export interface Conversation {
    * unread notification that needs the owner), `unread` (steps the owner has not seen), `idle`.
    */
   activity?: ConversationActivity;
+  /** A helper's conversation (`GET /v1/conversations/{id}` only): its helper and its parent. */
+  helper?: { id: string; parentConversationId: string; status: HelperStatus };
   createdAt: string;
   updatedAt: string;
 }
@@ -72,7 +74,17 @@ export type MessageSource =
   | { kind: "chat" }
   | { kind: "routine"; routineId: string; runId: string }
   | { kind: "webhook"; routineId: string; runId: string }
-  | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number };
+  | { kind: "bot"; fromBotId: string; fromConversationId: string; hop: number }
+  /** The live view: a person handed back the bot's screen it was refused while they held it. */
+  | { kind: "screen"; screenId: string }
+  // ── helpers (issue 15 §1, docs/helpers.md) ──
+  /** `task`: the parent's task or message to its helper; `result`: the helper's answer to its parent. */
+  | {
+      kind: "helper";
+      helperId: string;
+      parentConversationId: string;
+      direction: "task" | "result";
+    };
 export type TriggerKind = MessageSource["kind"];
 
 /** A spend cap (a bot's, or a routine's); each given limit is checked before every model call. */
@@ -250,6 +262,10 @@ export type StepKind = Step["kind"];
  */
 export interface InterruptResult {
   interrupted: boolean;
+  /** The conversation's helpers still running (docs/helpers.md): a client offers to stop them. */
+  runningHelpers?: Helper[];
+  /** The helpers `{stopHelpers: true}` stopped. */
+  stoppedHelpers?: string[];
 }
 
 /** A hosted computer's lifecycle (Roost starts and stops it). */
@@ -856,4 +872,33 @@ export interface SecretList {
   secrets: SecretView[];
   /** At most this many per bot, and per user. */
   limit: number;
+}
+
+// ── helpers (issue 15 §1, docs/helpers.md) ──
+/** A helper's lifecycle (docs/helpers.md). */
+export type HelperStatus = "running" | "idle" | "done" | "stopped" | "failed";
+/** A helper: a conversation of its own, started by a bot from its parent conversation. */
+export interface Helper {
+  id: string;
+  /** The helper's own conversation (readable with the conversation routes). */
+  conversationId: string;
+  parentConversationId: string;
+  botId: string;
+  /** 1 for a helper of a person's conversation, 2 for a helper's helper… */
+  depth: number;
+  task: string;
+  instructions: string | null;
+  /** The tools it was given (null: all of the parent's but the helper tools). */
+  tools: string[] | null;
+  /** Its model (null: the bot's). */
+  model: string | null;
+  status: HelperStatus;
+  /** The text of its latest reply (or error); null before it has one. */
+  latestOutput: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+/** `GET /v1/conversations/{id}/helpers`. */
+export interface HelperList {
+  helpers: Helper[];
 }

@@ -641,4 +641,27 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX mcp_servers_by_oauth_state ON mcp_servers (oauth_state)`,
     ],
   },
+  {
+    version: 26,
+    statements: [
+      // Helpers (helper-types.ts, HST1–HST5): a helper's own conversation is an ordinary
+      // conversation row; this row records its parent, task, tools, model and status.
+      `CREATE TABLE helpers (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL UNIQUE,
+        parent_conversation_id TEXT NOT NULL,
+        bot_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        instructions TEXT,
+        tools TEXT,
+        model TEXT,
+        status TEXT NOT NULL,
+        latest_output TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      `CREATE INDEX helpers_by_parent ON helpers (parent_conversation_id, status)`,
+    ],
+  },
 ];

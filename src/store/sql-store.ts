@@ -16,6 +16,7 @@ import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
+import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -287,6 +288,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     );
     const selected = `SELECT id FROM conversations WHERE ${where}`;
     await deleteResultsOf(tx, where, key); // drafts, notifications, reads and threads go too
+    await deleteHelpersOf(tx, where, key); // helper rows, as parent or helper
     await deleteAttachmentsOf(tx, where, key); // ATS2
     const steps = await tx.run(`DELETE FROM steps WHERE conversation_id IN (${selected})`, [key]);
     const messages = await tx.run(`DELETE FROM messages WHERE conversation_id IN (${selected})`, [
@@ -348,6 +350,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createSkillQueries(driver, now, ids, insertAudit),
     ...createRoutineQueries(driver, now, ids, insertAudit),
     ...createResultsQueries(driver, now, insertAudit),
+    ...createHelperQueries(driver, now),
     ...createUsageQueries(driver, now),
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),

@@ -24,6 +24,7 @@ import type { MemoryStore } from "./memory-types.ts";
 import type { SkillStore } from "./skill-types.ts";
 import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
+import type { HelperStore } from "./helper-types.ts";
 import type { SecretStore } from "./secret-types.ts";
 import type { McpStore } from "./mcp-types.ts";
 import type { ScreenLeaseStore } from "./screen-lease-types.ts";
@@ -38,6 +39,7 @@ export type * from "./memory-types.ts";
 export type * from "./skill-types.ts";
 export type * from "./routine-types.ts";
 export type * from "./results-types.ts";
+export type * from "./helper-types.ts";
 export type * from "./secret-types.ts";
 export type * from "./mcp-types.ts";
 export type * from "./screen-lease-types.ts";
@@ -203,6 +205,7 @@ export interface Store
     SkillStore,
     RoutineStore,
     ResultsStore,
+    HelperStore,
     UsageStore,
     ApprovalStore,
     SecretStore,

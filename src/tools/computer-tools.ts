@@ -36,6 +36,7 @@ import type { ToolSpec } from "../models/index.ts";
 import {
   browserModelInputSchema,
   isToolName,
+  personOnScreenMessage,
   toolInputSchemas,
   type BrowserOutput,
   type DesktopOutput,
@@ -104,6 +105,11 @@ function inputSchemaFor(name: ToolName): z.ZodType {
 }
 
 export interface ComputerToolsOptions {
+  /**
+   * A `browser` or `computer` call was refused because a person holds the bot's screen: the
+   * conversation is told when they hand it back (tools/handoff-tool.ts, HOF4). @default nothing
+   */
+  onPersonOnScreen?: (context: ToolCallContext, computerId: string) => Promise<void>;
   store: Store;
   gateway: Pick<Gateway, "call">;
   events?: EventHub;
@@ -330,6 +336,12 @@ export function createComputerTools(options: ComputerToolsOptions): ToolSource {
             publish(stream as "stdout" | "stderr", redactor.end());
           const durationMs = Date.now() - started;
           if (!result.ok) {
+            if (
+              (name === "browser" || name === "computer") &&
+              result.error.code === "busy" &&
+              result.error.message.startsWith(personOnScreenMessage)
+            )
+              await options.onPersonOnScreen?.(context, computerId); // HOF4
             return {
               output: `${name} failed (${result.error.code}): ${result.error.message}`,
               isError: true,

@@ -11,11 +11,14 @@
  *        twice nor makes a second one; after the wait a journaled step reads what happened.
  *   HOF3 a hand-back settles the handoff in the store before it wakes the call, so a lost wake
  *        still ends as a hand-back when the timer fires.
+ *   HOF4 a bot refused its screen while a person held it (not a handoff it asked for) is told
+ *        when they hand it back: the refused call leaves a notice (a handoff with no waiter), and
+ *        the hand-back delivers one message to each such conversation (idempotent per notice).
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Notifier } from "../notifications/index.ts";
-import type { Store } from "../store/index.ts";
+import type { ScreenHandoff, Store } from "../store/index.ts";
 import type { ToolSource } from "./router.ts";
 import type { ToolCallContext, ToolResult } from "./types.ts";
 
@@ -171,17 +174,61 @@ export function createHandoffTool(deps: {
  * HOF3: settles a screen's pending handoffs as handed back, then wakes their calls. Answers how
  * many there were.
  */
+/** A notice's waiter: nothing is parked; the conversation is told with a message (HOF4). */
+export const noticeWaiter = "";
+
+/** The message a conversation gets when the screen its bot was refused is handed back (HOF4). */
+export const handedBackNotice =
+  "A person handed your screen back. You can use the browser and the computer tool on it again.";
+
+/**
+ * HOF4: the bot's `browser` or `computer` call was refused because a person held its screen:
+ * remember to tell its conversation when they hand it back (idempotent per call).
+ */
+export async function recordScreenNotice(
+  store: Store,
+  notice: {
+    callId: string;
+    accountId: string;
+    botId: string;
+    conversationId: string;
+    computerId: string;
+  },
+): Promise<void> {
+  await store.createScreenHandoff({
+    id: `notice_${notice.callId.replace(/[^A-Za-z0-9_-]/g, "_")}`,
+    accountId: notice.accountId,
+    botId: notice.botId,
+    conversationId: notice.conversationId,
+    computerId: notice.computerId,
+    screenId: `s-${notice.botId}`,
+    waiterId: noticeWaiter,
+    reason: "a call was refused while a person held the screen",
+  });
+}
+
 export async function handBackScreen(
   store: Store,
   wake: (waiterId: string, value: string) => Promise<void>,
   computerId: string,
   screenId: string,
+  /** Tells a conversation whose bot was refused the screen meanwhile (a notice, HOF4). */
+  tell?: (notice: ScreenHandoff) => Promise<void>,
 ): Promise<number> {
   const pending = await store.listPendingScreenHandoffs(computerId, screenId);
   let count = 0;
+  const told = new Set<string>();
   for (const handoff of pending) {
     const { changed } = await store.settleScreenHandoff(handoff.id, "handed_back");
     if (!changed) continue;
+    if (handoff.waiterId === noticeWaiter) {
+      // HOF4: one message per conversation, however many of its calls were refused.
+      if (tell !== undefined && !told.has(handoff.conversationId)) {
+        told.add(handoff.conversationId);
+        await tell(handoff);
+      }
+      continue;
+    }
     count += 1;
     await store.audit({
       accountId: handoff.accountId,

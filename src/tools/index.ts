@@ -45,6 +45,8 @@ export {
   createHandoffTool,
   defaultHandoffTimeoutMs,
   handBackScreen,
+  handedBackNotice,
   handoffToolName,
+  recordScreenNotice,
   type HandoffWorkerCaller,
 } from "./handoff-tool.ts";

@@ -18,6 +18,7 @@ import { missingScreenPrograms } from "../../src/worker/screens.ts";
 import { apiClient } from "../support/api-client.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
+import { waitFor } from "../support/wait.ts";
 
 const skip =
   (await skipReason("test/e2e/browser.test.ts")) ??
@@ -295,6 +296,23 @@ describe.skipIf(skip !== undefined)("the browser inside a real computer (local p
       headers: auth,
     });
     expect([200, 204]).toContain(handBack.status);
+    // The bot is told (HOF4): one message from the live view, which its loop answers.
+    const isNotice = (step: { kind: string; payload: Record<string, unknown> }) =>
+      step.kind === "message" &&
+      (step.payload.source as { kind?: string } | undefined)?.kind === "screen";
+    const told = await waitFor(
+      async () => {
+        const steps = await api.steps(conversationId);
+        const at = steps.findIndex(isNotice);
+        return at !== -1 && steps.slice(at).some((step) => step.kind === "reply")
+          ? steps
+          : undefined;
+      },
+      { what: "the hand-back notice and the bot's answer to it", timeoutMs: 60_000 },
+    );
+    const notices = told.filter(isNotice);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.payload.text).toContain("handed your screen back");
     const free = await browser({ action: "snapshot" });
     expect(free.isError, free.output).toBe(false);
     expect(free.output).toContain("Served inside the computer");

@@ -21,6 +21,7 @@ import type {
 import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage } from "./types.ts";
 import type { Approval, ApprovalDecisionInput } from "./types.ts";
 import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
+import type { HelperList } from "./types.ts";
 import type {
   AcceptedInvitation,
   CreatedInvitation,
@@ -173,6 +174,13 @@ export function createApiClient(options: ApiClientOptions) {
           `/v1/conversations?limit=200${botId === undefined ? "" : `&botId=${enc(botId)}`}`,
         )
       ).conversations,
+    /** The conversation's helpers (docs/helpers.md). */
+    helpers: async (conversationId: string, signal?: AbortSignal) =>
+      (
+        await json<HelperList>("GET", `/v1/conversations/${enc(conversationId)}/helpers`, {
+          signal,
+        })
+      ).helpers,
     getConversation: (id: string, signal?: AbortSignal) =>
       json<Conversation>("GET", `/v1/conversations/${enc(id)}`, { signal }),
     createConversation: (botId: string, title?: string) =>
@@ -184,9 +192,9 @@ export function createApiClient(options: ApiClientOptions) {
         json: { text, clientMessageId },
       }),
     /** Stops the conversation's running turn; `interrupted` is false when none was running. */
-    interrupt: (conversationId: string) =>
+    interrupt: (conversationId: string, options: { stopHelpers?: boolean } = {}) =>
       json<InterruptResult>("POST", `/v1/conversations/${enc(conversationId)}/interrupt`, {
-        json: {},
+        json: options.stopHelpers === true ? { stopHelpers: true } : {},
       }),
     listSteps: (conversationId: string, after: number, limit: number, signal?: AbortSignal) =>
       json<{ steps: Step[]; lastSeq: number }>(

@@ -8,6 +8,7 @@ import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { LiveView } from "./live-view.tsx";
 import { Composer } from "./composer.tsx";
+import { HelperOrigin, HelpersPanel } from "./helpers.tsx";
 import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
@@ -182,7 +183,13 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
           <LiveView botId={bot.id} />
         </aside>
       )}
+      <HelperOrigin conversationId={conversationId} lastSeq={snapshot.lastSeq} />
       <Timeline feed={feed} snapshot={snapshot} bot={bot} />
+      <HelpersPanel
+        conversationId={conversationId}
+        lastSeq={snapshot.lastSeq}
+        turnState={snapshot.turnState}
+      />
       <Composer
         draftKey={conversationId}
         placeholder={

@@ -129,10 +129,16 @@ export function describeSource(
       return "From a routine";
     case "webhook":
       return "From a webhook";
+    case "screen":
+      return "From the live view";
     case "bot": {
       const name = botName(source.fromBotId);
       return name === undefined ? "From another bot" : `From ${name} (bot, hop ${source.hop})`;
     }
+    case "helper":
+      return source.direction === "result"
+        ? `From helper ${source.helperId}`
+        : "Task from the conversation that started this helper";
   }
 }
 
@@ -342,6 +348,9 @@ export function buildRows(
             time: step.createdAt,
             ...(from === undefined ? {} : { from }),
             ...(source?.kind === "bot" ? { fromConversationId: source.fromConversationId } : {}),
+            ...(source?.kind === "helper" && source.direction === "task"
+              ? { fromConversationId: source.parentConversationId }
+              : {}),
           });
           break;
         }
