@@ -15,3 +15,4 @@ export * from "./mcp.ts";
 export * from "./results.ts";
 export * from "./screens.ts";
 export type * as Api from "./api.ts";
+export * from "./follow.ts";
