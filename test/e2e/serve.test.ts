@@ -1,8 +1,7 @@
 /**
  * Roost as a server for other agents' clients (docs/serve.md), end to end against `roost up`
  * with its embedded Restate and the demo model (which echoes): the official MCP SDK client on
- * `/v1/mcp`, and `POST /v1/chat/completions` read as raw SSE and, when the `openai` package is
- * installed, with the `openai` SDK. With the attacks: another account's bot, no or a bad token,
+ * `/v1/mcp`, and `POST /v1/chat/completions` with the `openai` SDK and read as raw SSE. With the attacks: another account's bot, no or a bad token,
  * a huge message, a model name with path tricks, a flood.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { rawRequest } from "../support/raw-http.ts";
@@ -195,6 +195,39 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
     expect(second.headers.get("x-roost-conversation")).toBe(conversationId);
     const messages = (await api.steps(conversationId)).filter((step) => step.kind === "message");
     expect(messages.map((step) => step.payload.text)).toEqual(["first", "second"]);
+  });
+
+  it("the openai SDK talks to a bot, streaming and not, and lists the bots as models", async () => {
+    const openai = new OpenAI({ baseURL: `${roost.url}/v1`, apiKey: roost.token(), maxRetries: 0 });
+    const models = await openai.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(["echo bot!"]);
+    const completion = await openai.chat.completions.create({
+      model: "echo bot!",
+      messages: [{ role: "user", content: "via the sdk" }],
+    });
+    expect(completion.choices[0]?.message.content).toContain('You said: "via the sdk"');
+    const stream = await openai.chat.completions.create({
+      model: "echo bot!",
+      stream: true,
+      messages: [{ role: "user", content: "streamed via the sdk" }],
+    });
+    let text = "";
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta.content ?? "";
+    }
+    expect(chunks).toBeGreaterThan(3);
+    expect(text).toContain('You said: "streamed via the sdk"');
+    // Errors come back as the SDK's typed errors.
+    await expect(
+      openai.chat.completions.create({
+        model: "theirs",
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const stranger = new OpenAI({ baseURL: `${roost.url}/v1`, apiKey: "nope", maxRetries: 0 });
+    await expect(stranger.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
   it("lists the caller's bots as models", async () => {
