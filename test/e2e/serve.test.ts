@@ -11,6 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { apiClient } from "../support/api-client.ts";
 import { rawRequest } from "../support/raw-http.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
@@ -20,19 +21,35 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
   let roost: RoostProcess;
   let api: ReturnType<typeof apiClient>;
   let otherToken: string;
+  /** The provider of the bot "broken", which refuses every call (400: not retried). */
+  let provider: FakeOpenAiServer;
 
   beforeAll(async () => {
+    provider = await startFakeOpenAiServer(() => ({
+      type: "error",
+      status: 400,
+      message: "this model is broken on purpose",
+    }));
     dataDir = mkdtempSync(join(tmpdir(), "roost-e2e-serve-"));
-    roost = await createRoostProcess({ dataDir, env: { ROOST_RATE_LIMIT_BURST: "60" } });
+    roost = await createRoostProcess({
+      dataDir,
+      env: {
+        ROOST_RATE_LIMIT_BURST: "60",
+        ROOST_MODEL: "demo",
+        ROOST_OPENAI_COMPATIBLE_BASE_URL: provider.baseUrl,
+      },
+    });
     await roost.start();
     api = apiClient(roost.url, roost.token);
     await api.createBot("echo bot!");
     const other = await api.call<{ token: string }>("POST", "/v1/accounts", { name: "other" });
     otherToken = other.token;
     await apiClient(roost.url, () => otherToken).createBot("theirs");
+    await apiClient(roost.url, () => otherToken).createBot("broken", "openai-compatible:fake");
   }, 120_000);
   afterAll(async () => {
     await roost?.stop();
+    await provider?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -93,9 +110,13 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
     const client = await mcpClient(otherToken);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(["ask_theirs"]);
+      expect(tools.map((tool) => tool.name)).toEqual(["ask_theirs", "ask_broken"]);
       const result = await client.callTool({ name: "ask_echo_bot_", arguments: { message: "x" } });
       expect(result.isError).toBe(true);
+      // A bot whose turn fails answers a tool error saying why.
+      const failed = await client.callTool({ name: "ask_broken", arguments: { message: "x" } });
+      expect(failed.isError).toBe(true);
+      expect(JSON.stringify(failed.content)).toContain("model_error");
     } finally {
       await client.close();
     }
@@ -236,7 +257,7 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
     });
     const body = (await response.json()) as { object: string; data: { id: string }[] };
     expect(body.object).toBe("list");
-    expect(body.data.map((model) => model.id)).toEqual(["theirs"]);
+    expect(body.data.map((model) => model.id)).toEqual(["theirs", "broken"]);
   });
 
   it("another account's bot, an unknown one and path tricks are 404 in OpenAI's error shape", async () => {
@@ -266,6 +287,34 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
       { "x-roost-conversation": theirConversation },
     );
     expect(response.status).toBe(404);
+  });
+
+  it("a bot's failed turn is 502, or an error event before [DONE] in a stream", async () => {
+    const ask = { model: "broken", messages: [{ role: "user", content: "hi" }] };
+    const plain = await completions(ask, otherToken);
+    expect(plain.status).toBe(502);
+    expect(((await plain.json()) as { error: Record<string, unknown> }).error).toMatchObject({
+      type: "api_error",
+      code: "model_error",
+    });
+    const streamed = await completions({ ...ask, stream: true }, otherToken);
+    expect(streamed.status).toBe(200);
+    const data = await sseData(streamed);
+    expect(data.at(-1)).toBe("[DONE]");
+    expect(JSON.parse(data.at(-2)!)).toMatchObject({
+      error: { type: "api_error", code: "model_error" },
+    });
+    const sdk = new OpenAI({ baseURL: `${roost.url}/v1`, apiKey: otherToken, maxRetries: 0 });
+    const stream = await sdk.chat.completions.create({
+      model: "broken",
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    await expect(
+      (async () => {
+        for await (const _chunk of stream);
+      })(),
+    ).rejects.toThrow(/model_error|broken/);
   });
 
   it("no token or a bad one is 401 with an OpenAI error type", async () => {
