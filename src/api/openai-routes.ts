@@ -105,14 +105,17 @@ export function registerOpenAiRoutes(
         `the last user message has ${text.length} characters; a message is at most ${maxAskChars}`,
       );
     const bot = await findAskableBot(deps.store, account.id, body.model);
+    const release = deps.acquireStream(account.id); // OAI3, before anything is made
     const conversation = await askConversation(
       deps.store,
       account.id,
       bot,
       context.req.header("x-roost-conversation"),
       `Chat with ${bot.name} (OpenAI API)`,
-    );
-    const release = deps.acquireStream(account.id); // OAI3
+    ).catch((error: unknown) => {
+      release();
+      throw error;
+    });
     context.header("x-roost-conversation", conversation.id);
     const id = `chatcmpl-${randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);

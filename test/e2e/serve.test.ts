@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../../src/models/testing/index.ts";
 import { apiClient } from "../support/api-client.ts";
 import { rawRequest } from "../support/raw-http.ts";
+import { waitFor } from "../support/wait.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 
 describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () => {
@@ -23,19 +24,24 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
   let otherToken: string;
   /** The provider of the bot "broken", which refuses every call (400: not retried). */
   let provider: FakeOpenAiServer;
+  /** Calls asking it to "hold the line" wait for this, then answer. */
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
 
   beforeAll(async () => {
-    provider = await startFakeOpenAiServer(() => ({
-      type: "error",
-      status: 400,
-      message: "this model is broken on purpose",
-    }));
+    provider = await startFakeOpenAiServer(async (request) => {
+      if (!JSON.stringify(request.body).includes("hold the line"))
+        return { type: "error", status: 400, message: "this model is broken on purpose" };
+      await gate;
+      return { type: "completion", textChunks: ["held", " and released"] };
+    });
     dataDir = mkdtempSync(join(tmpdir(), "roost-e2e-serve-"));
     roost = await createRoostProcess({
       dataDir,
       env: {
         ROOST_RATE_LIMIT_BURST: "60",
         ROOST_MODEL: "demo",
+        ROOST_MAX_EVENT_STREAMS: "3",
         ROOST_OPENAI_COMPATIBLE_BASE_URL: provider.baseUrl,
       },
     });
@@ -387,5 +393,42 @@ describe("Roost as a server: /v1/mcp and /v1/chat/completions (demo model)", () 
     await Promise.all(
       answers.filter((response) => !response.bodyUsed).map((response) => response.text()),
     );
+  });
+
+  it("asks waiting for their reply hold the account's streams: past the limit, 429", async () => {
+    const hold = { model: "broken", messages: [{ role: "user", content: "hold the line" }] };
+    const held = [1, 2, 3].map(() => completions(hold, otherToken));
+    await waitFor(
+      () =>
+        provider.requests.filter((request) =>
+          JSON.stringify(request.body).includes("hold the line"),
+        ).length >= 3 || undefined,
+      { timeoutMs: 30_000, what: "three asks waiting on the model" },
+    );
+    const refused = await completions(hold, otherToken);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { type: string } }).error.type).toBe(
+      "rate_limit_error",
+    );
+    // Another account is not affected.
+    const mine = await completions({
+      model: "echo bot!",
+      messages: [{ role: "user", content: "ok" }],
+    });
+    expect(mine.status).toBe(200);
+    await mine.text();
+    open();
+    for (const answer of await Promise.all(held)) {
+      expect(answer.status).toBe(200);
+      const body = (await answer.json()) as { choices: { message: { content: string } }[] };
+      expect(body.choices[0]?.message.content).toBe("held and released");
+    }
+    // The slots are given back.
+    const after = await completions(
+      { model: "theirs", messages: [{ role: "user", content: "again" }] },
+      otherToken,
+    );
+    expect(after.status).toBe(200);
+    await after.text();
   });
 });
