@@ -56,6 +56,9 @@ import type { McpService } from "../mcp/index.ts";
 import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import type { HelpersService } from "../helpers/index.ts";
 import { helperView, registerHelperRoutes } from "./helper-routes.ts";
+import { postMessage, type AskDependencies } from "./ask.ts";
+import { openAiErrorType, openAiPaths, registerOpenAiRoutes } from "./openai-routes.ts";
+import { registerMcpServerRoute } from "./mcp-server-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -263,6 +266,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   /** API6: the outage being answered with 503s, logged once when it starts and once when it ends. */
   const outage: { since: number | undefined; refused: number } = { since: undefined, refused: 0 };
   const app = new Hono<{ Variables: Variables }>();
+  /** Posting a message and following its turn (ask.ts): the messages route, OpenAI and MCP. */
+  const askDeps: AskDependencies = { store, events, kick: (...args) => deps.kick(...args), logger };
 
   /** API5: the one way an error becomes an answer. */
   const errorAnswer = <P extends string, I extends Input>(
@@ -272,7 +277,14 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     context.set("failure", error);
     const retryAfter = retryAfterSeconds(error);
     if (retryAfter !== undefined) context.header("retry-after", String(retryAfter));
-    return context.json(errorBody(error), httpStatus(error));
+    const body = errorBody(error);
+    // OAI4: the OpenAI-compatible paths add OpenAI's `type` to the one body (docs/serve.md).
+    if (openAiPaths.has(context.req.path))
+      return context.json(
+        { error: { ...body.error, type: openAiErrorType(httpStatus(error)) } },
+        httpStatus(error),
+      );
+    return context.json(body, httpStatus(error));
   };
 
   app.onError((error, context) => errorAnswer(context, toRoostError(error)));
@@ -659,6 +671,13 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       mcp: deps.mcp,
     });
+  // Roost as a server for other agents' clients (docs/serve.md).
+  const askRoutes = {
+    ...askDeps,
+    acquireStream: (accountId: string) => streams.acquire(accountId),
+  };
+  registerOpenAiRoutes(app as unknown as Parameters<typeof registerOpenAiRoutes>[0], askRoutes);
+  registerMcpServerRoute(app as unknown as Parameters<typeof registerMcpServerRoute>[0], askRoutes);
   if (deps.ports !== undefined)
     deps.ports.register(app as unknown as Parameters<PortPreviews["register"]>[0]);
   if (deps.liveView !== undefined)
@@ -860,26 +879,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.post("/v1/conversations/:id/messages", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, postMessageBody);
-    const { message, created, waiter } = await store.appendMessage({
+    const { message, created } = await postMessage(askDeps, {
       conversationId: conversation.id,
       clientMessageId: body.clientMessageId,
       authorAccountId: context.get("account").id,
       text: body.text,
-    });
-    if (created) {
-      events.publish({ type: "changed", conversationId: conversation.id, seq: message.seq });
+      requestId: context.get("requestId"),
       // Only the conversation's owner may stop its turn (every conversation has one owner today).
-      if (body.interrupt === true && conversation.accountId === context.get("account").id)
-        deps.interrupt(conversation.id);
-      deps.kick(conversation.id, message.id, waiter).catch((error: unknown) => {
-        logger.warn("could not hand the conversation to its loop (the sweep will retry)", {
-          requestId: context.get("requestId"),
-          conversationId: conversation.id,
-          messageId: message.id,
-          error: toRoostError(error).message,
-        });
-      });
-    }
+      beforeKick: () => {
+        if (body.interrupt === true && conversation.accountId === context.get("account").id)
+          deps.interrupt(conversation.id);
+      },
+    });
     return context.json(
       { messageId: message.id, seq: message.seq, duplicate: !created } satisfies Api.PostedMessage,
       202,

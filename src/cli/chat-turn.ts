@@ -13,7 +13,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { booleanOption, stringOption, type ParsedArgs } from "./args.ts";
 import type { Api } from "../protocol/index.ts";
 import { ApiError, ConnectionError, type RoostClient } from "./client.ts";
-import { followReply, type EndStep } from "./follow.ts";
+import { followReply, type EndStep } from "../protocol/index.ts";
 import {
   CliError,
   createSpinner,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { describeToolStep } from "./chat.ts";
 import type { Api } from "../protocol/index.ts";
-import { followReply, type FollowOptions } from "./follow.ts";
+import { followReply, type FollowOptions } from "../protocol/index.ts";
 
 type ConversationEvent = Api.StreamEvent;
 type StepView = Api.Step;

@@ -1,4 +1,5 @@
 /**
+ * (Shared by the CLI and the API's OpenAI and MCP endpoints, src/api/ask.ts.)
  * Following a conversation until the bot has answered, the way docs/api.md tells clients to:
  * events are hints, the steps are the record.
  *
@@ -12,7 +13,7 @@
  *      with a seq above the message that was sent. (A reply to a turn that began before the message arrived, and
  *      that did not pick it up, also counts: the API does not say which turn took a message.)
  */
-import type { Api } from "../protocol/index.ts";
+import type * as Api from "./api.ts";
 
 /** The steps that end a turn. */
 export type EndStep = Extract<Api.Step, { kind: "reply" | "error" | "interrupted" | "no_reply" }>;
