@@ -29,12 +29,12 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { authenticate } from "../auth/index.ts";
 import { InvalidRequestError, RoostError, toRoostError } from "../errors/index.ts";
-import { newId } from "../ids.ts";
 import { silentLogger, type Logger } from "../log/index.ts";
 import { GATEWAY_PATH, portsListOutputSchema } from "../protocol/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import type { WorkerCaller } from "./computer-files.ts";
+import { listFromWorker } from "./worker-lists.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { proxyRequest, proxyUpgrade, writeRawResponse, cookieValues } from "./port-proxy.ts";
 import { previewLabelPattern } from "./preview-tokens.ts";
@@ -344,29 +344,16 @@ export function createPortPreviews(
       const account = context.get("account");
       const computerId = await service.computerOf(account.id);
       await requireAwake(computerId, "any port");
-      const result = await service.gateway.call(
-        computerId,
-        { callId: newId("ports"), tool: "ports.list", input: {}, timeoutMs: 10_000 },
-        { signal: context.req.raw.signal },
-      );
-      if (!result.ok) {
-        throw new RoostError(
-          "computer_unavailable",
-          result.error.code === "unknown_tool"
-            ? "the computer's worker cannot list ports (it is older than port previews; let the computer sleep and wake to update it)"
-            : `the computer could not list its ports: ${result.error.message}`,
-          { details: { computerId, reason: result.error.code } },
-        );
-      }
-      const parsed = portsListOutputSchema.safeParse(result.output);
-      if (!parsed.success)
-        throw new RoostError(
-          "computer_unavailable",
-          "the computer's worker answered the ports list in a shape this server does not know",
-        );
+      const listed = await listFromWorker(service.gateway, computerId, {
+        tool: "ports.list",
+        output: portsListOutputSchema,
+        what: "ports",
+        feature: "port previews",
+        signal: context.req.raw.signal,
+      });
       const reserved = service.reservedPorts();
       const byPort = new Map<number, string[]>();
-      for (const entry of parsed.data.ports) {
+      for (const entry of listed.ports) {
         if (reserved.has(entry.port)) continue;
         const addresses = byPort.get(entry.port) ?? [];
         if (!addresses.includes(entry.address)) addresses.push(entry.address);

@@ -40,6 +40,7 @@ import { screenIdSchema, screensListOutputSchema } from "../protocol/index.ts";
 import type { Api, Screen, ScreenController } from "../protocol/index.ts";
 import type { Account, ScreenLease, Store } from "../store/index.ts";
 import type { WorkerCaller } from "./computer-files.ts";
+import { listFromWorker } from "./worker-lists.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { writeRawResponse } from "./port-proxy.ts";
 import { createRfbFilter, RfbProtocolError } from "./rfb-filter.ts";
@@ -251,26 +252,14 @@ export function createLiveView(
   }
 
   async function workerScreens(computerId: string, signal?: AbortSignal): Promise<Screen[]> {
-    const result = await service.gateway.call(
-      computerId,
-      { callId: newId("screens"), tool: "screens.list", input: {}, timeoutMs: 10_000 },
-      signal === undefined ? {} : { signal },
-    );
-    if (!result.ok)
-      throw new RoostError(
-        "computer_unavailable",
-        result.error.code === "unknown_tool"
-          ? "the computer's worker has no screens (it is older than the live view; let the computer sleep and wake to update it)"
-          : `the computer could not list its screens: ${result.error.message}`,
-        { details: { computerId, reason: result.error.code } },
-      );
-    const parsed = screensListOutputSchema.safeParse(result.output);
-    if (!parsed.success)
-      throw new RoostError(
-        "computer_unavailable",
-        "the computer's worker answered the screens list in a shape this server does not know",
-      );
-    return parsed.data.screens;
+    const listed = await listFromWorker(service.gateway, computerId, {
+      tool: "screens.list",
+      output: screensListOutputSchema,
+      what: "screens",
+      feature: "the live view",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    return listed.screens;
   }
 
   /** LV1: the screen of the caller's own computer, or 404. */
