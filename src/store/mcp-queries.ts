@@ -1,5 +1,6 @@
 /** The MCP servers part of the store (mcp-types.ts, MST1–MST3), written once against `SqlDriver`. */
-import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import { listOwnerRows, lockOwnerRows } from "./owner-rows.ts";
+import type { SqlDriver } from "./driver.ts";
 import type {
   McpScope,
   McpServerRecord,
@@ -54,22 +55,17 @@ export function createMcpQueries(
   now: () => number,
   insertAudit: AuditWriter,
 ): McpStore {
-  const select = (tx: SqlExecutor, scope: McpScope, ownerId: string) =>
-    tx.all<McpRow>("SELECT * FROM mcp_servers WHERE scope = ? AND owner_id = ? ORDER BY name", [
-      scope,
-      ownerId,
-    ]);
   return {
     async putMcpServer(input) {
       return driver.transaction(async (tx) => {
-        // MST2: the owner's row serializes writers (Postgres; SQLite's write lock covers it).
-        await tx.all(
-          input.scope === "bot"
-            ? `SELECT id FROM bots WHERE id = ?${driver.lockRows}`
-            : `SELECT id FROM accounts WHERE id = ?${driver.lockRows}`,
-          [input.ownerId],
+        // MST2: the owner's row serializes writers (owner-rows.ts).
+        const existing = await lockOwnerRows<McpRow>(
+          driver,
+          tx,
+          "mcp_servers",
+          input.scope,
+          input.ownerId,
         );
-        const existing = await select(tx, input.scope, input.ownerId);
         const old = existing.find((row) => row.name === input.name);
         if (old === undefined && existing.length >= input.limit) return { outcome: "limited" };
         // Strictly later than the old row, so a listing of the old settings cannot land (MST1).
@@ -144,7 +140,7 @@ export function createMcpQueries(
     },
 
     async listMcpServers(scope, ownerId) {
-      return (await select(driver, scope, ownerId)).map(toRecord);
+      return (await listOwnerRows<McpRow>(driver, "mcp_servers", scope, ownerId)).map(toRecord);
     },
 
     async getMcpServer(scope, ownerId, name) {

@@ -1,5 +1,6 @@
 /** The secrets part of the store (secret-types.ts, SST1–SST3), written once against `SqlDriver`. */
-import type { SqlDriver, SqlExecutor } from "./driver.ts";
+import { listOwnerRows, lockOwnerRows } from "./owner-rows.ts";
+import type { SqlDriver } from "./driver.ts";
 import type { SecretRecord, SecretScope, SecretStore } from "./secret-types.ts";
 import type { AuditWriter } from "./types.ts";
 
@@ -30,23 +31,17 @@ export function createSecretQueries(
   now: () => number,
   insertAudit: AuditWriter,
 ): SecretStore {
-  const select = (tx: SqlExecutor, scope: SecretScope, ownerId: string) =>
-    tx.all<SecretRow>("SELECT * FROM secrets WHERE scope = ? AND owner_id = ? ORDER BY name", [
-      scope,
-      ownerId,
-    ]);
   return {
     async putSecret(input) {
       return driver.transaction(async (tx) => {
-        // SST2: the owner's row serializes writers of its secrets (Postgres; SQLite's write
-        // transaction holds the whole database already).
-        await tx.all(
-          input.scope === "bot"
-            ? `SELECT id FROM bots WHERE id = ?${driver.lockRows}`
-            : `SELECT id FROM accounts WHERE id = ?${driver.lockRows}`,
-          [input.ownerId],
+        // SST2: the owner's row serializes writers of its secrets (owner-rows.ts).
+        const existing = await lockOwnerRows<SecretRow>(
+          driver,
+          tx,
+          "secrets",
+          input.scope,
+          input.ownerId,
         );
-        const existing = await select(tx, input.scope, input.ownerId);
         const old = existing.find((row) => row.name === input.name);
         if (old === undefined && existing.length >= input.limit) return { outcome: "limited" };
         const at = now();
@@ -88,7 +83,7 @@ export function createSecretQueries(
     },
 
     async listSecrets(scope, ownerId) {
-      return (await select(driver, scope, ownerId)).map(toRecord);
+      return (await listOwnerRows<SecretRow>(driver, "secrets", scope, ownerId)).map(toRecord);
     },
 
     async listAccountSecrets(accountId) {
