@@ -271,6 +271,10 @@ describe.skipIf(missing !== undefined)(
       const recorded = await browse({ action: "navigate", url: `${base}/`, record: true });
       expect(recorded.recording?.frames).toBeGreaterThan(0);
       expect(existsSync(recorded.recording!.path)).toBe(true);
+      // In Roost's own folder: old ones are pruned there, never in a folder the user keeps.
+      expect(recorded.recording!.path).toContain(
+        `${path.sep}.roost${path.sep}recordings${path.sep}`,
+      );
     }, 60_000);
 
     it("a worker restarted while its computer stays awake stops the last one's screens and browser first (SCR6, BRW5)", async () => {

@@ -77,10 +77,12 @@ export async function browserTool(
     const recorder =
       input.record === true
         ? await session.startRecording(
-            // In the workspace, beside downloads: the server keeps it as an attachment
-            // through the files operations, which reach the workspace only.
+            // In the workspace (the server keeps it as an attachment through the files
+            // operations, which reach the workspace only), in a folder of Roost's own: old
+            // recordings are pruned there, so it must not be a folder the user might keep.
             path.join(
               context.workspace,
+              ".roost",
               "recordings",
               `${context.callId.replace(/[^A-Za-z0-9_-]/g, "_")}.jsonl`,
             ),
