@@ -25,6 +25,7 @@ import { silentLogger, type Logger } from "../log/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Bot, Conversation, Store } from "../store/index.ts";
 import type { MemoryService } from "../memory/index.ts";
+import type { ProviderSettings } from "../models/index.ts";
 import { archiveLimits, type SkillService } from "../skills/index.ts";
 import { portsPath, type PortPreviews } from "./computer-ports.ts";
 import type { LiveView } from "./screens.ts";
@@ -59,6 +60,7 @@ import { helperView, registerHelperRoutes } from "./helper-routes.ts";
 import { postMessage, type AskDependencies } from "./ask.ts";
 import { openAiErrorType, openAiPaths, registerOpenAiRoutes } from "./openai-routes.ts";
 import { registerMcpServerRoute } from "./mcp-server-routes.ts";
+import { registerProviderRoutes } from "./provider-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -107,6 +109,8 @@ export interface ApiDependencies {
   attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
   /** MCP servers per bot and per user (absent: no MCP server routes). */
   mcp?: McpService;
+  /** Model providers from Settings → Models (absent: no provider routes, no accounts list). */
+  providers?: ProviderSettings;
   /** Helpers of conversations (absent: no helpers route; interrupts do not offer to stop them). */
   helpers?: HelpersService;
   /**
@@ -471,8 +475,11 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     } catch (error) {
       const roost = toRoostError(error);
       if (roost.code !== "config_invalid") throw error;
+      // `provider` (models/ G2) lets the web app say it in its own terms (Settings → Models).
+      const provider = roost.details?.provider;
       throw new InvalidRequestError(`field "model": ${roost.message}`, {
         issues: [{ path: "model", message: roost.message }],
+        ...(typeof provider === "string" ? { provider } : {}),
       });
     }
   };
@@ -676,6 +683,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     ...askDeps,
     acquireStream: (accountId: string) => streams.acquire(accountId),
   };
+  if (deps.providers !== undefined)
+    registerProviderRoutes(app as unknown as Parameters<typeof registerProviderRoutes>[0], {
+      store,
+      providers: deps.providers,
+      defaultModel: deps.defaultModel,
+    });
   registerOpenAiRoutes(app as unknown as Parameters<typeof registerOpenAiRoutes>[0], askRoutes);
   registerMcpServerRoute(app as unknown as Parameters<typeof registerMcpServerRoute>[0], askRoutes);
   if (deps.ports !== undefined)

@@ -63,6 +63,8 @@ export interface AiSdkModelOptions {
    * models only when their name says so (llava, qwen2.5vl, gemma3, ...)
    */
   acceptsImages?: boolean | undefined;
+  /** The client's id. @default `provider:model`; a named OpenAI-compatible server's is `name:model` */
+  id?: string | undefined;
 }
 
 /** Default for `AiSdkModelOptions.idleTimeoutMs`: long enough for reasoning models to think. */
@@ -158,7 +160,7 @@ function toUsage(usage: LanguageModelUsage | undefined): InferResult["usage"] {
 /** Creates a `ModelClient` for `provider:model` through the AI SDK. Throws `ConfigError` when credentials are missing. */
 export function createAiSdkModel(options: AiSdkModelOptions): ModelClient {
   const languageModel = createLanguageModel(options);
-  const id = `${options.provider}:${options.model}`;
+  const id = options.id ?? `${options.provider}:${options.model}`;
   const idleTimeoutMs = options.idleTimeoutMs ?? defaultIdleTimeoutMs;
   const acceptsImages =
     options.acceptsImages ?? modelAcceptsImages(options.provider, options.model);

@@ -27,7 +27,19 @@ export { createDemoModel } from "./demo.ts";
 export { isProviderSafeCallId, providerSafeCallId, providerSafeCallIdPattern } from "./call-ids.ts";
 export { modelAcceptsImages } from "./media.ts";
 export { maxToolSpecChars, toolSpecChars } from "./tool-specs.ts";
-export { createModelResolver, fallbackModels, parseModelSpec } from "./registry.ts";
+export {
+  createModelResolver,
+  fallbackModels,
+  parseModelSpec,
+  ProviderNotConfiguredError,
+} from "./registry.ts";
+export {
+  createProviderSettings,
+  curatedModels,
+  parseBaseUrl,
+  providerLabels,
+} from "./provider-settings.ts";
+export type { ProviderSettings, ProviderSettingsOptions } from "./provider-settings.ts";
 export type {
   HostedProviderConfig,
   ModelResolver,

@@ -6,9 +6,13 @@
  *    the demo model, so a fresh install answers without any setup.
  * G2 A spec naming a provider without credentials fails with the environment variable to set;
  *    it never silently falls back to another model.
- * G3 One client per spec: resolving the same spec twice returns the same client.
+ * G3 One client per spec: resolving the same spec twice returns the same client, for as long as the
+ *    provider configuration is the same object; a new configuration (an admin changed a provider
+ *    in Settings → Models) starts afresh, so new turns use it without a restart.
+ * G4 A spec's provider part is a built-in provider or the id of an OpenAI-compatible server an
+ *    admin named (`ollama:llama3.2`); built-in names and `demo` can never be such ids.
  */
-import { ConfigError } from "../errors/index.ts";
+import { ConfigError, RoostError } from "../errors/index.ts";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import { createDemoModel } from "./demo.ts";
 import {
@@ -23,12 +27,28 @@ import type { ModelClient } from "./types.ts";
 
 /** A parsed model spec. */
 export type ModelSpec =
-  { provider: "demo"; model: "demo" } | { provider: ModelProvider; model: string };
+  | { provider: "demo"; model: "demo" }
+  | { provider: ModelProvider; model: string; server?: undefined }
+  | { provider: "openai-compatible"; model: string; server: string };
 
-const validSpecs = `${modelProviders.join(", ")}, or "demo"`;
+/** G2: a model's provider has no credentials. `details.provider` lets clients say it their way. */
+export class ProviderNotConfiguredError extends RoostError {
+  override readonly name = "ProviderNotConfiguredError";
+  readonly provider: string;
+  constructor(provider: string, message: string) {
+    super("config_invalid", message, { details: { provider } });
+    this.provider = provider;
+  }
+}
 
-/** Parses `provider:model` (the model part may itself contain colons, e.g. `openai-compatible:llama3.2:3b`) or `demo`. */
-export function parseModelSpec(spec: string): ModelSpec {
+const validSpecs = `${modelProviders.join(", ")}, an OpenAI-compatible server's name, or "demo"`;
+
+/**
+ * Parses `provider:model` (the model part may itself contain colons, e.g.
+ * `openai-compatible:llama3.2:3b`) or `demo`; `servers` are the named OpenAI-compatible servers
+ * (G4). @default no named servers
+ */
+export function parseModelSpec(spec: string, servers: ReadonlySet<string> = new Set()): ModelSpec {
   const trimmed = spec.trim();
   if (trimmed === "demo") return { provider: "demo", model: "demo" };
   const colon = trimmed.indexOf(":");
@@ -39,6 +59,13 @@ export function parseModelSpec(spec: string): ModelSpec {
   }
   const provider = trimmed.slice(0, colon).trim().toLowerCase();
   const model = trimmed.slice(colon + 1).trim();
+  if (!isModelProvider(provider) && servers.has(provider)) {
+    if (model === "")
+      throw new ConfigError(
+        `model spec ${JSON.stringify(spec)} names no model: write ${provider}:<model name>`,
+      );
+    return { provider: "openai-compatible", model, server: provider }; // G4
+  }
   if (!isModelProvider(provider)) {
     throw new ConfigError(
       `unknown model provider ${JSON.stringify(provider)} in model spec ${JSON.stringify(spec)} (valid: ${validSpecs})`,
@@ -78,6 +105,8 @@ export interface ProvidersConfig {
   anthropic?: HostedProviderConfig | undefined;
   xai?: HostedProviderConfig | undefined;
   openaiCompatible?: OpenAiCompatibleProviderConfig | undefined;
+  /** OpenAI-compatible servers an admin named in Settings → Models, by name (G4). */
+  servers?: Record<string, OpenAiCompatibleProviderConfig> | undefined;
 }
 
 /** Options that apply to every client a resolver creates. */
@@ -140,23 +169,39 @@ function chooseDefaultSpec(config: ProvidersConfig): string {
   return "demo";
 }
 
-/** Creates a resolver over the given provider configuration. */
+/**
+ * Creates a resolver over the given provider configuration, or over a function answering the
+ * current one (G3: a new object clears the resolver's clients).
+ */
 export function createModelResolver(
-  config: ProvidersConfig,
+  source: ProvidersConfig | (() => ProvidersConfig),
   options: ModelResolverOptions = {},
 ): ModelResolver {
+  const current = typeof source === "function" ? source : () => source;
   const clients = new Map<string, ModelClient>();
+  let config = current();
   let defaultSpec: string | undefined;
+  const refresh = (): void => {
+    const latest = current();
+    if (latest === config) return;
+    config = latest; // G3
+    clients.clear();
+    defaultSpec = undefined;
+  };
   const getDefaultSpec = (): string => (defaultSpec ??= chooseDefaultSpec(config));
 
   function create(spec: ModelSpec): ModelClient {
     if (spec.provider === "demo") return createDemoModel();
-    const credentials = credentialsFor(config, spec.provider);
+    const credentials =
+      spec.server === undefined
+        ? credentialsFor(config, spec.provider)
+        : config.servers?.[spec.server];
     const variables = providerEnvironmentVariables[spec.provider];
     if (credentials === undefined) {
       // G2
       const missing = spec.provider === "openai-compatible" ? variables.baseUrl : variables.apiKey;
-      throw new ConfigError(
+      throw new ProviderNotConfiguredError(
+        spec.provider,
         `model ${spec.provider}:${spec.model} needs ${spec.provider} credentials: set ${missing}`,
       );
     }
@@ -169,18 +214,24 @@ export function createModelResolver(
       retry: options.retry,
       sleep: options.sleep,
       idleTimeoutMs: options.idleTimeoutMs,
+      ...(spec.server === undefined ? {} : { id: `${spec.server}:${spec.model}` }),
     });
   }
 
   return {
     get defaultSpec(): string {
+      refresh();
       return getDefaultSpec();
     },
     resolve(spec) {
+      refresh();
       const wanted =
         spec === null || spec === undefined || spec.trim() === "" ? getDefaultSpec() : spec;
-      const parsed = parseModelSpec(wanted);
-      const key = parsed.provider === "demo" ? "demo" : `${parsed.provider}:${parsed.model}`;
+      const parsed = parseModelSpec(wanted, new Set(Object.keys(config.servers ?? {})));
+      const key =
+        parsed.provider === "demo"
+          ? "demo"
+          : `${parsed.server ?? parsed.provider}:${parsed.model}`;
       let client = clients.get(key); // G3
       if (client === undefined) {
         client = create(parsed);

@@ -47,7 +47,11 @@ import { connectPostgresRelay, createEventHub, type EventHub } from "../events/i
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
-import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
+import {
+  createModelResolver,
+  createProviderSettings,
+  type ModelClient,
+} from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import {
   createRequestSecretTool,
@@ -294,7 +298,22 @@ export async function startPlatform(
       cleanups.push(() => relay.close());
     }
 
-    const models = createModelResolver(config.models, {
+    // Settings → Models: stored providers merged under the environment's (models/ MPS1), reread
+    // now and then so another node's change reaches new turns here too (MPS3).
+    const providerSettings = createProviderSettings({
+      store,
+      cipher,
+      environment: config.models,
+    });
+    await providerSettings.load();
+    const providerReload = setInterval(() => {
+      providerSettings
+        .load()
+        .catch((error: unknown) => logger.warn("could not reread model providers", { error }));
+    }, 30_000);
+    providerReload.unref();
+    cleanups.push(async () => clearInterval(providerReload));
+    const models = createModelResolver(() => providerSettings.config(), {
       retry: { maxAttempts: config.modelAttempts },
     });
     const resolveModel = options.resolveModel ?? ((spec: string | null) => models.resolve(spec));
@@ -364,7 +383,6 @@ export async function startPlatform(
       release: (waiterId, value) => kicker.wake(waiterId, value),
       resolveModel: (spec) => resolveModel(spec),
       checkModel: (spec) => {
-        parseModelSpec(spec);
         models.resolve(spec);
       },
       timeoutMs: config.approvalTimeoutMs,
@@ -412,7 +430,6 @@ export async function startPlatform(
       deliver: (message) => kicker.deliver(message),
       settings: config.helpers,
       checkModel: (spec) => {
-        parseModelSpec(spec);
         models.resolve(spec);
       },
     });
@@ -721,9 +738,9 @@ export async function startPlatform(
       },
       checkModel: (spec) => {
         if (spec === null || spec === "demo") return;
-        parseModelSpec(spec);
         models.resolve(spec);
       },
+      providers: providerSettings,
       defaultModel: () => {
         try {
           const client = resolveModel(null);

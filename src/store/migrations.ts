@@ -664,4 +664,20 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX helpers_by_parent ON helpers (parent_conversation_id, status)`,
     ],
   },
+  {
+    version: 28,
+    statements: [
+      // Model providers configured from the web app (provider-types.ts, MPST1–MPST2): the key is
+      // sealed (src/secrets/crypto.ts); the rest is no secret.
+      `CREATE TABLE model_providers (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        label TEXT NOT NULL,
+        base_url TEXT,
+        sealed_key TEXT,
+        key_hint TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

@@ -16,6 +16,7 @@ import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
+import { createProviderQueries } from "./provider-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
@@ -358,6 +359,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createAttachmentQueries(driver, now),
     ...createMcpQueries(driver, now, insertAudit),
     ...createScreenLeaseQueries(driver, now, insertAudit),
+    ...createProviderQueries(driver, now, insertAudit),
     kind: driver.kind,
 
     async migrate() {
@@ -398,6 +400,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     async getAccount(id) {
       const row = await first<AccountRow>(driver, "SELECT * FROM accounts WHERE id = ?", [id]);
       return row === undefined ? undefined : toAccount(row);
+    },
+
+    async listAccounts() {
+      const rows = await driver.all<AccountRow>(
+        "SELECT * FROM accounts ORDER BY created_at, id",
+        [],
+      );
+      return rows.map(toAccount);
     },
 
     findAdminAccount: findAdmin,

@@ -26,6 +26,7 @@ import type { RoutineStore } from "./routine-types.ts";
 import type { ResultsStore } from "./results-types.ts";
 import type { HelperStore } from "./helper-types.ts";
 import type { SecretStore } from "./secret-types.ts";
+import type { ModelProviderStore } from "./provider-types.ts";
 import type { McpStore } from "./mcp-types.ts";
 import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
@@ -47,6 +48,7 @@ export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
 export type * from "./attachment-types.ts";
+export type * from "./provider-types.ts";
 
 export interface Account {
   id: string;
@@ -212,7 +214,8 @@ export interface Store
     TeamStore,
     AttachmentStore,
     McpStore,
-    ScreenLeaseStore {
+    ScreenLeaseStore,
+    ModelProviderStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -220,6 +223,8 @@ export interface Store
 
   createAccount(input: { name: string; isAdmin: boolean }): Promise<Account>;
   getAccount(id: string): Promise<Account | undefined>;
+  /** Every account, oldest first (the admin's accounts list). */
+  listAccounts(): Promise<Account[]>;
   findAdminAccount(): Promise<Account | undefined>;
   /**
    * STORE-ADMIN1: the one admin account, created if there is none. Nodes that call it at the

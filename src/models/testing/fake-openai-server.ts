@@ -70,6 +70,8 @@ export interface FakeOpenAiServerOptions {
   flavor?: "openai" | "openai-compatible";
   /** The only API key accepted; any key (or, for openai-compatible, none) when unset. */
   apiKey?: string;
+  /** Served at `GET /v1/models` in OpenAI's list format (with the same key check). @default none: 404 */
+  models?: string[];
 }
 
 /** OpenAI's limit on tool call ids. */
@@ -165,6 +167,24 @@ export function checkChatCompletion(
       errorType: "invalid_request_error",
     };
   }
+  const refused = checkKey(request, flavor, apiKey);
+  if (refused !== undefined) return refused;
+  const body = request.body;
+  if (body === undefined) {
+    return invalid(
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
+      null,
+    );
+  }
+  return checkBody(body, flavor);
+}
+
+/** OpenAI's key check: a Bearer key, and the given one when set. */
+function checkKey(
+  request: FakeOpenAiRequest,
+  flavor: "openai" | "openai-compatible",
+  apiKey: string | undefined,
+): FakeErrorReply | undefined {
   const authorization = request.headers.authorization;
   const key = authorization?.startsWith("Bearer ") ? authorization.slice(7) : undefined;
   if ((flavor === "openai" && key === undefined) || (apiKey !== undefined && key !== apiKey)) {
@@ -184,13 +204,13 @@ export function checkChatCompletion(
           code: "invalid_api_key",
         };
   }
-  const body = request.body;
-  if (body === undefined) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
-      null,
-    );
-  }
+  return undefined;
+}
+
+function checkBody(
+  body: FakeChatCompletionBody,
+  flavor: "openai" | "openai-compatible",
+): FakeErrorReply | undefined {
   if (typeof body.model !== "string" || body.model === "") {
     return invalid("you must provide a model parameter", null);
   }
@@ -372,6 +392,23 @@ export async function startFakeOpenAiServer(
     {
       check: (request) => checkChatCompletion(request, flavor, options.apiKey),
       writeError: writeOpenAiError,
+      answer(request, response) {
+        const models = options.models;
+        if (models === undefined || request.method !== "GET" || request.path !== "/v1/models")
+          return false;
+        const refused = checkKey(request, flavor, options.apiKey);
+        if (refused !== undefined) writeOpenAiError(response, refused);
+        else {
+          response.writeHead(200, { "content-type": "application/json" });
+          response.end(
+            JSON.stringify({
+              object: "list",
+              data: models.map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" })),
+            }),
+          );
+        }
+        return true;
+      },
       async writeCompletion(response, reply, request) {
         const body = request.body ?? {};
         if (body.stream === true) await writeStream(response, reply, body);

@@ -91,6 +91,8 @@ export interface FakeProviderServer<Body = Record<string, unknown>> {
 
 /** How one provider's API speaks: its checks, its error shape and its success replies. */
 export interface FakeWireFormat<Body> {
+  /** Answers a request that is no completion (e.g. `GET /v1/models`); true when it did. */
+  answer?(request: FakeProviderRequest<Body>, response: ServerResponse): boolean;
   /** The error the real API answers this request with, or `undefined` if it accepts it (FAKE2). */
   check(request: FakeProviderRequest<Body>): FakeErrorReply | undefined;
   writeError(response: ServerResponse, reply: FakeErrorReply): void;
@@ -132,6 +134,7 @@ export async function startFakeProviderServer<Body>(
     const request = await readRequest<Body>(incoming);
     const index = requests.length;
     requests.push(request); // FAKE1
+    if (wire.answer?.(request, response) === true) return;
     const rejection = wire.check(request);
     if (rejection !== undefined) {
       request.rejected = rejection; // FAKE2

@@ -1,0 +1,99 @@
+/** The model providers part of the store (provider-types.ts, MPST1–MPST2), written once against `SqlDriver`. */
+import type { SqlDriver } from "./driver.ts";
+import type {
+  ModelProviderKind,
+  ModelProviderRecord,
+  ModelProviderStore,
+} from "./provider-types.ts";
+import type { AuditWriter } from "./types.ts";
+
+interface ProviderRow {
+  id: string;
+  kind: string;
+  label: string;
+  base_url: string | null;
+  sealed_key: string | null;
+  key_hint: string | null;
+  created_at: number | string;
+  updated_at: number | string;
+}
+
+const toRecord = (row: ProviderRow): ModelProviderRecord => ({
+  id: row.id,
+  kind: row.kind as ModelProviderKind,
+  label: row.label,
+  baseUrl: row.base_url,
+  sealedKey: row.sealed_key,
+  keyHint: row.key_hint,
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+
+export function createProviderQueries(
+  driver: SqlDriver,
+  now: () => number,
+  insertAudit: AuditWriter,
+): ModelProviderStore {
+  return {
+    async listModelProviders() {
+      const rows = await driver.all<ProviderRow>("SELECT * FROM model_providers ORDER BY id");
+      return rows.map(toRecord);
+    },
+
+    async putModelProvider(input) {
+      return driver.transaction(async (tx) => {
+        const [old] = await tx.all<ProviderRow>(
+          `SELECT * FROM model_providers WHERE id = ?${driver.lockRows}`,
+          [input.id],
+        );
+        const at = now();
+        const values = [input.kind, input.label, input.baseUrl, input.sealedKey, input.keyHint];
+        if (old === undefined)
+          await tx.run(
+            `INSERT INTO model_providers (id, kind, label, base_url, sealed_key, key_hint, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+            [input.id, ...values, at, at],
+          );
+        else
+          await tx.run(
+            "UPDATE model_providers SET kind = ?, label = ?, base_url = ?, sealed_key = ?, key_hint = ?, updated_at = ? WHERE id = ?",
+            [...values, at, input.id],
+          ); // MPST1
+        await insertAudit(tx, {
+          accountId: input.actorAccountId,
+          action: "model_provider.put",
+          target: input.id,
+          detail: {
+            kind: input.kind,
+            baseUrl: input.baseUrl,
+            hasKey: input.sealedKey !== null,
+            replaced: old !== undefined,
+          },
+        }); // MPST2
+        const { actorAccountId: _actor, ...fields } = input;
+        return {
+          outcome: old === undefined ? "created" : "replaced",
+          record: {
+            ...fields,
+            createdAt: old === undefined ? at : Number(old.created_at),
+            updatedAt: at,
+          },
+        };
+      });
+    },
+
+    async deleteModelProvider({ id, actorAccountId }) {
+      return driver.transaction(async (tx) => {
+        const deleted = await tx.run("DELETE FROM model_providers WHERE id = ?", [id]);
+        if (deleted.changes === 0) return false;
+        await insertAudit(tx, {
+          accountId: actorAccountId,
+          action: "model_provider.delete",
+          target: id,
+          detail: {},
+        }); // MPST2
+        return true;
+      });
+    },
+  };
+}
