@@ -336,7 +336,11 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
         `apiKey is required for ${providerLabels[input.kind]}: paste the key from the provider's console`,
         { issues: [{ path: "apiKey", message: "required" }] },
       );
-    const label = (input.label ?? old?.record.label ?? providerLabels[input.kind]).trim();
+    const label = (
+      input.label ??
+      old?.record.label ??
+      (input.kind === "openai-compatible" ? id : providerLabels[input.kind])
+    ).trim();
     if (label === "" || label.length > maxLabelChars)
       throw new InvalidRequestError(`label must be 1–${maxLabelChars} characters`, {
         issues: [{ path: "label", message: "wrong length" }],

@@ -1,6 +1,11 @@
 import { describe, expect, test } from "vitest";
 import { ConfigError } from "../errors/index.ts";
-import { createModelResolver, parseModelSpec } from "./registry.ts";
+import {
+  createModelResolver,
+  parseModelSpec,
+  ProviderNotConfiguredError,
+  type ProvidersConfig,
+} from "./registry.ts";
 
 describe("parseModelSpec", () => {
   test("splits provider and model at the first colon", () => {
@@ -22,7 +27,7 @@ describe("parseModelSpec", () => {
   test("an unknown provider lists the valid ones", () => {
     expect(() => parseModelSpec("gemini:pro")).toThrow(ConfigError);
     expect(() => parseModelSpec("gemini:pro")).toThrow(
-      'unknown model provider "gemini" in model spec "gemini:pro" (valid: openai, anthropic, xai, openai-compatible, or "demo")',
+      'unknown model provider "gemini" in model spec "gemini:pro" (valid: openai, anthropic, xai, openai-compatible, an OpenAI-compatible server\'s name, or "demo")',
     );
   });
 
@@ -86,7 +91,40 @@ describe("createModelResolver", () => {
     expect(() => resolver.resolve("openai-compatible:llama3.2")).toThrow(
       "set ROOST_OPENAI_COMPATIBLE_BASE_URL",
     );
-    expect(() => resolver.resolve("openai:gpt-4.1-mini")).toThrow(ConfigError);
+    expect(() => resolver.resolve("openai:gpt-4.1-mini")).toThrow(ProviderNotConfiguredError);
+    try {
+      resolver.resolve("xai:grok-4");
+    } catch (error) {
+      // The API's 400 passes `provider` on, so the web app can point at Settings → Models.
+      expect(error).toMatchObject({ code: "config_invalid", details: { provider: "xai" } });
+    }
+  });
+
+  test("G4: a named OpenAI-compatible server's models are `name:model`; built-in names stay built-in", () => {
+    const resolver = createModelResolver({
+      servers: { ollama: { baseUrl: "http://127.0.0.1:11434/v1" } },
+    });
+    expect(resolver.resolve("ollama:llama3.2:3b").id).toBe("ollama:llama3.2:3b");
+    expect(() => resolver.resolve("other:llama3.2")).toThrow('unknown model provider "other"');
+    expect(() => resolver.resolve("ollama:")).toThrow("names no model");
+    expect(parseModelSpec("ollama:llama3.2", new Set(["ollama"]))).toEqual({
+      provider: "openai-compatible",
+      model: "llama3.2",
+      server: "ollama",
+    });
+  });
+
+  test("G3: a new configuration object starts afresh (an admin added a key: new turns use it)", () => {
+    let config: ProvidersConfig = {};
+    const resolver = createModelResolver(() => config);
+    expect(resolver.defaultSpec).toBe("demo");
+    expect(() => resolver.resolve("openai:gpt-4.1-mini")).toThrow("ROOST_OPENAI_API_KEY");
+    config = { openai: { apiKey: "sk-new" } };
+    expect(resolver.defaultSpec).toBe("openai:gpt-4.1-mini");
+    const client = resolver.resolve("openai:gpt-4.1-mini");
+    expect(resolver.resolve("openai:gpt-4.1-mini")).toBe(client);
+    config = { ...config };
+    expect(resolver.resolve("openai:gpt-4.1-mini")).not.toBe(client);
   });
 
   test("an invalid default model fails with the parse error", () => {
