@@ -225,7 +225,9 @@ describe.skipIf(!existsSync(chromiumPath))(
     it("shows API errors in plain words", async () => {
       const page = await open("/bots/new");
       await page.getByLabel("Name").fill("Broken");
-      await page.getByRole("radio", { name: "Another model" }).check();
+      await page
+        .getByLabel("Model", { exact: true })
+        .selectOption({ label: "Another model (type provider:model)…" });
       await page.getByLabel("Model, as provider:model").fill("gpt-4");
       await page.getByRole("button", { name: "Create bot" }).click();
       const alert = page.getByRole("alert");
@@ -235,7 +237,9 @@ describe.skipIf(!existsSync(chromiumPath))(
       await screenshot(page, "desktop-bot-form-error");
 
       // A name that is taken: the server's conflict message, not a status code.
-      await page.getByRole("radio", { name: "Demo model" }).check();
+      await page
+        .getByLabel("Model", { exact: true })
+        .selectOption({ label: "Platform default (demo model, offline)" });
       await page.getByLabel("Name").fill("Echo");
       await page.getByRole("button", { name: "Create bot" }).click();
       await expect.poll(() => alert.textContent()).toMatch(/Echo/);

@@ -43,10 +43,13 @@ export class ApiError extends Error {
   readonly status: number;
   /** The server's error code, or `network` when the server could not be reached. */
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  /** The error body's `details` (e.g. `issues`, or `provider` for a model without credentials). */
+  readonly details: Record<string, unknown> | undefined;
+  constructor(status: number, code: string, message: string, details?: Record<string, unknown>) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details;
   }
   /** Whether repeating the same request later may succeed. */
   get retryable(): boolean {
@@ -67,14 +70,18 @@ export const networkErrorMessage =
 export async function toApiError(response: Response): Promise<ApiError> {
   let code = `http_${response.status}`;
   let message = `The server answered ${response.status} ${response.statusText}.`;
+  let details: Record<string, unknown> | undefined;
   try {
-    const body = (await response.json()) as { error?: { code?: string; message?: string } };
+    const body = (await response.json()) as {
+      error?: { code?: string; message?: string; details?: Record<string, unknown> };
+    };
     if (typeof body.error?.code === "string") code = body.error.code;
     if (typeof body.error?.message === "string") message = body.error.message;
+    if (typeof body.error?.details === "object") details = body.error.details;
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(response.status, code, message);
+  return new ApiError(response.status, code, message, details);
 }
 
 export interface ApiClientOptions {

@@ -6,19 +6,14 @@ import type { Bot, SkillSummary, Team } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { McpServersSection } from "./mcp-servers.tsx";
+import { ModelPicker, modelErrorText } from "./model-picker.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
-
-type ModelChoice = "default" | "demo" | "custom";
-
-function choiceOf(model: string | null): ModelChoice {
-  return model === null ? "default" : model === "demo" ? "demo" : "custom";
-}
 
 export function BotForm(
   props: { mode: "create" } | { mode: "edit"; botId: string; onMenu(): void },
 ) {
-  const { api, me, bots, upsertBot } = useSession();
+  const { api, bots, upsertBot } = useSession();
   const editing = props.mode === "edit" ? bots?.find((bot) => bot.id === props.botId) : undefined;
   const [loaded, setLoaded] = useState<Bot | undefined>(editing);
   const [loadError, setLoadError] = useState<string>();
@@ -50,7 +45,6 @@ export function BotForm(
               <BotFields
                 key={loaded.id}
                 bot={loaded}
-                defaultModel={me.defaultModel}
                 onSaved={upsertBot}
                 api={api}
               />
@@ -62,27 +56,22 @@ export function BotForm(
       </>
     );
   }
-  return <BotFields bot={undefined} defaultModel={me.defaultModel} onSaved={upsertBot} api={api} />;
+  return <BotFields bot={undefined} onSaved={upsertBot} api={api} />;
 }
 
 function BotFields({
   bot,
-  defaultModel,
   onSaved,
   api,
 }: {
   bot: Bot | undefined;
-  defaultModel: { id: string; isDemo: boolean };
   onSaved(bot: Bot): void;
   api: ReturnType<typeof useSession>["api"];
 }) {
   const id = useId();
   const [name, setName] = useState(bot?.name ?? "");
   const [instructions, setInstructions] = useState(bot?.instructions ?? "");
-  const [choice, setChoice] = useState<ModelChoice>(choiceOf(bot?.model ?? null));
-  const [custom, setCustom] = useState(
-    bot?.model !== null && bot?.model !== "demo" ? (bot?.model ?? "") : "",
-  );
+  const [modelValue, setModelValue] = useState<string | null>(bot?.model ?? null);
   const [memoryReview, setMemoryReview] = useState(bot?.memoryReview ?? false);
   const [notify, setNotify] = useState(bot?.notify ?? false);
   const [browserRecording, setBrowserRecording] = useState(bot?.browserRecording ?? false);
@@ -102,8 +91,7 @@ function BotFields({
   const [error, setError] = useState<ApiError | Error>();
   const [busy, setBusy] = useState(false);
 
-  const model = choice === "default" ? null : choice === "demo" ? "demo" : custom.trim();
-  const willBeDemo = choice === "demo" || (choice === "default" && defaultModel.isDemo);
+  const model = modelValue === null ? null : modelValue.trim();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -178,64 +166,7 @@ function BotFields({
           placeholder="What this bot is for and how it should work. For example: “You keep my notes in /workspace/notes and answer briefly.”"
         />
       </label>
-      <fieldset className="field">
-        <legend>Model</legend>
-        <div className="choices" role="radiogroup">
-          <label className="choice">
-            <input
-              type="radio"
-              name="model"
-              value="default"
-              checked={choice === "default"}
-              onChange={() => setChoice("default")}
-            />
-            <span>
-              Platform default <code>{defaultModel.id}</code>
-              {defaultModel.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
-            </span>
-          </label>
-          <label className="choice">
-            <input
-              type="radio"
-              name="model"
-              value="demo"
-              checked={choice === "demo"}
-              onChange={() => setChoice("demo")}
-            />
-            <span>
-              Demo model <span className="badge badge-demo badge-small">Offline</span>
-            </span>
-          </label>
-          <label className="choice">
-            <input
-              type="radio"
-              name="model"
-              value="custom"
-              checked={choice === "custom"}
-              onChange={() => setChoice("custom")}
-            />
-            <span>Another model</span>
-          </label>
-        </div>
-        {choice === "custom" && (
-          <input
-            name="model-spec"
-            aria-label="Model, as provider:model"
-            value={custom}
-            onChange={(event) => setCustom(event.target.value)}
-            placeholder="provider:model, e.g. openai:gpt-4.1-mini"
-            aria-describedby={errorFor("model")}
-            required
-          />
-        )}
-        {willBeDemo && (
-          <p className="notice notice-info">
-            The demo model runs offline and needs no provider: it repeats what you say, and a
-            message starting with <code>$ </code> runs that command on your computer. For a real
-            model, set <code>ROOST_MODEL</code> and a provider key (docs/configuration.md).
-          </p>
-        )}
-      </fieldset>
+      <ModelPicker value={modelValue} onChange={setModelValue} describedBy={errorFor("model")} />
       <fieldset className="field">
         <legend>Memory</legend>
         <label className="choice">
@@ -315,7 +246,7 @@ function BotFields({
       )}
       {error !== undefined && (
         <p className="notice notice-error" role="alert" id={`${id}-error`}>
-          {error.message}
+          {modelErrorText(error) ?? error.message}
         </p>
       )}
       <div className="form-actions">

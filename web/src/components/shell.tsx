@@ -13,6 +13,7 @@ import { EmptyState, Header } from "./ui.tsx";
 
 // Its own chunk: the first load stays small, and a bot's memory is opened now and then.
 const MemoryPanel = lazy(() => import("./memory-panel.tsx"));
+const SettingsPage = lazy(() => import("./settings.tsx"));
 
 export function Shell() {
   const route = useRoute();
@@ -131,6 +132,13 @@ export function Shell() {
       break;
     case "team-join":
       view = <TeamJoinPage onMenu={openNav} />;
+      break;
+    case "settings":
+      view = (
+        <Suspense fallback={<EmptyState title="Loading…" />}>
+          <SettingsPage section={route.section} onMenu={openNav} />
+        </Suspense>
+      );
       break;
     case "not-found":
       view = (

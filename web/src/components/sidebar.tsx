@@ -5,6 +5,7 @@ import {
   Monitor,
   Moon,
   Plus,
+  Settings,
   SquarePen,
   Sun,
   Users,
@@ -239,6 +240,15 @@ export function Sidebar({
         >
           <Users size={16} aria-hidden="true" />
           <span className="nav-label">Teams</span>
+        </a>
+        <a
+          className="nav-item"
+          href={paths.settings()}
+          aria-current={route.name === "settings" ? "page" : undefined}
+          onClick={(event) => onLinkClick(event, paths.settings(), onNavigate)}
+        >
+          <Settings size={16} aria-hidden="true" />
+          <span className="nav-label">Settings</span>
         </a>
         <NotificationsMenu onNavigate={onNavigate} />
         <BrowserNotificationsButton />

@@ -12,6 +12,7 @@
  *   /skills/:name         one skill: its instructions, files, edit, delete
  *   /teams                the caller's teams: create one, members, invitation links
  *   /teams/join#<token>   accept an invitation link (the token stays in the fragment)
+ *   /settings[/:section]  settings: models (admin), tokens, notifications, accounts (admin)
  */
 import { useSyncExternalStore } from "react";
 
@@ -27,9 +28,15 @@ export type Route =
   | { name: "skill"; skillName: string }
   | { name: "teams" }
   | { name: "team-join" }
+  | { name: "settings"; section: SettingsSection }
   | { name: "not-found"; path: string };
 
 export type MemoryTab = "facts" | "history" | "inbox";
+
+export const settingsSections = ["models", "tokens", "notifications", "accounts"] as const;
+export type SettingsSection = (typeof settingsSections)[number];
+const isSettingsSection = (value: string | undefined): value is SettingsSection =>
+  (settingsSections as readonly (string | undefined)[]).includes(value);
 
 export function parseRoute(path: string): Route {
   const parts = path
@@ -58,6 +65,9 @@ export function parseRoute(path: string): Route {
     return { name: "team-join" };
   if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
     return { name: "skill", skillName: parts[1] };
+  if (parts[0] === "settings" && parts.length === 1) return { name: "settings", section: "tokens" };
+  if (parts[0] === "settings" && parts.length === 2 && isSettingsSection(parts[1]))
+    return { name: "settings", section: parts[1] };
   return { name: "not-found", path };
 }
 
@@ -96,6 +106,7 @@ export const paths = {
   skills: "/skills",
   skill: (name: string) => `/skills/${encodeURIComponent(name)}`,
   teams: "/teams",
+  settings: (section: SettingsSection = "tokens") => `/settings/${section}`,
 };
 
 /** Plain left clicks on in-app links navigate without a page load; others behave as links. */
