@@ -354,6 +354,21 @@ describe("provider routes", () => {
     expect(two.providers.config().xai?.apiKey).toBe("xai-key-5678");
   });
 
+  it("a key sealed under another secrets key: the server starts, the provider shows no key", async () => {
+    const first = await platform();
+    await call(first.app, admin, "PUT", "/v1/admin/providers/openai", {
+      kind: "openai",
+      apiKey: "sk-old-key-4321",
+    });
+    cipher = createSecretCipher(await loadSecretsKey({ dataDir: join(dir, "other-key") }));
+    const restarted = await platform();
+    expect(restarted.providers.config().openai).toBeUndefined();
+    const list = await call<Api.ModelProviderList>(restarted.app, admin, "GET", "/v1/admin/providers");
+    expect(list.body.providers).toEqual([
+      expect.objectContaining({ id: "openai", key: { set: false, lastFour: null } }),
+    ]);
+  });
+
   it("the admin's accounts list", async () => {
     const { app } = await platform();
     const created = await call<Api.CreatedAccount>(app, admin, "POST", "/v1/accounts", { name: "nia" });

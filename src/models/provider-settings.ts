@@ -17,7 +17,7 @@
  *        `maxListBytes`, and report failures in words; a success is cached `cacheMs`, a failure
  *        `failureCacheMs`, per provider and configuration.
  */
-import { ConfigError, InvalidRequestError, NotFoundError, RoostError } from "../errors/index.ts";
+import { InvalidRequestError, NotFoundError, RoostError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { ModelProviderKind, ModelProviderRecord, ModelProviderStore } from "../store/index.ts";
 import { modelProviders, providerEnvironmentVariables, type ModelProvider } from "./providers.ts";
@@ -198,9 +198,9 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
         try {
           apiKey = cipher.open(record.sealedKey, sealRow(record.id));
         } catch {
-          throw new ConfigError(
-            `the stored key of model provider ${record.id} cannot be opened with this server's secrets key; restore the key (ROOST_SECRETS_KEY or the data dir's secrets-key) or enter the provider's key again in Settings → Models`,
-          );
+          // Sealed under another secrets key (lost or replaced): the provider shows no key, and
+          // the admin enters it again; the server still starts.
+          apiKey = undefined;
         }
       }
       next.set(record.id, { record, apiKey });
@@ -242,7 +242,7 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
       label: record.label,
       source: "settings",
       baseUrl: record.baseUrl,
-      key: { set: apiKey !== undefined, lastFour: record.keyHint }, // MPS2
+      key: { set: apiKey !== undefined, lastFour: apiKey === undefined ? null : record.keyHint }, // MPS2
       environment: shadowed ? [providerEnvironmentVariables[record.kind].apiKey] : [],
       shadowed,
       specPrefix: record.id,

@@ -83,6 +83,8 @@ export async function startWebRoost(
     pieceDelayMs?: number;
     /** Drafts' channels and the owner's webhooks (platform/results.ts). */
     results?: PlatformOptions["results"];
+    /** Resolve bots' models as `roost up` does (Settings → Models, env) instead of the demo model. @default false */
+    realModels?: boolean;
   } = {},
 ): Promise<WebRoost> {
   ensureWebBuilt();
@@ -109,7 +111,7 @@ export async function startWebRoost(
     logger,
     sweepIntervalMs: 1000,
     // Every bot in these tests uses the demo model (no provider is configured).
-    resolveModel: () => model,
+    ...(options.realModels === true ? {} : { resolveModel: () => model }),
     ...(options.results === undefined ? {} : { results: options.results }),
   });
 
