@@ -162,15 +162,27 @@ describe("provider routes", () => {
     expect(row?.sealedKey).not.toContain(serverKey);
     expect(JSON.stringify(await store.listAudit())).not.toContain(serverKey);
     // Changing the label keeps the key; `apiKey: null` removes it.
-    const relabelled = await call<Api.ModelProviderView>(app, admin, "PUT", "/v1/admin/providers/local", {
-      kind: "openai-compatible",
-      label: "GPU box",
-    });
+    const relabelled = await call<Api.ModelProviderView>(
+      app,
+      admin,
+      "PUT",
+      "/v1/admin/providers/local",
+      {
+        kind: "openai-compatible",
+        label: "GPU box",
+      },
+    );
     expect(relabelled.body.key).toEqual({ set: true, lastFour: "WXYZ" });
-    const keyless = await call<Api.ModelProviderView>(app, admin, "PUT", "/v1/admin/providers/local", {
-      kind: "openai-compatible",
-      apiKey: null,
-    });
+    const keyless = await call<Api.ModelProviderView>(
+      app,
+      admin,
+      "PUT",
+      "/v1/admin/providers/local",
+      {
+        kind: "openai-compatible",
+        apiKey: null,
+      },
+    );
     expect(keyless.body.key).toEqual({ set: false, lastFour: null });
   });
 
@@ -179,7 +191,11 @@ describe("provider routes", () => {
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ["local", { kind: "openai-compatible", baseUrl: "localhost:11434" }, "http:// or https://"],
       ["local", { kind: "openai-compatible", baseUrl: "not a url" }, "is not a URL"],
-      ["local", { kind: "openai-compatible", baseUrl: "file:///etc/passwd" }, "http:// or https://"],
+      [
+        "local",
+        { kind: "openai-compatible", baseUrl: "file:///etc/passwd" },
+        "http:// or https://",
+      ],
       [
         "local",
         { kind: "openai-compatible", baseUrl: "http://me:secret@127.0.0.1/v1" },
@@ -193,12 +209,22 @@ describe("provider routes", () => {
       ["openai", { kind: "openai", apiKey: "x".repeat(600) }, "longer than"],
       ["openai", { kind: "anthropic", apiKey: "k" }, 'stored as provider "anthropic"'],
       ["demo", { kind: "openai-compatible", baseUrl: "http://127.0.0.1/v1" }, "lowercase letters"],
-      ["Ollama!", { kind: "openai-compatible", baseUrl: "http://127.0.0.1/v1" }, "lowercase letters"],
+      [
+        "Ollama!",
+        { kind: "openai-compatible", baseUrl: "http://127.0.0.1/v1" },
+        "lowercase letters",
+      ],
       ["local", { kind: "gemini", apiKey: "k" }, 'kind must be "openai"'],
       ["local", { kind: "openai-compatible", baseUrl: "http://x/v1", extra: 1 }, "extra"],
     ];
     for (const [id, body, message] of cases) {
-      const answer = await call(app, admin, "PUT", `/v1/admin/providers/${encodeURIComponent(id)}`, body);
+      const answer = await call(
+        app,
+        admin,
+        "PUT",
+        `/v1/admin/providers/${encodeURIComponent(id)}`,
+        body,
+      );
       expect(answer.status, JSON.stringify(body)).toBe(400);
       expect(answer.body.error?.message, JSON.stringify(body)).toContain(message);
     }
@@ -237,7 +263,12 @@ describe("provider routes", () => {
     expect(first.providers.config().openai?.apiKey).toBe("sk-stored-9999");
     const restarted = await platform({ openai: { apiKey: "sk-env-1111" } });
     expect(restarted.providers.config().openai?.apiKey).toBe("sk-env-1111");
-    const list = await call<Api.ModelProviderList>(restarted.app, admin, "GET", "/v1/admin/providers");
+    const list = await call<Api.ModelProviderList>(
+      restarted.app,
+      admin,
+      "GET",
+      "/v1/admin/providers",
+    );
     expect(list.body.providers.map((view) => [view.id, view.source, view.shadowed])).toEqual([
       ["openai", "environment", false],
       ["openai", "settings", true],
@@ -247,7 +278,12 @@ describe("provider routes", () => {
   it("a stored key reaches the server: test connection, the picker's list, and a turn", async () => {
     const { app, models } = await platform();
     await call(app, admin, "PUT", "/v1/admin/providers/local", localServer());
-    const test = await call<Api.ProviderTestResult>(app, admin, "POST", "/v1/admin/providers/local/test");
+    const test = await call<Api.ProviderTestResult>(
+      app,
+      admin,
+      "POST",
+      "/v1/admin/providers/local/test",
+    );
     expect(test.body).toEqual({
       ok: true,
       models: 2,
@@ -292,8 +328,16 @@ describe("provider routes", () => {
 
   it("a wrong key or an unreachable server: the test says so in words, the picker shows the problem", async () => {
     const { app } = await platform();
-    await call(app, admin, "PUT", "/v1/admin/providers/local", { ...localServer(), apiKey: "wrong" });
-    const wrong = await call<Api.ProviderTestResult>(app, admin, "POST", "/v1/admin/providers/local/test");
+    await call(app, admin, "PUT", "/v1/admin/providers/local", {
+      ...localServer(),
+      apiKey: "wrong",
+    });
+    const wrong = await call<Api.ProviderTestResult>(
+      app,
+      admin,
+      "POST",
+      "/v1/admin/providers/local/test",
+    );
     expect(wrong.body).toEqual({
       ok: false,
       models: 0,
@@ -303,7 +347,12 @@ describe("provider routes", () => {
       kind: "openai-compatible",
       baseUrl: "http://127.0.0.1:9/v1",
     });
-    const gone = await call<Api.ProviderTestResult>(app, admin, "POST", "/v1/admin/providers/gone/test");
+    const gone = await call<Api.ProviderTestResult>(
+      app,
+      admin,
+      "POST",
+      "/v1/admin/providers/gone/test",
+    );
     expect(gone.body.ok).toBe(false);
     expect(gone.body.message).toContain("could not reach gone at http://127.0.0.1:9/v1/models");
     const choices = await call<Api.ModelChoices>(app, user, "GET", "/v1/providers/models");
@@ -331,11 +380,19 @@ describe("provider routes", () => {
 
   it("a deleted provider: a bot naming it gets a 400 whose details name the provider", async () => {
     const { app } = await platform();
-    await call(app, admin, "PUT", "/v1/admin/providers/openai", { kind: "openai", apiKey: "sk-1234" });
-    expect((await call(app, user, "POST", "/v1/bots", { name: "A", model: "openai:gpt-4.1" })).status).toBe(201);
+    await call(app, admin, "PUT", "/v1/admin/providers/openai", {
+      kind: "openai",
+      apiKey: "sk-1234",
+    });
+    expect(
+      (await call(app, user, "POST", "/v1/bots", { name: "A", model: "openai:gpt-4.1" })).status,
+    ).toBe(201);
     expect((await call(app, admin, "DELETE", "/v1/admin/providers/openai")).status).toBe(204);
     expect((await call(app, admin, "DELETE", "/v1/admin/providers/openai")).status).toBe(404);
-    const refused = await call(app, user, "POST", "/v1/bots", { name: "B", model: "openai:gpt-4.1" });
+    const refused = await call(app, user, "POST", "/v1/bots", {
+      name: "B",
+      model: "openai:gpt-4.1",
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.error?.details?.provider).toBe("openai");
     expect(refused.body.error?.message).toContain("ROOST_OPENAI_API_KEY");
@@ -348,7 +405,10 @@ describe("provider routes", () => {
     const before = two.providers.config();
     await two.providers.load();
     expect(two.providers.config()).toBe(before); // nothing changed: the same object
-    await call(one.app, admin, "PUT", "/v1/admin/providers/xai", { kind: "xai", apiKey: "xai-key-5678" });
+    await call(one.app, admin, "PUT", "/v1/admin/providers/xai", {
+      kind: "xai",
+      apiKey: "xai-key-5678",
+    });
     await two.providers.load();
     expect(two.models.defaultSpec).toBe("xai:grok-4");
     expect(two.providers.config().xai?.apiKey).toBe("xai-key-5678");
@@ -363,7 +423,12 @@ describe("provider routes", () => {
     cipher = createSecretCipher(await loadSecretsKey({ dataDir: join(dir, "other-key") }));
     const restarted = await platform();
     expect(restarted.providers.config().openai).toBeUndefined();
-    const list = await call<Api.ModelProviderList>(restarted.app, admin, "GET", "/v1/admin/providers");
+    const list = await call<Api.ModelProviderList>(
+      restarted.app,
+      admin,
+      "GET",
+      "/v1/admin/providers",
+    );
     expect(list.body.providers).toEqual([
       expect.objectContaining({ id: "openai", key: { set: false, lastFour: null } }),
     ]);
@@ -371,7 +436,9 @@ describe("provider routes", () => {
 
   it("the admin's accounts list", async () => {
     const { app } = await platform();
-    const created = await call<Api.CreatedAccount>(app, admin, "POST", "/v1/accounts", { name: "nia" });
+    const created = await call<Api.CreatedAccount>(app, admin, "POST", "/v1/accounts", {
+      name: "nia",
+    });
     const list = await call<Api.AccountList>(app, admin, "GET", "/v1/accounts");
     expect(list.body.accounts.map((account) => [account.name, account.isAdmin])).toEqual([
       ["admin", true],

@@ -69,7 +69,7 @@ export function registerProviderRoutes(app: ProvidersApp, deps: ProviderRouteDep
     const body = await readJson(context, putBody); // PAPI3
     const view = await providers.put(
       context.req.param("id"),
-      body as Api.PutModelProviderRequest,
+      body,
       context.get("account").id,
     );
     return context.json(view satisfies Api.ModelProviderView);

@@ -60,7 +60,10 @@ const maxBaseUrlChars = 2000;
 export interface ProviderSettingsOptions {
   store: ModelProviderStore;
   /** Seals and opens keys (src/secrets/crypto.ts). */
-  cipher: { seal(plaintext: string, row: string): string; open(sealed: string, row: string): string };
+  cipher: {
+    seal(plaintext: string, row: string): string;
+    open(sealed: string, row: string): string;
+  };
   /** The environment's configuration (config/): it wins (MPS1). */
   environment: ProvidersConfig;
   /** @default globalThis.fetch */
@@ -180,7 +183,11 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
     for (const { record, apiKey } of stored.values()) {
       if (record.kind === "openai-compatible") {
         servers[record.id] = { baseUrl: record.baseUrl ?? "", apiKey };
-      } else if (isHostedKind(record.kind) && !environmentHas(record.kind) && apiKey !== undefined) {
+      } else if (
+        isHostedKind(record.kind) &&
+        !environmentHas(record.kind) &&
+        apiKey !== undefined
+      ) {
         next[record.kind] = { apiKey, baseUrl: record.baseUrl ?? undefined }; // MPS1
       }
     }
@@ -215,7 +222,8 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
   function environmentViews(): Api.ModelProviderView[] {
     const views: Api.ModelProviderView[] = [];
     for (const kind of modelProviders) {
-      const config = kind === "openai-compatible" ? environment.openaiCompatible : environment[kind];
+      const config =
+        kind === "openai-compatible" ? environment.openaiCompatible : environment[kind];
       if (config === undefined) continue;
       const variables = providerEnvironmentVariables[kind];
       views.push({
@@ -398,6 +406,7 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
         timedOut
           ? `${endpoint.label} did not answer within ${Math.round(timeoutMs / 1000)} s at ${url}`
           : `could not reach ${endpoint.label} at ${url}: check the base URL and that the server is running`,
+        { cause: error },
       );
     }
     if (response.status === 401 || response.status === 403) {
@@ -421,7 +430,9 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
     return data
       .filter(
         (item): item is { id: string; display_name?: unknown } =>
-          typeof item === "object" && item !== null && typeof (item as { id?: unknown }).id === "string",
+          typeof item === "object" &&
+          item !== null &&
+          typeof (item as { id?: unknown }).id === "string",
       )
       .map((item) => ({
         id: item.id,
@@ -495,7 +506,7 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
 const maxListBytes = 4 * 1024 * 1024;
 
 async function readCapped(response: Response, limit: number): Promise<string> {
-  const reader = response.body?.getReader();
+  const reader = (response.body as ReadableStream<Uint8Array> | null)?.getReader();
   if (reader === undefined) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;

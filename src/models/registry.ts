@@ -229,9 +229,7 @@ export function createModelResolver(
         spec === null || spec === undefined || spec.trim() === "" ? getDefaultSpec() : spec;
       const parsed = parseModelSpec(wanted, new Set(Object.keys(config.servers ?? {})));
       const key =
-        parsed.provider === "demo"
-          ? "demo"
-          : `${parsed.server ?? parsed.provider}:${parsed.model}`;
+        parsed.provider === "demo" ? "demo" : `${parsed.server ?? parsed.provider}:${parsed.model}`;
       let client = clients.get(key); // G3
       if (client === undefined) {
         client = create(parsed);

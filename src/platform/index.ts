@@ -47,11 +47,7 @@ import { connectPostgresRelay, createEventHub, type EventHub } from "../events/i
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
-import {
-  createModelResolver,
-  createProviderSettings,
-  type ModelClient,
-} from "../models/index.ts";
+import { createModelResolver, createProviderSettings, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import {
   createRequestSecretTool,

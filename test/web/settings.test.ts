@@ -155,7 +155,7 @@ describe.skipIf(!existsSync(chromiumPath))(
         fetch(`${roost.url}/v1/me`, { headers: { authorization: `Bearer ${bearer}` } });
       expect((await me(created)).status).toBe(200);
       const table = page.getByRole("table", { name: "Your API tokens" });
-      await table.getByRole("cell", { name: "laptop CLI" }).waitFor();
+      await table.getByRole("cell", { name: "laptop CLI", exact: true }).waitFor();
       await screenshot(page, "desktop-settings-tokens");
       await page.setViewportSize(phone);
       await screenshot(page, "phone-settings-tokens");
@@ -164,7 +164,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       page.once("dialog", (dialog) => void dialog.accept());
       await page.getByRole("button", { name: "Revoke laptop CLI" }).click();
       await expect
-        .poll(() => table.getByRole("cell", { name: "laptop CLI" }).count(), { timeout: 15_000 })
+        .poll(() => table.getByRole("cell", { name: "laptop CLI", exact: true }).count(), { timeout: 15_000 })
         .toBe(0);
       expect((await me(created)).status).toBe(401);
       expect((await me(token)).status).toBe(200); // the page's own token is untouched
@@ -207,7 +207,7 @@ describe.skipIf(!existsSync(chromiumPath))(
         });
         expect(refused.status).toBe(403);
         await niaPage.goto(`${roost.url}/settings/notifications`);
-        await niaPage.getByRole("heading", { name: "Notifications" }).waitFor({ timeout: 30_000 });
+        await niaPage.getByRole("heading", { name: "Notifications", exact: true }).waitFor({ timeout: 30_000 });
         await niaPage.getByText("No webhook is set.").waitFor({ timeout: 30_000 });
         await screenshot(niaPage, "desktop-settings-notifications");
         await niaPage.setViewportSize(phone);

@@ -403,7 +403,12 @@ export async function startFakeOpenAiServer(
           response.end(
             JSON.stringify({
               object: "list",
-              data: models.map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" })),
+              data: models.map((id) => ({
+                id,
+                object: "model",
+                created: 1_700_000_000,
+                owned_by: "fake",
+              })),
             }),
           );
         }

@@ -42,12 +42,7 @@ export function BotForm(
             />
           ) : (
             <>
-              <BotFields
-                key={loaded.id}
-                bot={loaded}
-                onSaved={upsertBot}
-                api={api}
-              />
+              <BotFields key={loaded.id} bot={loaded} onSaved={upsertBot} api={api} />
               <RoutinesSection botId={loaded.id} />
               <McpServersSection botId={loaded.id} />
             </>

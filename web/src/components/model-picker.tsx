@@ -69,7 +69,8 @@ export function ModelPicker({
   const offered = useMemo(() => {
     const specs = new Set<string>();
     if (choices?.demo != null) specs.add(choices.demo.spec);
-    for (const group of choices?.groups ?? []) for (const model of group.models) specs.add(model.spec);
+    for (const group of choices?.groups ?? [])
+      for (const model of group.models) specs.add(model.spec);
     return specs;
   }, [choices]);
 
@@ -83,16 +84,16 @@ export function ModelPicker({
     spec: me.defaultModel.id,
     isDemo: me.defaultModel.isDemo,
   };
-  const willBeDemo =
-    value === "demo" || (value === null && !typing && platformDefault.isDemo);
+  const willBeDemo = value === "demo" || (value === null && !typing && platformDefault.isDemo);
   const problems = (choices?.groups ?? []).filter((group) => group.problem !== undefined);
   const noProviders = choices !== undefined && choices.groups.length === 0;
 
   return (
     <div className="model-picker">
-      <label className="field">
-        <span>Model</span>
+      <div className="field">
+        <label htmlFor={`${id}-select`}>Model</label>
         <select
+          id={`${id}-select`}
           name="model"
           value={selected}
           aria-describedby={[`${id}-help`, describedBy].filter(Boolean).join(" ")}
@@ -123,7 +124,7 @@ export function ModelPicker({
           ))}
           <option value={otherValue}>Another model (type provider:model)…</option>
         </select>
-      </label>
+      </div>
       {isOther && (
         <input
           name="model-spec"
@@ -145,7 +146,10 @@ export function ModelPicker({
                 <>
                   {" "}
                   For a real model, add a provider in{" "}
-                  <a href={paths.settings("models")} onClick={(event) => onLinkClick(event, paths.settings("models"))}>
+                  <a
+                    href={paths.settings("models")}
+                    onClick={(event) => onLinkClick(event, paths.settings("models"))}
+                  >
                     Settings → Models
                   </a>
                   .

@@ -156,16 +156,14 @@ function ModelsSection({ client }: { client: SettingsClient }) {
     <section aria-labelledby="settings-models">
       <h2 id="settings-models">Model providers</h2>
       <p className="muted">
-        Keys are stored encrypted and never shown again. Providers set in the server's environment
-        (<code>ROOST_OPENAI_API_KEY</code> and the like) are shown here read-only and win over
+        Keys are stored encrypted and never shown again. Providers set in the server's environment (
+        <code>ROOST_OPENAI_API_KEY</code> and the like) are shown here read-only and win over
         anything stored here. Changes reach new turns at once.
       </p>
       {list !== undefined && (
         <p>
           Platform default: <code>{list.defaultModel.spec}</code>
-          {list.defaultModel.isDemo && (
-            <span className="badge badge-demo badge-small">Demo</span>
-          )}
+          {list.defaultModel.isDemo && <span className="badge badge-demo badge-small">Demo</span>}
         </p>
       )}
       <ErrorNotice error={error} />
@@ -347,7 +345,9 @@ function ProviderForm({
         ...(label.trim() === "" ? {} : { label: label.trim() }),
         baseUrl: baseUrl.trim() === "" ? null : baseUrl.trim(),
         // Left empty while editing: keep the stored key.
-        ...(apiKey.trim() === "" && existing !== undefined ? {} : { apiKey: apiKey.trim() === "" ? null : apiKey.trim() }),
+        ...(apiKey.trim() === "" && existing !== undefined
+          ? {}
+          : { apiKey: apiKey.trim() === "" ? null : apiKey.trim() }),
       });
       onDone();
     } catch (caught) {
