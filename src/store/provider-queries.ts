@@ -42,23 +42,25 @@ export function createProviderQueries(
 
     async putModelProvider(input) {
       return driver.transaction(async (tx) => {
-        const [old] = await tx.all<ProviderRow>(
-          `SELECT * FROM model_providers WHERE id = ?${driver.lockRows}`,
-          [input.id],
-        );
         const at = now();
         const values = [input.kind, input.label, input.baseUrl, input.sealedKey, input.keyHint];
-        if (old === undefined)
-          await tx.run(
-            `INSERT INTO model_providers (id, kind, label, base_url, sealed_key, key_hint, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-            [input.id, ...values, at, at],
-          );
-        else
+        // MPST1: a writer racing another's first insert of the id replaces it instead of failing.
+        const inserted = await tx.run(
+          `INSERT INTO model_providers (id, kind, label, base_url, sealed_key, key_hint, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+          [input.id, ...values, at, at],
+        );
+        const created = inserted.changes > 0;
+        if (!created)
           await tx.run(
             "UPDATE model_providers SET kind = ?, label = ?, base_url = ?, sealed_key = ?, key_hint = ?, updated_at = ? WHERE id = ?",
             [...values, at, input.id],
-          ); // MPST1
+          );
+        const [row] = created
+          ? [undefined]
+          : await tx.all<ProviderRow>("SELECT created_at FROM model_providers WHERE id = ?", [
+              input.id,
+            ]);
         await insertAudit(tx, {
           accountId: input.actorAccountId,
           action: "model_provider.put",
@@ -67,15 +69,15 @@ export function createProviderQueries(
             kind: input.kind,
             baseUrl: input.baseUrl,
             hasKey: input.sealedKey !== null,
-            replaced: old !== undefined,
+            replaced: !created,
           },
         }); // MPST2
         const { actorAccountId: _actor, ...fields } = input;
         return {
-          outcome: old === undefined ? "created" : "replaced",
+          outcome: created ? "created" : "replaced",
           record: {
             ...fields,
-            createdAt: old === undefined ? at : Number(old.created_at),
+            createdAt: row === undefined ? at : Number(row.created_at),
             updatedAt: at,
           },
         };
