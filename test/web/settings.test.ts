@@ -8,6 +8,8 @@
  * desktop and phone sizes.
  */
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fakeTextReply, startFakeOpenAiServer } from "../../src/models/testing/index.ts";
 import type { FakeOpenAiServer } from "../../src/models/testing/index.ts";
@@ -23,6 +25,18 @@ import {
 } from "./harness.ts";
 
 const serverKey = "sk-fake-local-server-7Q2Z";
+const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
+/** axe-core's serious and critical violations on the page as it is now. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: axePath });
+  const result = (await page.evaluate(
+    "axe.run(document, { resultTypes: ['violations'] })",
+  )) as { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> };
+  return result.violations
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map((violation) => `${violation.id} (${violation.impact}): ${JSON.stringify(violation.nodes.map((node) => node.target))}`);
+}
 const phone = { width: 390, height: 844 };
 
 if (!existsSync(chromiumPath) && process.env.CI === "true")
@@ -221,6 +235,29 @@ describe.skipIf(!existsSync(chromiumPath))(
         expect(await niaPage.evaluate(() => localStorage.getItem("roost.token"))).toBeNull();
       } finally {
         await niaBrowser.close();
+      }
+    });
+
+    it("accessibility: the settings screens and the model picker have no serious or critical axe violations", async () => {
+      const axeBrowser = await launchBrowser({ bypassCSP: true }); // axe is injected and run by eval
+      try {
+        const page = await axeBrowser.newPage();
+        for (const [path, ready] of [
+          ["/settings/models", "Model providers"],
+          ["/settings/tokens", "API tokens"],
+          ["/settings/notifications", "Notifications"],
+          ["/settings/accounts", "Accounts"],
+        ] as const) {
+          await page.goto(`${roost.url}${path}`);
+          await page.getByRole("heading", { name: ready, exact: true }).waitFor({ timeout: 60_000 });
+          await expect.poll(() => page.getByText("Loading…").count(), { timeout: 15_000 }).toBe(0);
+          expect(await seriousViolations(page), path).toEqual([]);
+        }
+        await page.goto(`${roost.url}/bots/new`);
+        await page.getByLabel("Model", { exact: true }).waitFor({ timeout: 30_000 });
+        expect(await seriousViolations(page), "/bots/new").toEqual([]);
+      } finally {
+        await axeBrowser.close();
       }
     });
   },
