@@ -5,6 +5,8 @@
  * bad base URLs and keys, the environment winning, keys never answered, a stored key reaching the
  * server, a flood of connection tests, and a change reaching another node.
  */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -363,6 +365,39 @@ describe("provider routes", () => {
     });
     const missing = await call(app, admin, "POST", "/v1/admin/providers/nothing/test");
     expect(missing.status).toBe(404);
+  });
+
+  it("a server that redirects: the key is not carried to where it points (MPS5)", async () => {
+    const redirector: Server = createServer((request, response) => {
+      response.writeHead(302, { location: `${fake.baseUrl}/models` });
+      response.end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    try {
+      const { app } = await platform();
+      const port = (redirector.address() as AddressInfo).port;
+      await call(app, admin, "PUT", "/v1/admin/providers/hop", {
+        kind: "openai-compatible",
+        baseUrl: `http://127.0.0.1:${port}/v1`,
+        apiKey: serverKey,
+      });
+      const test = await call<Api.ProviderTestResult>(app, admin, "POST", "/v1/admin/providers/hop/test");
+      expect(test.body.ok).toBe(false);
+      expect(fake.requests).toHaveLength(0);
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+    }
+  });
+
+  it("many pickers opening at once: one models call per provider, then the cache", async () => {
+    const { app } = await platform();
+    await call(app, admin, "PUT", "/v1/admin/providers/local", localServer());
+    const answers = await Promise.all(
+      Array.from({ length: 15 }, () => call<Api.ModelChoices>(app, user, "GET", "/v1/providers/models")),
+    );
+    expect(answers.every((answer) => answer.body.groups[0]?.models.length === 2)).toBe(true);
+    await call(app, user, "GET", "/v1/providers/models");
+    expect(fake.requests.filter((request) => request.path === "/v1/models")).toHaveLength(1);
   });
 
   it("a flood of connection tests: one call to the provider at a time (PAPI4)", async () => {

@@ -13,9 +13,10 @@
  *        `load()` rereads the store), so the resolver keeps its clients until then (registry G3).
  *   MPS4 a base URL is an http(s) URL without credentials, query or fragment; anything else is a
  *        400 saying what to write.
- *   MPS5 calls to a provider's models endpoint time out (`timeoutMs`), read at most
- *        `maxListBytes`, and report failures in words; a success is cached `cacheMs`, a failure
- *        `failureCacheMs`, per provider and configuration.
+ *   MPS5 calls to a provider's models endpoint time out (`timeoutMs`), follow no redirect (the
+ *        key goes only to the URL the admin gave), read at most `maxListBytes`, and report
+ *        failures in words; a success is cached `cacheMs`, a failure `failureCacheMs`, per
+ *        provider and configuration, and concurrent pickers share one call.
  */
 import { InvalidRequestError, NotFoundError, RoostError } from "../errors/index.ts";
 import type { Api } from "../protocol/index.ts";
@@ -456,9 +457,20 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
     }
   }
 
-  async function groupOf(endpoint: Endpoint): Promise<Api.ModelChoiceGroup> {
+  const listing = new Map<string, Promise<Api.ModelChoiceGroup>>();
+  /** MPS5: cached, and one call per provider at a time however many pickers open at once. */
+  function groupOf(endpoint: Endpoint): Promise<Api.ModelChoiceGroup> {
     const cached = listCache.get(endpoint.id);
-    if (cached !== undefined && clock() - cached.at < cached.ms) return cached.group; // MPS5
+    if (cached !== undefined && clock() - cached.at < cached.ms) return Promise.resolve(cached.group);
+    let running = listing.get(endpoint.id);
+    if (running === undefined) {
+      running = fetchGroup(endpoint).finally(() => listing.delete(endpoint.id));
+      listing.set(endpoint.id, running);
+    }
+    return running;
+  }
+
+  async function fetchGroup(endpoint: Endpoint): Promise<Api.ModelChoiceGroup> {
     let group: Api.ModelChoiceGroup;
     let ms = cacheMs;
     try {
