@@ -381,7 +381,12 @@ describe("provider routes", () => {
         baseUrl: `http://127.0.0.1:${port}/v1`,
         apiKey: serverKey,
       });
-      const test = await call<Api.ProviderTestResult>(app, admin, "POST", "/v1/admin/providers/hop/test");
+      const test = await call<Api.ProviderTestResult>(
+        app,
+        admin,
+        "POST",
+        "/v1/admin/providers/hop/test",
+      );
       expect(test.body.ok).toBe(false);
       expect(fake.requests).toHaveLength(0);
     } finally {
@@ -393,7 +398,9 @@ describe("provider routes", () => {
     const { app } = await platform();
     await call(app, admin, "PUT", "/v1/admin/providers/local", localServer());
     const answers = await Promise.all(
-      Array.from({ length: 15 }, () => call<Api.ModelChoices>(app, user, "GET", "/v1/providers/models")),
+      Array.from({ length: 15 }, () =>
+        call<Api.ModelChoices>(app, user, "GET", "/v1/providers/models"),
+      ),
     );
     expect(answers.every((answer) => answer.body.groups[0]?.models.length === 2)).toBe(true);
     await call(app, user, "GET", "/v1/providers/models");

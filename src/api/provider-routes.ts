@@ -67,11 +67,7 @@ export function registerProviderRoutes(app: ProvidersApp, deps: ProviderRouteDep
   app.put("/v1/admin/providers/:id", async (context) => {
     requireAdmin(context);
     const body = await readJson(context, putBody); // PAPI3
-    const view = await providers.put(
-      context.req.param("id"),
-      body,
-      context.get("account").id,
-    );
+    const view = await providers.put(context.req.param("id"), body, context.get("account").id);
     return context.json(view satisfies Api.ModelProviderView);
   });
 

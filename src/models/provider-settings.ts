@@ -461,7 +461,8 @@ export function createProviderSettings(options: ProviderSettingsOptions): Provid
   /** MPS5: cached, and one call per provider at a time however many pickers open at once. */
   function groupOf(endpoint: Endpoint): Promise<Api.ModelChoiceGroup> {
     const cached = listCache.get(endpoint.id);
-    if (cached !== undefined && clock() - cached.at < cached.ms) return Promise.resolve(cached.group);
+    if (cached !== undefined && clock() - cached.at < cached.ms)
+      return Promise.resolve(cached.group);
     let running = listing.get(endpoint.id);
     if (running === undefined) {
       running = fetchGroup(endpoint).finally(() => listing.delete(endpoint.id));

@@ -48,9 +48,7 @@ describe.each(openers)("model providers on %s", (_name, open) => {
             createdAt: replaced.record.createdAt,
           }),
         ]);
-        expect(await store.deleteModelProvider({ id: "ollama", actorAccountId: admin })).toBe(
-          true,
-        );
+        expect(await store.deleteModelProvider({ id: "ollama", actorAccountId: admin })).toBe(true);
         expect(await store.deleteModelProvider({ id: "ollama", actorAccountId: admin })).toBe(
           false,
         );

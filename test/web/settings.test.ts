@@ -30,12 +30,15 @@ const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 /** axe-core's serious and critical violations on the page as it is now. */
 async function seriousViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ path: axePath });
-  const result = (await page.evaluate(
-    "axe.run(document, { resultTypes: ['violations'] })",
-  )) as { violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> };
+  const result = await page.evaluate<{
+    violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
+  }>("axe.run(document, { resultTypes: ['violations'] })");
   return result.violations
     .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map((violation) => `${violation.id} (${violation.impact}): ${JSON.stringify(violation.nodes.map((node) => node.target))}`);
+    .map(
+      (violation) =>
+        `${violation.id} (${violation.impact}): ${JSON.stringify(violation.nodes.map((node) => node.target))}`,
+    );
 }
 const phone = { width: 390, height: 844 };
 
@@ -178,7 +181,9 @@ describe.skipIf(!existsSync(chromiumPath))(
       page.once("dialog", (dialog) => void dialog.accept());
       await page.getByRole("button", { name: "Revoke laptop CLI" }).click();
       await expect
-        .poll(() => table.getByRole("cell", { name: "laptop CLI", exact: true }).count(), { timeout: 15_000 })
+        .poll(() => table.getByRole("cell", { name: "laptop CLI", exact: true }).count(), {
+          timeout: 15_000,
+        })
         .toBe(0);
       expect((await me(created)).status).toBe(401);
       expect((await me(token)).status).toBe(200); // the page's own token is untouched
@@ -221,7 +226,9 @@ describe.skipIf(!existsSync(chromiumPath))(
         });
         expect(refused.status).toBe(403);
         await niaPage.goto(`${roost.url}/settings/notifications`);
-        await niaPage.getByRole("heading", { name: "Notifications", exact: true }).waitFor({ timeout: 30_000 });
+        await niaPage
+          .getByRole("heading", { name: "Notifications", exact: true })
+          .waitFor({ timeout: 30_000 });
         await niaPage.getByText("No webhook is set.").waitFor({ timeout: 30_000 });
         await screenshot(niaPage, "desktop-settings-notifications");
         await niaPage.setViewportSize(phone);
@@ -249,7 +256,9 @@ describe.skipIf(!existsSync(chromiumPath))(
           ["/settings/accounts", "Accounts"],
         ] as const) {
           await page.goto(`${roost.url}${path}`);
-          await page.getByRole("heading", { name: ready, exact: true }).waitFor({ timeout: 60_000 });
+          await page
+            .getByRole("heading", { name: ready, exact: true })
+            .waitFor({ timeout: 60_000 });
           await expect.poll(() => page.getByText("Loading…").count(), { timeout: 15_000 }).toBe(0);
           expect(await seriousViolations(page), path).toEqual([]);
         }
