@@ -245,6 +245,40 @@ describe.skipIf(!existsSync(chromiumPath))(
       }
     });
 
+    it("a hosted key: add it, replace it (the old one is never shown), remove it", async () => {
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/settings/models`);
+      await page.getByRole("button", { name: "Add a provider" }).click();
+      const form = page.getByRole("form", { name: "Add a provider" });
+      await form.getByLabel("Provider").selectOption("xai");
+      await form.getByLabel("API key", { exact: true }).fill("xai-first-key-AAAA");
+      await form.getByRole("button", { name: "Save provider" }).click();
+      const row = page.getByRole("listitem", { name: "xAI (settings)" });
+      await row.getByText("set (ends in AAAA)").waitFor({ timeout: 30_000 });
+      await row.getByRole("button", { name: "Edit" }).click();
+      const edit = page.getByRole("form", { name: "Edit xAI" });
+      expect(await edit.getByLabel(/API key/).inputValue()).toBe(""); // never filled back in
+      await edit.getByLabel(/API key/).fill("xai-second-key-BBBB");
+      await edit.getByRole("button", { name: "Save provider" }).click();
+      await row.getByText("set (ends in BBBB)").waitFor({ timeout: 30_000 });
+      expect(await page.content()).not.toContain("xai-second-key");
+      // The platform default follows the stored key (no ROOST_MODEL): xAI's fallback model.
+      await page.reload();
+      await page.getByText("Platform default: xai:grok-4").waitFor({ timeout: 30_000 });
+      page.once("dialog", (dialog) => void dialog.accept());
+      await page
+        .getByRole("listitem", { name: "xAI (settings)" })
+        .getByRole("button", { name: "Remove" })
+        .click();
+      await expect
+        .poll(() => page.getByRole("listitem", { name: "xAI (settings)" }).count(), {
+          timeout: 15_000,
+        })
+        .toBe(0);
+      await page.getByText("Platform default: demo").waitFor({ timeout: 30_000 });
+      await page.close();
+    });
+
     it("accessibility: the settings screens and the model picker have no serious or critical axe violations", async () => {
       const axeBrowser = await launchBrowser({ bypassCSP: true }); // axe is injected and run by eval
       try {
