@@ -664,4 +664,12 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX helpers_by_parent ON helpers (parent_conversation_id, status)`,
     ],
   },
+  {
+    version: 32,
+    statements: [
+      // A computer's home host (decision 0040): the one node that runs it and holds its disk.
+      // NULL until its first wake; changed only by claimComputerHome (a conditional write).
+      `ALTER TABLE computers ADD COLUMN home_host TEXT`,
+    ],
+  },
 ];
