@@ -5,6 +5,9 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ConfigError } from "../errors/index.ts";
+
+const validId = /^[A-Za-z0-9_-]{1,40}$/;
 
 export async function resolveNodeId(
   configured: string | undefined,
@@ -12,13 +15,29 @@ export async function resolveNodeId(
 ): Promise<string> {
   if (configured !== undefined) return configured;
   const file = join(dataDir, "node-id");
-  const existing = (await readFile(file, "utf8").catch(() => "")).trim();
-  if (/^[A-Za-z0-9_-]{1,40}$/.test(existing)) return existing;
-  const made = `node_${randomBytes(6).toString("hex")}`;
+  const read = async () => {
+    const text = await readFile(file, "utf8").catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    });
+    if (text === undefined) return undefined;
+    const id = text.trim();
+    // A changed id would orphan every computer whose home this node is: never replace it silently.
+    if (!validId.test(id))
+      throw new ConfigError(
+        `${file} does not hold a node id (1–40 letters, digits, "_" or "-"); restore it, or set ROOST_NODE_ID to this node's id`,
+      );
+    return id;
+  };
+  const existing = await read();
+  if (existing !== undefined) return existing;
   await mkdir(dataDir, { recursive: true });
-  // "wx": two starts racing on one data dir keep the first id.
-  await writeFile(file, `${made}\n`, { flag: "wx", mode: 0o600 }).catch(async (error: unknown) => {
+  // "wx": of two starts racing on one data dir, the first id is kept.
+  await writeFile(file, `node_${randomBytes(6).toString("hex")}\n`, {
+    flag: "wx",
+    mode: 0o600,
+  }).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   });
-  return (await readFile(file, "utf8")).trim();
+  return (await read())!;
 }
