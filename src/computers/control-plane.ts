@@ -309,7 +309,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   const lostMessage = (record: ComputerRecord) =>
     `its home host ${record.home ?? "(unknown)"} did not answer within ${deps.homeTimeoutMs} ms: ` +
     `the computer is asleep from its last snapshot (generation ${record.savedGeneration ?? "none"}); ` +
-    `changes made after it stay on that host, which snapshots them when it returns unless another host has woken the computer by then`;
+    `changes made after it stay on that host: kept if the computer is next woken there, discarded once another host has woken it`;
 
   /**
    * C9: runs `local` when this node is the computer's home, or the same operation on the home's
