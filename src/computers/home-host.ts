@@ -49,9 +49,15 @@ export function createComputerHost(deps: ComputerHostDependencies): ComputerHost
   return {
     nodeId: deps.nodeId,
     async stop(computerId) {
+      // The id comes from a Restate call: only a computer the store knows reaches the provider.
+      const computer = await deps.store.getComputer(computerId);
+      if (computer === undefined)
+        throw new restate.TerminalError(
+          `computer host ${deps.nodeId}: no computer ${JSON.stringify(computerId)}`,
+        );
       await deps.gateway.disconnect(computerId, "computer is going to sleep");
       await deps.provider.sleep(computerId);
-      const home = (await deps.store.getComputer(computerId))?.homeHost ?? null;
+      const home = computer.homeHost;
       // A computer woken before homes were recorded has no home yet: whoever runs it holds its disk.
       if (home !== null && home !== deps.nodeId) {
         // HOME1: another host took over; this copy is stale and must never become a snapshot.
@@ -74,7 +80,13 @@ export function createComputerHost(deps: ComputerHostDependencies): ComputerHost
       const generation = (saved as { generation: number } | undefined)?.generation ?? null;
       return { host: deps.nodeId, savedGeneration: generation, skipped: null };
     },
-    status: (computerId) => deps.provider.status(computerId),
+    async status(computerId) {
+      if ((await deps.store.getComputer(computerId)) === undefined)
+        throw new restate.TerminalError(
+          `computer host ${deps.nodeId}: no computer ${JSON.stringify(computerId)}`,
+        );
+      return deps.provider.status(computerId);
+    },
   };
 }
 

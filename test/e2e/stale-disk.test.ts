@@ -185,6 +185,21 @@ describe.skipIf(!postgres.ok)("stale disk: a computer has one home host", () => 
     expect(await sleep(nodeA)).toMatchObject({ state: "asleep", failure: null });
   }, 120_000);
 
+  it("a host service call for a computer the store does not know reaches no provider (bad ids, another node's path)", async () => {
+    for (const computerId of ["../../etc", "cmp_doesnotexist", ""]) {
+      for (const method of ["stop", "status"]) {
+        const response = await fetch(`${restate.ingressUrl}/roost_host_node_b/${method}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ computerId }),
+        });
+        const text = await response.text();
+        expect(response.status, text).toBeGreaterThanOrEqual(400);
+        expect(text).toContain("computer host node-b: no computer");
+      }
+    }
+  });
+
   it("home host killed while the computer is awake on it: the other node records it asleep, not failed, and wakes it from the last snapshot", async () => {
     await runControlPlaneOn(nodeB);
     expect(await wake(nodeB)).toMatchObject({ state: "awake", home: "node-b" });
