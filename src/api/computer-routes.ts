@@ -36,6 +36,8 @@ export interface ComputerStatusView {
   lastActiveAt: number | null;
   holders: number;
   failure: string | null;
+  /** The node that runs it and holds its disk (decision 0040). */
+  home?: string | null;
 }
 
 /** What the computer routes need from the platform. */
@@ -164,6 +166,7 @@ export function registerComputerRoutes(
         status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),
       heldByTurns: status.holders,
       failure: status.failure,
+      home: status.home ?? null,
     };
   };
 

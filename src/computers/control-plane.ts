@@ -23,6 +23,13 @@
  *      disconnected, token cleared) before the kind changes, and whatever worker is connected is
  *      disconnected after the self-hosted token changed, so a replaced token serves nothing.
  *      The store's kind (what the gateway and the API read) changes inside the same handler.
+ *   C9 a computer has one home host (home-host.ts, decision 0040), recorded here and in the store.
+ *      A wake runs on the node whose handler wakes it; when that is not the home, it first
+ *      restores the newest snapshot (at least the generation the last sleep saved) and claims the
+ *      home with a compare-and-set (HOME2). Stopping and status checks go to the home, wherever
+ *      it is, through its host service (HOME3): a node never stops or snapshots its own stale
+ *      copy in the home's place. A home that does not answer within `homeTimeoutMs` has lost the
+ *      computer: it is recorded asleep (not failed) and the next wake moves it.
  */
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
@@ -37,7 +44,8 @@ import {
   type ComputerState,
   type SelfHostedState,
 } from "./lifecycle.ts";
-import type { ComputerPaths, ComputerProvider } from "./provider.ts";
+import { hostServiceName, type ComputerHost, type HostStopResult } from "./home-host.ts";
+import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus } from "./provider.ts";
 
 export const computerObjectName = "computer";
 
@@ -54,10 +62,21 @@ export interface ControlPlaneDependencies {
   };
   /** ws:// URL the worker dials. */
   gatewayUrl: string;
-  /** Snapshots around sleep and wake (the durable disk to and from the blob store). */
+  /** This node as a computer host: stops and snapshots the computers whose home it is (C9). */
+  host: ComputerHost;
+  /** How long the home host may take to answer a stop or a status check (C9). @default 30000 */
+  homeTimeoutMs: number;
+  /**
+   * Restores the disk from the blob store before a wake when the local copy is missing or stale.
+   * `atLeastGeneration`: the generation the last sleep saved; fewer in the blob store is an error
+   * (the nodes do not share one), never a silent start from an older disk.
+   */
   snapshots?: {
-    restoreIfNeeded(computerId: string, paths: ComputerPaths): Promise<void>;
-    save(computerId: string, paths: ComputerPaths): Promise<void>;
+    restoreIfNeeded(
+      computerId: string,
+      paths: ComputerPaths,
+      options: { atLeastGeneration: number | null },
+    ): Promise<void>;
   };
   /** Environment for the computer's processes (proxy settings), per computer. */
   computerEnv?: (computerId: string) => Promise<Record<string, string>> | Record<string, string>;
@@ -83,6 +102,10 @@ interface ComputerRecord {
   failure: string | null;
   /** Absent in records written before self-hosted computers: hosted. `state` stays the hosted computer's. */
   kind?: ComputerKind;
+  /** C9: the node that runs it and holds its disk; absent before its first wake with homes. */
+  home?: string;
+  /** C9: the snapshot generation its last sleep saved. */
+  savedGeneration?: number;
 }
 
 export interface ComputerStatus {
@@ -93,6 +116,8 @@ export interface ComputerStatus {
   lastActiveAt: number | null;
   holders: number;
   failure: string | null;
+  /** C9: the node that runs it and holds its disk; null before its first wake. */
+  home: string | null;
 }
 
 /** `useSelfHosted`: the caller's machine becomes the computer; its token's hash only (C5). */
@@ -167,12 +192,43 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   async function wake(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
     recoverInterrupted(ctx, record);
     transition(ctx, record, "wake");
+    const here = deps.host.nodeId;
+    const previousHome = record.home ?? null;
+    const atLeastGeneration = record.savedGeneration ?? null;
     try {
+      await ctx.run(
+        "restore",
+        async () => {
+          const paths = await deps.provider.create(ctx.key);
+          await deps.snapshots?.restoreIfNeeded(ctx.key, paths, { atLeastGeneration }); // HOME2
+        },
+        { maxRetryAttempts: 3 },
+      );
+      if (previousHome !== here) {
+        const claimed = await ctx.run("claim-home", async () => {
+          const won = await deps.store.claimComputerHome(ctx.key, previousHome, here); // HOME2
+          // A sleep on the old home may have saved a newer generation while this one restored.
+          if (won)
+            await deps.snapshots?.restoreIfNeeded(ctx.key, deps.provider.paths(ctx.key), {
+              atLeastGeneration,
+            });
+          return won;
+        });
+        if (!claimed) {
+          const current = await ctx.run(
+            "read-home",
+            async () => (await deps.store.getComputer(ctx.key))?.homeHost ?? null,
+          );
+          throw new Error(
+            `another host (${current ?? "none"}) became the computer's home while ${here} was taking it over from ${previousHome ?? "none"}`,
+          );
+        }
+        record.home = here;
+        ctx.set(recordKey, record);
+      }
       await ctx.run(
         "start",
         async () => {
-          const paths = await deps.provider.create(ctx.key);
-          await deps.snapshots?.restoreIfNeeded(ctx.key, paths);
           const token = generateWorkerToken(); // C3, C5
           await deps.store.setWorkerToken(
             ctx.key,
@@ -199,7 +255,8 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
       logger.error("waking the computer failed", { computerId: ctx.key, error: message });
       await ctx.run("stop-failed", async () => {
         await deps.provider.sleep(ctx.key);
-        await deps.store.clearWorkerToken(ctx.key);
+        // Only the home's token is this wake's; a lost claim leaves the winner's alone.
+        if (record.home === here) await deps.store.clearWorkerToken(ctx.key);
       });
       record.failure = `waking the computer failed: ${message}`;
       transition(ctx, record, "wake-failed");
@@ -228,21 +285,14 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   async function sleep(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
     transition(ctx, record, "sleep");
     try {
-      await ctx.run(
-        "stop",
-        async () => {
-          await deps.gateway.disconnect(ctx.key, "computer is going to sleep");
-          await deps.provider.sleep(ctx.key);
-          await deps.store.clearWorkerToken(ctx.key); // C3
-          const snapshots = deps.snapshots;
-          if (snapshots !== undefined) {
-            // A provider that detaches the disk at sleep attaches it for the snapshot.
-            const save = (paths: ComputerPaths) => snapshots.save(ctx.key, paths);
-            await (deps.provider.withDisk?.(ctx.key, save) ?? save(deps.provider.paths(ctx.key)));
-          }
-        },
-        { maxRetryAttempts: 3 },
+      const stopped = await onHome(ctx, record, "stop", () =>
+        ctx.run("stop", () => deps.host.stop(ctx.key), { maxRetryAttempts: 3 }),
       );
+      if (stopped === undefined) {
+        record.failure = lostMessage(record);
+      } else if (stopped.savedGeneration !== null) {
+        record.savedGeneration = stopped.savedGeneration;
+      }
     } catch (error) {
       record.failure = `putting the computer to sleep failed: ${error instanceof Error ? error.message : String(error)}`;
       logger.error("putting the computer to sleep failed", {
@@ -256,10 +306,54 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     transition(ctx, record, "slept");
   }
 
-  /** C6 */
+  const lostMessage = (record: ComputerRecord) =>
+    `its home host ${record.home ?? "(unknown)"} did not answer within ${deps.homeTimeoutMs} ms: ` +
+    `the computer is asleep from its last snapshot (generation ${record.savedGeneration ?? "none"}); ` +
+    `changes made after it stay on that host: kept if the computer is next woken there, discarded once another host has woken it`;
+
+  /**
+   * C9: runs `local` when this node is the computer's home, or the same operation on the home's
+   * host service. Undefined when the home did not answer within `homeTimeoutMs`.
+   */
+  async function onHome<T extends HostStopResult | ComputerRuntimeStatus>(
+    ctx: restate.ObjectContext,
+    record: ComputerRecord,
+    method: "stop" | "status",
+    local: () => Promise<T>,
+  ): Promise<T | undefined> {
+    const home = record.home ?? deps.host.nodeId;
+    if (home === deps.host.nodeId) return local();
+    try {
+      return await ctx
+        .genericCall({
+          service: hostServiceName(home), // HOME3
+          method,
+          parameter: { computerId: ctx.key },
+          inputSerde: restate.serde.json,
+          outputSerde: restate.serde.json as restate.Serde<T>,
+        })
+        .orTimeout(deps.homeTimeoutMs);
+    } catch (error) {
+      if (!(error instanceof restate.TimeoutError)) throw error;
+      logger.warn("the computer's home host did not answer", { computerId: ctx.key, home, method });
+      return undefined;
+    }
+  }
+
+  /** C6, C9: asks the home whether the sandbox still runs. */
   async function reconcile(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
-    const runtime = await ctx.run("check-running", () => deps.provider.status(ctx.key));
+    const runtime = await onHome(ctx, record, "status", () =>
+      ctx.run("check-running", () => deps.provider.status(ctx.key)),
+    );
     if (runtime === "running") return;
+    if (runtime === undefined) {
+      // C9: the home is gone with the computer on it; a sleep there would wait for it too.
+      transition(ctx, record, "sleep");
+      record.failure = lostMessage(record);
+      record.holders = {};
+      transition(ctx, record, "slept");
+      return;
+    }
     record.failure = `the computer had stopped (${runtime}) while it was marked awake`;
     await sleep(ctx, record);
   }
@@ -281,6 +375,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
           lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
           holders: 0,
           failure: null,
+          home: null,
         }
       : {
           id: key,
@@ -289,6 +384,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
           lastActiveAt: record.lastActiveAt === 0 ? null : record.lastActiveAt,
           holders: activeHolders(record, now).length,
           failure: record.failure,
+          home: record.home ?? null,
         };
 
   /** C7: a self-hosted computer's state, journaled so that a replay sees what the first run saw. */
@@ -360,6 +456,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         const record = await load(ctx, request.accountId);
         if (record.accountId === "") record.accountId = request.accountId;
         if (kindOf(record) === "self-hosted") return selfHostedStatus(ctx, record); // C7
+        if (record.state === "awake") await reconcile(ctx, record); // C6, C9
         if (record.state !== "awake") await wake(ctx, record);
         record.lastActiveAt = await ctx.date.now();
         ctx.set(recordKey, record);
@@ -477,6 +574,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
               lastActiveAt: null,
               holders: 0,
               failure: null,
+              home: null,
             };
           // A read with no effects: the connection is looked at, not journaled (C7).
           return status(ctx.key, record, now, deps.gateway.isConnected(ctx.key));

@@ -26,6 +26,14 @@ export {
   type EnsureAwakeRequest,
   type UseSelfHostedRequest,
 } from "./control-plane.ts";
+export {
+  createComputerHost,
+  createComputerHostService,
+  hostServiceName,
+  hostServicePath,
+  type ComputerHost,
+  type HostStopResult,
+} from "./home-host.ts";
 export { createControlPlaneClient, type ControlPlaneClient } from "./client.ts";
 export { createProcessProvider, type ProcessProviderOptions } from "./process/index.ts";
 export {

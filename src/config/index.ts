@@ -38,6 +38,23 @@ export type RestateConfig =
 
 export type StoreConfig = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
 
+/** This node's identity as a computer host (docs/operations.md, decision 0040). */
+export interface NodeConfig {
+  /**
+   * The node's id, recorded as the home host of the computers it runs; must stay the same
+   * across restarts of this node and differ from every other node's.
+   * @default the id kept in `<dataDir>/node-id` (made on first start)
+   */
+  id: string | undefined;
+  /**
+   * URL at which Restate reaches this node's own endpoint (the computer-host service), when
+   * ROOST_SERVICE_URL is a load balancer. @default the service URL
+   */
+  serviceUrl: string | undefined;
+  /** How long a call to a computer's home host may go unanswered before the computer is treated as lost there. @default 30000 */
+  homeTimeoutMs: number;
+}
+
 export interface RoostConfig {
   /** Everything the embedded mode keeps lives here. @default ./.roost */
   dataDir: string;
@@ -54,6 +71,8 @@ export interface RoostConfig {
    * identity (embedded: always on; external: ROOST_RESTATE_IDENTITY_KEYS). @default 127.0.0.1
    */
   serviceHost: string;
+  /** This node as a computer host (decision 0040). */
+  node: NodeConfig;
   /**
    * At shutdown, how long running loop invocations may take to finish before they are handed
    * back to Restate (which retries them from their journal). @default 5000
@@ -296,6 +315,23 @@ export type Environment = Record<string, string | undefined>;
 interface Source {
   flags: Flags;
   env: Environment;
+}
+
+function resolveNode(source: Source): NodeConfig {
+  const id = pick(source, "node-id", "ROOST_NODE_ID");
+  if (id !== undefined && !/^[A-Za-z0-9_-]{1,40}$/.test(id)) {
+    throw new ConfigError(
+      `ROOST_NODE_ID must be 1–40 letters, digits, "_" or "-" (it names this node's Restate service), got ${JSON.stringify(id)}`,
+    );
+  }
+  return {
+    id,
+    serviceUrl: url(source, "node-service-url", "ROOST_NODE_SERVICE_URL"),
+    homeTimeoutMs: integer(source, "", "ROOST_HOME_TIMEOUT_MS", 30_000, {
+      min: 1000,
+      max: 3600_000,
+    }),
+  };
 }
 
 function pick(source: Source, flag: string, envName: string): string | undefined {
@@ -601,6 +637,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     servicePort,
     serviceUrl,
     serviceHost,
+    node: resolveNode(source),
     shutdownGraceMs,
     publicUrl: resolvePublicUrl(source),
     store,

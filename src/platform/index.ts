@@ -18,6 +18,9 @@ import {
 import { hashToken } from "../auth/index.ts";
 import {
   createComputerObject,
+  createComputerHost,
+  createComputerHostService,
+  hostServicePath,
   createControlPlaneClient,
   forwarderPorts,
   isolationOf,
@@ -104,6 +107,7 @@ import {
 } from "../routines/index.ts";
 import { createApprovals, type ApprovalsService } from "../policy/index.ts";
 import { ensureLocalAdmin } from "./admin.ts";
+import { resolveNodeId } from "./node-id.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
@@ -533,23 +537,40 @@ export async function startPlatform(
       afterTurn: [createRunSettler(store), results.afterTurn, helpers.afterTurn],
       logger: logger.child({ component: "loop" }),
     });
+    // C9: this node as a computer host (decision 0040).
+    const nodeId = await resolveNodeId(config.node.id, config.dataDir);
+    const computerHost = createComputerHost({
+      nodeId,
+      provider,
+      store,
+      gateway,
+      snapshots: { save: (computerId, paths) => snapshotter.snapshot(computerId, paths.root) },
+    });
     const computerObject = createComputerObject({
       provider,
       store,
       events,
       gateway,
       gatewayUrl,
+      host: computerHost,
+      homeTimeoutMs: config.node.homeTimeoutMs,
       snapshots: {
-        restoreIfNeeded: async (computerId, paths) => {
+        restoreIfNeeded: async (computerId, paths, { atLeastGeneration }) => {
+          if (atLeastGeneration !== null) {
+            const latest = (await snapshotter.latest(computerId))?.generation;
+            if (latest === undefined || latest < atLeastGeneration) {
+              throw new Error(
+                `computer ${computerId}: its last sleep saved snapshot generation ${atLeastGeneration}, but this node's blob store has ${latest === undefined ? "none" : `only generation ${latest}`}; ` +
+                  `every node must share one blob store (ROOST_BLOB_STORE=s3, or one shared ROOST_BLOB_DIR)`,
+              );
+            }
+          }
           if (await snapshotter.needsRestore(computerId, paths.root)) {
             const restored = await snapshotter.restore(computerId, paths.root);
             log(
               `roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`,
             );
           }
-        },
-        save: async (computerId, paths) => {
-          await snapshotter.snapshot(computerId, paths.root);
         },
       },
       // The worker reads it (screens.ts); the providers pass it to the worker, not to user processes.
@@ -570,31 +591,41 @@ export async function startPlatform(
         : config.restate.mode === "external"
           ? config.restate.identityKeys
           : [];
-    const serviceServer = http2.createServer(
-      restate.createEndpointHandler({
-        ...(identityKeys.length > 0 ? { identityKeys } : {}),
-        services: [
-          conversationObject,
-          computerObject,
-          createRoutineObject({
-            store,
-            deliver: (message) => kicker.deliver(message),
-            keepRuns: routineSettings.keepRuns,
-            notifier,
-            settings: routineSettings,
-          }),
-          createMemoryPassObject({
-            store,
-            memory,
-            ranker,
-            resolveModel,
-            logger: logger.child({ component: "memory" }),
-          }),
-          ...results.objects,
-        ],
-        logger: () => undefined,
-      }),
-    );
+    // HOME3: the host service is a deployment of its own, at this node's URL + /host.
+    const hostEndpoint = restate.createEndpointHandler({
+      ...(identityKeys.length > 0 ? { identityKeys } : {}),
+      services: [createComputerHostService(computerHost)],
+      logger: () => undefined,
+    });
+    const mainEndpoint = restate.createEndpointHandler({
+      ...(identityKeys.length > 0 ? { identityKeys } : {}),
+      services: [
+        conversationObject,
+        computerObject,
+        createRoutineObject({
+          store,
+          deliver: (message) => kicker.deliver(message),
+          keepRuns: routineSettings.keepRuns,
+          notifier,
+          settings: routineSettings,
+        }),
+        createMemoryPassObject({
+          store,
+          memory,
+          ranker,
+          resolveModel,
+          logger: logger.child({ component: "memory" }),
+        }),
+        ...results.objects,
+      ],
+      logger: () => undefined,
+    });
+    const serviceServer = http2.createServer((request, response) => {
+      const path = request.url ?? "";
+      if (path === hostServicePath || path.startsWith(`${hostServicePath}/`))
+        hostEndpoint(request, response);
+      else mainEndpoint(request, response);
+    });
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
       serviceServer.listen(config.servicePort, config.serviceHost, resolve);
@@ -633,6 +664,12 @@ export async function startPlatform(
     started.engine = engine;
     cleanups.push(() => engine.close());
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
+    // HOME3: after the main deployment, so this node's URL never becomes the loop runner's by it.
+    await registerDeployment(
+      engine.adminUrl,
+      `${(config.servicePort === 0 ? undefined : config.node.serviceUrl) ?? serviceUrl}${hostServicePath}`,
+      { force: true },
+    );
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
 

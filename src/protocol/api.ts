@@ -301,6 +301,8 @@ export interface Computer {
   heldByTurns?: number;
   /** Why the last wake or sleep failed. */
   failure?: string | null;
+  /** The node that runs the computer and holds its disk (decision 0040); null before its first wake. */
+  home?: string | null;
 }
 
 /**

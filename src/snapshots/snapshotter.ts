@@ -15,7 +15,8 @@
  *      lineage and generation the tree was last archived as or restored from; it decides both
  *      `needsRestore` and whether the next snapshot may be incremental (manifest.ts `planNext`).
  *   N4 one operation at a time per computer within a snapshotter; across hosts the control plane
- *      keeps a computer on one host at a time (it is the only writer of its manifest).
+ *      keeps a computer on one host at a time, its home (computers/home-host.ts, HOME1: only the
+ *      home snapshots, so it is the only writer of the manifest).
  */
 import { spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";

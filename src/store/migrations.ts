@@ -680,4 +680,12 @@ export const migrations: readonly Migration[] = [
         updated_at BIGINT NOT NULL)`,
     ],
   },
+  {
+    version: 32,
+    statements: [
+      // A computer's home host (decision 0040): the one node that runs it and holds its disk.
+      // NULL until its first wake; changed only by claimComputerHome (a conditional write).
+      `ALTER TABLE computers ADD COLUMN home_host TEXT`,
+    ],
+  },
 ];

@@ -177,6 +177,7 @@ interface ComputerRow {
   provider: string;
   kind: string;
   created_at: number;
+  home_host?: string | null;
 }
 const toComputer = (row: ComputerRow): Computer => ({
   id: row.id,
@@ -184,6 +185,7 @@ const toComputer = (row: ComputerRow): Computer => ({
   provider: row.provider,
   kind: row.kind === "self-hosted" ? "self-hosted" : "hosted",
   createdAt: Number(row.created_at),
+  homeHost: row.home_host ?? null,
 });
 const toAudit = (row: AuditRow): AuditEntry => ({
   id: row.id,
@@ -916,6 +918,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
           provider,
           kind: "hosted",
           createdAt: now(),
+          homeHost: null,
         };
         await driver.run(
           "INSERT INTO computers (id, account_id, provider, created_at) VALUES (?, ?, ?, ?)",
@@ -970,6 +973,21 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
 
     async clearWorkerToken(computerId) {
       await driver.run("DELETE FROM worker_tokens WHERE computer_id = ?", [computerId]);
+    },
+
+    async claimComputerHome(computerId, expected, home) {
+      // STORE10: one statement, so the check and the write cannot be separated.
+      const result =
+        expected === null
+          ? await driver.run(
+              "UPDATE computers SET home_host = ? WHERE id = ? AND (home_host IS NULL OR home_host = ?)",
+              [home, computerId, home],
+            )
+          : await driver.run(
+              "UPDATE computers SET home_host = ? WHERE id = ? AND home_host IN (?, ?)",
+              [home, computerId, expected, home],
+            );
+      return result.changes === 1;
     },
 
     async useSelfHosted(computerId, tokenHash) {

@@ -342,6 +342,30 @@ export function storeContract(
         expect(await store.findComputerByWorkerToken("hash-2", 1000)).toBeUndefined();
       }));
 
+    it("a computer's home host changes only from the home the caller saw: two hosts never both become it (STORE10)", () =>
+      withStore(async (store) => {
+        const { account } = await seed(store);
+        const computer = await store.ensureComputer(account.id, "local");
+        expect(computer.homeHost).toBeNull();
+        // Two hosts race for the first wake: exactly one wins.
+        const first = await Promise.all([
+          store.claimComputerHome(computer.id, null, "node-a"),
+          store.claimComputerHome(computer.id, null, "node-b"),
+        ]);
+        expect(first.filter(Boolean)).toHaveLength(1);
+        const winner = first[0] === true ? "node-a" : "node-b";
+        const loser = winner === "node-a" ? "node-b" : "node-a";
+        expect((await store.getComputer(computer.id))?.homeHost).toBe(winner);
+        // A host that saw an outdated home cannot take over; one that saw the current home can.
+        expect(await store.claimComputerHome(computer.id, null, loser)).toBe(false);
+        expect(await store.claimComputerHome(computer.id, "node-c", loser)).toBe(false);
+        expect(await store.claimComputerHome(computer.id, winner, winner)).toBe(true); // the home again
+        expect(await store.claimComputerHome(computer.id, winner, loser)).toBe(true);
+        expect((await store.getComputer(computer.id))?.homeHost).toBe(loser);
+        expect(await store.claimComputerHome(computer.id, winner, "node-c")).toBe(false);
+        expect(await store.claimComputerHome("cmp_missing", null, "node-a")).toBe(false);
+      }));
+
     it("a self-hosted token exists exactly while the computer is self-hosted; rotation and going back revoke it (STORE9)", () =>
       withStore(async (store) => {
         const { account } = await seed(store);

@@ -17,6 +17,8 @@
  *   STORE9 a computer has a self-hosted worker token exactly while its kind is `self-hosted`:
  *          the kind and the token change in one transaction, a new token replaces the old one
  *          (which then matches nothing), and going back to hosted deletes it.
+ *   STORE10 a computer's home host changes only by a compare-and-set from the home the caller
+ *          saw (claimComputerHome): two hosts never both become its home (decision 0040).
  */
 import type { SqlExecutor } from "./driver.ts";
 import type { Api } from "../protocol/index.ts";
@@ -175,6 +177,8 @@ export interface Computer {
   /** `self-hosted` while the account's own machine is its computer (STORE9). */
   kind: ComputerKind;
   createdAt: number;
+  /** The node that runs it and holds its disk (decision 0040); null before its first wake. */
+  homeHost: string | null;
 }
 
 /** What a delete removed (STORE7). */
@@ -345,6 +349,12 @@ export interface Store
   /** The computer a live worker token belongs to; expired tokens match nothing. */
   findComputerByWorkerToken(tokenHash: string, now: number): Promise<string | undefined>;
   clearWorkerToken(computerId: string): Promise<void>;
+  /**
+   * STORE10: makes `home` the computer's home host if its home is still `expected` (a
+   * compare-and-set, so two hosts can never both become the home). True when `home` is the home
+   * afterwards; false when another host got there first or the computer does not exist.
+   */
+  claimComputerHome(computerId: string, expected: string | null, home: string): Promise<boolean>;
   /**
    * STORE9: makes the computer self-hosted with this worker token (STORE5: hash only), replacing
    * an earlier self-hosted token and deleting the hosted worker token, in one transaction.
