@@ -59,6 +59,8 @@ import { helperView, registerHelperRoutes } from "./helper-routes.ts";
 import { postMessage, type AskDependencies } from "./ask.ts";
 import { openAiErrorType, openAiPaths, registerOpenAiRoutes } from "./openai-routes.ts";
 import { registerMcpServerRoute } from "./mcp-server-routes.ts";
+import { registerBranchRoutes } from "./branch-routes.ts";
+import { registerSearchRoutes, searchPath } from "./search-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -237,6 +239,7 @@ const validatesOwnQuery = (path: string) =>
   isResultsQueryRoute(path) ||
   path === "/v1/usage" ||
   path === "/v1/approvals" ||
+  path === searchPath ||
   path.startsWith(`${portsPath}/`);
 
 /** The route that will answer, as `METHOD /path/:param`; undefined when only middleware matched. */
@@ -671,6 +674,17 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       mcp: deps.mcp,
     });
+  // Chat branches and search (docs/api.md "Branches", "Search"); before /v1/conversations/:id.
+  registerBranchRoutes(app as unknown as Parameters<typeof registerBranchRoutes>[0], {
+    store,
+    events,
+    ask: askDeps,
+    startedConversation: (context, id) => startedConversation(context as unknown as AppContext, id),
+  });
+  registerSearchRoutes(app as unknown as Parameters<typeof registerSearchRoutes>[0], {
+    store,
+    view: (accountId, conversations) => withActivity(accountId, conversations),
+  });
   // Roost as a server for other agents' clients (docs/serve.md).
   const askRoutes = {
     ...askDeps,

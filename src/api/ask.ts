@@ -38,6 +38,9 @@ export async function postMessage(
     requestId: string;
     /** Runs after the message is stored and announced, before the loop is kicked. */
     beforeKick?: () => void;
+    /** It starts a branch (branch-routes.ts): regenerate or edit. */
+    replaces?: Api.MessageReplaces;
+    source?: Api.MessageSource;
   },
 ): Promise<{ message: Message; created: boolean }> {
   const { message, created, waiter } = await deps.store.appendMessage({
@@ -45,6 +48,8 @@ export async function postMessage(
     clientMessageId: input.clientMessageId,
     authorAccountId: input.authorAccountId,
     text: input.text,
+    ...(input.replaces === undefined ? {} : { replaces: input.replaces }),
+    ...(input.source === undefined ? {} : { source: input.source }),
   });
   if (created) {
     deps.events.publish({

@@ -163,6 +163,16 @@ export interface MessagePayload {
   authorAccountId: string;
   /** Absent for a person's chat message. */
   source?: MessageSource;
+  /**
+   * This message starts a new branch (docs/web.md "Branches"): the message stored at `seq`, and
+   * everything after it up to this one, leave the active history but stay in the record.
+   * `edit`: the person changed that message; `regenerate`: the same words, asked again.
+   */
+  replaces?: MessageReplaces;
+}
+export interface MessageReplaces {
+  seq: number;
+  reason: "edit" | "regenerate";
 }
 /** The bot decided that nothing needs saying (the `no_reply` result). */
 export interface NoReplyPayload {
@@ -434,6 +444,26 @@ export interface BotList {
 }
 export interface ConversationList {
   conversations: Conversation[];
+}
+
+/** `GET /v1/conversations/search?q=` (docs/api.md "Search"): the caller's conversations that match. */
+export interface ConversationSearch {
+  results: ConversationSearchHit[];
+}
+export interface ConversationSearchHit {
+  conversation: Conversation;
+  /** The newest matching message or reply, cut around the words; null when only the title matched. */
+  match: { seq: number; kind: "message" | "reply"; snippet: string } | null;
+}
+
+/** `POST /v1/conversations/{id}/messages/{messageId}/edit` (docs/api.md "Branches"). */
+export interface EditMessageRequest {
+  text: string;
+  clientMessageId: string;
+}
+/** `POST /v1/conversations/{id}/regenerate`. */
+export interface RegenerateRequest {
+  clientMessageId: string;
 }
 
 /** `GET /v1/conversations/{id}/steps`. */

@@ -17,6 +17,7 @@ import { createTeamQueries } from "./team-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
+import { createSearchQueries } from "./search-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -358,6 +359,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createAttachmentQueries(driver, now),
     ...createMcpQueries(driver, now, insertAudit),
     ...createScreenLeaseQueries(driver, now, insertAudit),
+    ...createSearchQueries(driver, toConversation),
     kind: driver.kind,
 
     async migrate() {
@@ -736,7 +738,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async appendMessage({ conversationId, clientMessageId, authorAccountId, text, source }) {
+    async appendMessage({
+      conversationId,
+      clientMessageId,
+      authorAccountId,
+      text,
+      source,
+      replaces,
+    }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
       return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
@@ -782,6 +791,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                   text,
                   authorAccountId,
                   ...(source === undefined ? {} : { source }),
+                  ...(replaces === undefined ? {} : { replaces }),
                 }),
                 at,
               ],

@@ -32,6 +32,7 @@ import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
+import type { SearchStore } from "./search-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -47,6 +48,7 @@ export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
 export type * from "./attachment-types.ts";
+export type * from "./search-types.ts";
 
 export interface Account {
   id: string;
@@ -212,7 +214,8 @@ export interface Store
     TeamStore,
     AttachmentStore,
     McpStore,
-    ScreenLeaseStore {
+    ScreenLeaseStore,
+    SearchStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -294,6 +297,8 @@ export interface Store
     text: string;
     /** Where it came from; absent for a person's chat message. */
     source?: MessageSource;
+    /** It starts a branch from an earlier message (Api.MessagePayload.replaces); kept in its step. */
+    replaces?: Api.MessageReplaces;
   }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages
