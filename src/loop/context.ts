@@ -58,7 +58,8 @@ export function stepsToMessages(
 ): ModelMessage[] {
   const byId = new Map(messages.map((message) => [message.id, message]));
   const keyed: Keyed[] = [];
-  for (const step of activeSteps(steps)) { // BR1: the model reads only the active branch
+  for (const step of activeSteps(steps)) {
+    // BR1: the model reads only the active branch
     switch (step.kind) {
       case "message": {
         const payload = step.payload as unknown as Api.MessagePayload;
