@@ -60,6 +60,7 @@ import { postMessage, type AskDependencies } from "./ask.ts";
 import { openAiErrorType, openAiPaths, registerOpenAiRoutes } from "./openai-routes.ts";
 import { registerMcpServerRoute } from "./mcp-server-routes.ts";
 import { registerBranchRoutes } from "./branch-routes.ts";
+import { defaultConversationTitle } from "../loop/index.ts";
 import { registerSearchRoutes, searchPath } from "./search-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
@@ -812,7 +813,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const conversation = await store.createConversation({
       accountId: context.get("account").id,
       botId: bot.id,
-      title: body.title ?? `Chat with ${bot.name}`,
+      title: body.title ?? defaultConversationTitle(bot.name),
       place: body.place ?? "direct",
     });
     return context.json(conversationView(conversation, "idle"), 201);

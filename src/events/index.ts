@@ -23,6 +23,8 @@ export type ConversationEvent =
       stream: "stdout" | "stderr";
       data: string;
     }
+  /** The conversation got a new title (loop/titles.ts, a rename). */
+  | { type: "renamed"; conversationId: string; title: string }
   /** The owner asked to stop the running turn (loop/interrupts.ts); for nodes, not for clients. */
   | { type: "interrupt"; conversationId: string; requestedAt: number };
 

@@ -127,7 +127,7 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       replaces: { seq: first.seq, reason: "edit" },
     });
     await runConversation(createMemoryDurable("inv_2"), deps(model), conversationId);
-    expect(model.requests[1]!.messages.map((message) => message.text)).toEqual(["what is 3+3?"]);
+    expect(model.requests[1]!.messages).toEqual([{ role: "user", text: "what is 3+3?" }]);
     await store.appendMessage({
       conversationId,
       clientMessageId: "again",
@@ -136,7 +136,7 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
       replaces: { seq: edited.message.seq, reason: "regenerate" },
     });
     await runConversation(createMemoryDurable("inv_3"), deps(model), conversationId);
-    expect(model.requests[2]!.messages.map((message) => message.text)).toEqual(["what is 3+3?"]);
+    expect(model.requests[2]!.messages).toEqual([{ role: "user", text: "what is 3+3?" }]);
     // The record keeps all three versions and both earlier replies.
     const replies = (await store.listSteps(conversationId)).filter((step) => step.kind === "reply");
     expect(replies.map((step) => step.payload.text)).toEqual(["answer 0", "answer 1", "answer 2"]);

@@ -436,7 +436,9 @@ export type StreamEvent =
   | { type: "turn"; state: TurnState; turnId: string | null }
   | { type: "computer"; state: ComputerState; computerId?: string }
   /** Output of a running computer tool as it streams; the tool step holds the final result. */
-  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string };
+  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
+  /** The conversation has a new title (an automatic one after its first message or reply). */
+  | { type: "renamed"; title: string };
 
 /** `GET /v1/bots` and `GET /v1/conversations`: the list envelopes. */
 export interface BotList {
