@@ -63,6 +63,8 @@ export interface FeedSnapshot {
   readonly stopping: boolean;
   /** Why the last stop could not be asked for, in plain words. */
   readonly stopProblem: string | undefined;
+  /** The newest title the stream announced (an automatic title, docs/web.md "Titles"). */
+  readonly title: string | undefined;
 }
 
 interface Segment {
@@ -113,6 +115,7 @@ export class ConversationFeed {
     lastSeq: 0,
     stopping: false,
     stopProblem: undefined,
+    title: undefined,
   };
 
   constructor(api: ApiClient, conversationId: string, options: FeedOptions = {}) {
@@ -180,6 +183,16 @@ export class ConversationFeed {
     };
     this.update({ pending: [...this.state.pending, pending] }, true);
     await this.deliver(pending.clientMessageId);
+  }
+
+  /** Branches (docs/web.md): ask the last message again; the old reply stays in the record. */
+  async regenerate(): Promise<void> {
+    await this.api.regenerate(this.conversationId, crypto.randomUUID());
+  }
+
+  /** Branches: send an edited version of a message; what followed it stays in the record. */
+  async edit(messageId: string, text: string): Promise<void> {
+    await this.api.editMessage(this.conversationId, messageId, text, crypto.randomUUID());
   }
 
   /** F6: asks the server to stop the running turn. */
@@ -394,6 +407,9 @@ export class ConversationFeed {
         return;
       case "computer":
         this.update({ computerState: event.state }, true);
+        return;
+      case "renamed":
+        this.update({ title: event.title }, true);
         return;
       case "tool-output": {
         const previous = this.state.toolOutput[event.callId] ?? "";
