@@ -1038,7 +1038,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
 /** What an SSE event carries: the event minus its routing fields. */
 function eventData(event: ConversationEvent | AccountEvent): Record<string, unknown> {
-  if (event.type === "computer") return { computerId: event.computerId, state: event.state };
+  if (event.type === "computer")
+    return {
+      computerId: event.computerId,
+      state: event.state,
+      ...(event.heldByTurns === undefined ? {} : { heldByTurns: event.heldByTurns }),
+    };
   if ("accountId" in event) return {};
   const { type: _type, conversationId: _conversationId, ...data } = event;
   return data;

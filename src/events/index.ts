@@ -29,7 +29,14 @@ export type ConversationEvent =
   | { type: "interrupt"; conversationId: string; requestedAt: number };
 
 export type AccountEvent =
-  | { type: "computer"; accountId: string; state: string; computerId: string }
+  | {
+      type: "computer";
+      accountId: string;
+      state: string;
+      computerId: string;
+      /** Turns holding it awake, when that changed (a turn took or let go of it). */
+      heldByTurns?: number;
+    }
   /** Something the owner is told (notifications/): the view the account's stream sends. */
   | { type: "notification"; accountId: string; notification: Record<string, unknown> }
   /** A draft was made, sent, failed or discarded (drafts/). */

@@ -434,7 +434,8 @@ export type StreamEvent =
   /** `reset`: a model call is being retried; drop what this turn streamed since its last step. */
   | { type: "delta"; turnId: string; text: string; reset?: boolean }
   | { type: "turn"; state: TurnState; turnId: string | null }
-  | { type: "computer"; state: ComputerState; computerId?: string }
+  /** `heldByTurns`: the turns holding it awake, sent when a turn takes or lets go of it. */
+  | { type: "computer"; state: ComputerState; computerId?: string; heldByTurns?: number }
   /** Output of a running computer tool as it streams; the tool step holds the final result. */
   | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
   /** The conversation has a new title (an automatic one after its first message or reply). */

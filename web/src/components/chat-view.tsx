@@ -111,7 +111,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
     refreshConversations,
   ]);
 
-  useComputerEvents(snapshot.computerState);
+  useComputerEvents(snapshot.computerState, snapshot.computerHeldByTurns);
   const activity = activityOf(snapshot);
   // Branches, edit and regenerate (message-actions.tsx); the timeline shows the chosen versions.
   const { actions, shown, lastEditable } = useChatActionState(feed, snapshot, {

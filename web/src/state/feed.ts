@@ -56,6 +56,8 @@ export interface FeedSnapshot {
   readonly streaming: string;
   readonly pending: readonly PendingMessage[];
   readonly computerState: ComputerState | undefined;
+  /** The turns holding the computer, as the stream last said (undefined: not said yet). */
+  readonly computerHeldByTurns: number | undefined;
   /** Live output of running tool calls by call id (the tail, while the call runs). */
   readonly toolOutput: Readonly<Record<string, string>>;
   readonly lastSeq: number;
@@ -111,6 +113,7 @@ export class ConversationFeed {
     streaming: "",
     pending: [],
     computerState: undefined,
+    computerHeldByTurns: undefined,
     toolOutput: {},
     lastSeq: 0,
     stopping: false,
@@ -406,7 +409,13 @@ export class ConversationFeed {
         );
         return;
       case "computer":
-        this.update({ computerState: event.state }, true);
+        this.update(
+          {
+            computerState: event.state,
+            ...(event.heldByTurns === undefined ? {} : { computerHeldByTurns: event.heldByTurns }),
+          },
+          true,
+        );
         return;
       case "renamed":
         this.update({ title: event.title }, true);
