@@ -1,5 +1,5 @@
 /**
- * Conversation titles (issue 16 §2, docs/web.md "Titles"): a conversation started without one
+ * Conversation titles (issue 16 §2, docs/chat.md "Titles"): a conversation started without one
  * gets a short rule's title from its first message at once, and, for a real model, the bot's
  * model's own short title after its first reply.
  *

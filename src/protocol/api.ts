@@ -164,7 +164,7 @@ export interface MessagePayload {
   /** Absent for a person's chat message. */
   source?: MessageSource;
   /**
-   * This message starts a new branch (docs/web.md "Branches"): the message stored at `seq`, and
+   * This message starts a new branch (docs/chat.md "Branches"): the message stored at `seq`, and
    * everything after it up to this one, leave the active history but stay in the record.
    * `edit`: the person changed that message; `regenerate`: the same words, asked again.
    */

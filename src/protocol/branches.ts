@@ -1,5 +1,5 @@
 /**
- * Branches of a conversation (docs/web.md "Branches", decision 0036): regenerating a reply or
+ * Branches of a conversation (docs/chat.md "Branches", decision 0036): regenerating a reply or
  * editing a message never rewrites the record. The new message's step says which earlier message
  * it replaces (`MessagePayload.replaces`); the steps from that one up to the new one leave the
  * active branch but stay stored. Shared by the loop (the model's history) and the web app (the

@@ -1,5 +1,5 @@
 /**
- * Search across one account's conversations (issue 16 §2, docs/web.md "Search"): titles, the
+ * Search across one account's conversations (issue 16 §2, docs/chat.md "Search"): titles, the
  * messages people sent and the bots' replies.
  *
  * Invariants (both implementations; checked by search.contract.ts):

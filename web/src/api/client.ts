@@ -208,7 +208,12 @@ export function createApiClient(options: ApiClientOptions) {
         json: { clientMessageId },
       }),
     /** A new branch from an edited message. */
-    editMessage: (conversationId: string, messageId: string, text: string, clientMessageId: string) =>
+    editMessage: (
+      conversationId: string,
+      messageId: string,
+      text: string,
+      clientMessageId: string,
+    ) =>
       json<PostedMessage>(
         "POST",
         `/v1/conversations/${enc(conversationId)}/messages/${enc(messageId)}/edit`,

@@ -127,7 +127,9 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
   useEffect(() => {
     if (activity !== "working") return;
     const onKey = (event: KeyboardEvent) => {
-      if (event.key === "Escape" && !event.defaultPrevented) void feed.stop();
+      // An open popover or dialog takes the Esc for itself (it closes); the bot keeps working.
+      const dialogOpen = document.querySelector('[role="dialog"]') !== null;
+      if (event.key === "Escape" && !event.defaultPrevented && !dialogOpen) void feed.stop();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);

@@ -33,7 +33,7 @@ export function Composer({
   onStop?: (() => void) | undefined;
   /** A stop was asked for and the turn has not ended yet. */
   stopping?: boolean;
-  /** ↑ in an empty box: edit the last message (docs/web.md "Keyboard"). */
+  /** ↑ in an empty box: edit the last message (docs/chat.md "Keyboard"). */
   onEditLast?: (() => void) | undefined;
 }) {
   const [text, setText] = useState(() => sessionStorage.getItem(`roost.draft.${draftKey}`) ?? "");

@@ -1,5 +1,5 @@
 /**
- * What a person can do with the messages of a conversation (docs/web.md "Branches"): edit and
+ * What a person can do with the messages of a conversation (docs/chat.md "Branches"): edit and
  * resend a message, regenerate the last reply, and page through the versions of a message that
  * was edited or regenerated ("‹ 1/2 ›"). Editing or regenerating starts a branch: the earlier
  * one stays in the record and the switcher shows it as it was (protocol/branches.ts BR2).

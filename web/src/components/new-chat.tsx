@@ -26,7 +26,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
   const send = async (text: string) => {
     setError(undefined);
     try {
-      // No title: the server makes one from the message (docs/web.md "Titles").
+      // No title: the server makes one from the message (docs/chat.md "Titles").
       const conversation = await api.createConversation(botId);
       upsertConversation(conversation);
       const opened = feed(conversation.id);

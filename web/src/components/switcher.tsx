@@ -5,7 +5,14 @@
  * conversations) and shows where each matched. ↑/↓ pick, Enter opens, Esc closes.
  */
 import { Search } from "lucide-react";
-import { useEffect, useId, useRef, useState, useSyncExternalStore, type KeyboardEvent } from "react";
+import {
+  useEffect,
+  useId,
+  useRef,
+  useState,
+  useSyncExternalStore,
+  type KeyboardEvent,
+} from "react";
 import type { ConversationSearchHit } from "../api/types.ts";
 import { formatRelative } from "../lib/format.ts";
 import { navigate, paths } from "../lib/router.ts";

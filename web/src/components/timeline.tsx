@@ -689,9 +689,7 @@ export function Timeline({
             (working || waiting) &&
             snapshot.streaming === "" &&
             !runningTool &&
-            !parked && (
-              <ThinkingRow botName={bot?.name ?? "Bot"} />
-            )}
+            !parked && <ThinkingRow botName={bot?.name ?? "Bot"} />}
         </div>
       </div>
       {showJump && (

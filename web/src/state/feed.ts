@@ -65,7 +65,7 @@ export interface FeedSnapshot {
   readonly stopping: boolean;
   /** Why the last stop could not be asked for, in plain words. */
   readonly stopProblem: string | undefined;
-  /** The newest title the stream announced (an automatic title, docs/web.md "Titles"). */
+  /** The newest title the stream announced (an automatic title, docs/chat.md "Titles"). */
   readonly title: string | undefined;
 }
 
@@ -188,7 +188,7 @@ export class ConversationFeed {
     await this.deliver(pending.clientMessageId);
   }
 
-  /** Branches (docs/web.md): ask the last message again; the old reply stays in the record. */
+  /** Branches (docs/chat.md): ask the last message again; the old reply stays in the record. */
   async regenerate(): Promise<void> {
     await this.api.regenerate(this.conversationId, crypto.randomUUID());
   }
