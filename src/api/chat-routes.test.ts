@@ -245,7 +245,7 @@ describe("edit (BAPI2, BAPI4)", () => {
       clientMessageId: "routine-1",
       authorAccountId: ann.id,
       text: "daily report",
-      source: { kind: "routine", routineId: "r1", runId: "run1" } as Api.MessageSource,
+      source: { kind: "routine", routineId: "r1", runId: "run1" },
     });
     await reply(id, "report done");
     const refused = await call(

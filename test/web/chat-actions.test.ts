@@ -95,12 +95,12 @@ describe.skipIf(!existsSync(chromiumPath))(
         .toBe(2);
       expect(await finalReplies().count()).toBe(1); // only the active branch is shown
       await page.getByRole("button", { name: "Earlier version" }).click();
-      expect(await switcher.locator(".version-count").textContent()).toBe("1/2");
-      expect(await switcher.textContent()).toContain("earlier version");
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("1/2");
+      await expect.poll(() => switcher.textContent()).toContain("earlier version");
       // No actions on an earlier branch: it is the record as it was.
-      expect(await page.getByRole("button", { name: "Regenerate" }).count()).toBe(0);
+      await expect.poll(() => page.getByRole("button", { name: "Regenerate" }).count()).toBe(0);
       await page.getByRole("button", { name: "Later version" }).click();
-      expect(await switcher.locator(".version-count").textContent()).toBe("2/2");
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("2/2");
     });
 
     it("edit and resend: the conversation branches, the earlier branch stays visible", async () => {
@@ -115,15 +115,24 @@ describe.skipIf(!existsSync(chromiumPath))(
         .waitFor({ timeout: 30_000 });
       await idle();
       const switcher = page.getByTestId("version-switcher");
-      expect(await switcher.locator(".version-count").textContent()).toBe("3/3");
-      expect(await page.getByText("$ think slowly about boiled eggs").count()).toBe(0);
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("3/3");
+      await expect.poll(() => page.getByText("$ think slowly about boiled eggs").count()).toBe(0);
       await screenshot(page, "desktop-chat-branch-current");
-      await page.getByRole("button", { name: "Earlier version" }).click();
+      const earlier = page.getByRole("button", { name: "Earlier version" });
+      const later = page.getByRole("button", { name: "Later version" });
+      await earlier.click(); // the regenerated version
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("2/3");
       await page.getByText("$ think slowly about boiled eggs").waitFor();
-      expect(await page.getByText("tell me about scrambled eggs").count()).toBe(0);
+      await expect.poll(() => page.getByText("tell me about scrambled eggs").count()).toBe(0);
+      await earlier.click(); // the first
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("1/3");
+      await expect.poll(() => earlier.isDisabled()).toBe(true);
       await screenshot(page, "desktop-chat-branch-earlier");
-      await page.getByRole("button", { name: "Later version" }).click();
-      await page.getByRole("button", { name: "Later version" }).click();
+      await later.click();
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("2/3");
+      await later.click();
+      await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("3/3");
+      await expect.poll(() => later.isDisabled()).toBe(true);
       await page.getByText("tell me about scrambled eggs").first().waitFor();
       // The record keeps every version.
       const messages = (await steps()).filter((step) => step.kind === "message");

@@ -48,10 +48,9 @@ export function useChatActionState(
       )?.payload.messageId,
     [active, editable],
   );
-  const shown = useMemo(
-    () => (chosen.length === 0 ? snapshot : { ...snapshot, steps: visibleSteps(steps, chosen) }),
-    [snapshot, steps, chosen],
-  );
+  // BR1, BR2: the active branch, or the record as it was before the next chosen version.
+  const visible = useMemo(() => visibleSteps(steps, chosen), [steps, chosen]);
+  const shown = useMemo(() => ({ ...snapshot, steps: visible }), [snapshot, visible]);
 
   const choose = useCallback(
     (seq: number) => {
