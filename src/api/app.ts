@@ -868,6 +868,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       title: body.title,
       actorAccountId: context.get("account").id,
     });
+    events.publish({ type: "renamed", conversationId: renamed.id, title: renamed.title });
     return context.json(conversationView(renamed, events.turnState(renamed.id)));
   });
 

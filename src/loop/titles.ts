@@ -79,6 +79,15 @@ export async function titleFirstMessage(
   return title;
 }
 
+/** TTL3: a model that cannot be resolved (no key) makes no title request; the rule's title stays. */
+function isDemoOrMissing(resolve: (spec: string | null) => ModelClient, spec: string | null) {
+  try {
+    return resolve(spec).isDemo;
+  } catch {
+    return true;
+  }
+}
+
 const titleInstructions =
   "Write a title for this conversation: at most six words, in the language of the user's message, " +
   "no quotes, no full stop. Answer with the title only.";
@@ -98,7 +107,7 @@ export function createTitleHook(deps: {
       const conversation = await deps.store.getConversation(turn.conversationId);
       if (conversation === undefined) return null;
       const bot = await deps.store.getBot(conversation.botId);
-      if (bot === undefined || deps.resolveModel(bot.model).isDemo) return null;
+      if (bot === undefined || isDemoOrMissing(deps.resolveModel, bot.model)) return null;
       const steps = await deps.store.listSteps(turn.conversationId, { limit: 200 });
       const message = steps.find((step) => step.kind === "message");
       const reply = steps.find((step) => step.kind === "reply");

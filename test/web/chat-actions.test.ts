@@ -67,7 +67,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       const thinking = page.getByTestId("thinking");
       await thinking.waitFor({ timeout: 10_000 });
       await expect
-        .poll(() => thinking.getByRole("status").textContent(), { timeout: 10_000 })
+        .poll(() => thinking.getByRole("timer").textContent(), { timeout: 10_000 })
         .toMatch(/^Thinking… [1-9] s$/);
       expect(await page.locator("[data-streaming]").count()).toBe(0);
       await screenshot(page, "desktop-chat-thinking");

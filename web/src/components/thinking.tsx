@@ -30,7 +30,7 @@ export function ThinkingRow({ botName }: { botName: string }) {
         <span />
         <span />
       </span>
-      <span className="thinking-label" role="status">
+      <span className="thinking-label" role="timer">
         {thinkingLabel(now - startedAt)}
       </span>
     </div>
