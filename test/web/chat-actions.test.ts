@@ -128,6 +128,9 @@ describe.skipIf(!existsSync(chromiumPath))(
       await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("1/3");
       await expect.poll(() => earlier.isDisabled()).toBe(true);
       await screenshot(page, "desktop-chat-branch-earlier");
+      await page.setViewportSize({ width: 390, height: 844 });
+      await screenshot(page, "phone-chat-branch-earlier");
+      await page.setViewportSize({ width: 1280, height: 800 });
       await later.click();
       await expect.poll(() => switcher.locator(".version-count").textContent()).toBe("2/3");
       await later.click();
