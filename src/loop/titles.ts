@@ -107,7 +107,8 @@ export function createTitleHook(deps: {
       const conversation = await deps.store.getConversation(turn.conversationId);
       if (conversation === undefined) return null;
       const bot = await deps.store.getBot(conversation.botId);
-      if (bot === undefined || isDemoOrMissing(deps.resolveModel, bot.model)) return null;
+      if (bot === undefined || isDemoOrMissing((spec) => deps.resolveModel(spec), bot.model))
+        return null;
       const steps = await deps.store.listSteps(turn.conversationId, { limit: 200 });
       const message = steps.find((step) => step.kind === "message");
       const reply = steps.find((step) => step.kind === "reply");
