@@ -61,6 +61,9 @@ import { postMessage, type AskDependencies } from "./ask.ts";
 import { openAiErrorType, openAiPaths, registerOpenAiRoutes } from "./openai-routes.ts";
 import { registerMcpServerRoute } from "./mcp-server-routes.ts";
 import { registerProviderRoutes } from "./provider-routes.ts";
+import { registerBranchRoutes } from "./branch-routes.ts";
+import { defaultConversationTitle } from "../loop/index.ts";
+import { registerSearchRoutes, searchPath } from "./search-routes.ts";
 import { errorBody, httpStatus, retryAfterSeconds } from "./errors.ts";
 import {
   createRequestLimiter,
@@ -461,7 +464,9 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     if (
       route !== undefined &&
       !routesWithQuery.has(`${route.method} ${route.path}`) &&
-      !validatesOwnQuery(route.path)
+      !validatesOwnQuery(route.path) &&
+      // search-routes.ts parses its own; `/:id` matches its path too and would be the last route.
+      context.req.path !== searchPath
     ) {
       refuseQuery(context, `${route.method} ${route.path}`);
     }
@@ -678,6 +683,17 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       mcp: deps.mcp,
     });
+  // Chat branches and search (docs/api.md "Branches", "Search"); before /v1/conversations/:id.
+  registerBranchRoutes(app as unknown as Parameters<typeof registerBranchRoutes>[0], {
+    store,
+    events,
+    ask: askDeps,
+    startedConversation: (context, id) => startedConversation(context as unknown as AppContext, id),
+  });
+  registerSearchRoutes(app as unknown as Parameters<typeof registerSearchRoutes>[0], {
+    store,
+    view: (accountId, conversations) => withActivity(accountId, conversations),
+  });
   // Roost as a server for other agents' clients (docs/serve.md).
   const askRoutes = {
     ...askDeps,
@@ -810,7 +826,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     const conversation = await store.createConversation({
       accountId: context.get("account").id,
       botId: bot.id,
-      title: body.title ?? `Chat with ${bot.name}`,
+      title: body.title ?? defaultConversationTitle(bot.name),
       place: body.place ?? "direct",
     });
     return context.json(conversationView(conversation, "idle"), 201);
@@ -865,6 +881,7 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       title: body.title,
       actorAccountId: context.get("account").id,
     });
+    events.publish({ type: "renamed", conversationId: renamed.id, title: renamed.title });
     return context.json(conversationView(renamed, events.turnState(renamed.id)));
   });
 
@@ -1035,7 +1052,12 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
 
 /** What an SSE event carries: the event minus its routing fields. */
 function eventData(event: ConversationEvent | AccountEvent): Record<string, unknown> {
-  if (event.type === "computer") return { computerId: event.computerId, state: event.state };
+  if (event.type === "computer")
+    return {
+      computerId: event.computerId,
+      state: event.state,
+      ...(event.heldByTurns === undefined ? {} : { heldByTurns: event.heldByTurns }),
+    };
   if ("accountId" in event) return {};
   const { type: _type, conversationId: _conversationId, ...data } = event;
   return data;

@@ -18,6 +18,7 @@ import type { Logger } from "../log/index.ts";
 import { followReply, type Api, type EndStep } from "../protocol/index.ts";
 import type { Bot, Conversation, Message, Store } from "../store/index.ts";
 import { mayUseConversation } from "../teams/index.ts";
+import { titleFirstMessage } from "../loop/index.ts";
 import { stepView } from "./views.ts";
 
 export interface AskDependencies {
@@ -38,6 +39,9 @@ export async function postMessage(
     requestId: string;
     /** Runs after the message is stored and announced, before the loop is kicked. */
     beforeKick?: () => void;
+    /** It starts a branch (branch-routes.ts): regenerate or edit. */
+    replaces?: Api.MessageReplaces;
+    source?: Api.MessageSource;
   },
 ): Promise<{ message: Message; created: boolean }> {
   const { message, created, waiter } = await deps.store.appendMessage({
@@ -45,7 +49,15 @@ export async function postMessage(
     clientMessageId: input.clientMessageId,
     authorAccountId: input.authorAccountId,
     text: input.text,
+    ...(input.replaces === undefined ? {} : { replaces: input.replaces }),
+    ...(input.source === undefined ? {} : { source: input.source }),
   });
+  if (created && message.seq === 1) {
+    // TTL1: a conversation started without a title gets the rule's title of its first message.
+    const title = await titleFirstMessage(deps.store, input.conversationId, input.text);
+    if (title !== undefined)
+      deps.events.publish({ type: "renamed", conversationId: input.conversationId, title });
+  }
   if (created) {
     deps.events.publish({
       type: "changed",

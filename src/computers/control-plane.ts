@@ -393,6 +393,18 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     return status(ctx.key, record, await ctx.date.now(), connected);
   };
 
+  /** Live clients see the turns holding the computer change (issue 16 §2: no stale "In use"). */
+  function publishHolders(ctx: restate.ObjectContext, record: ComputerRecord, now: number): void {
+    if (record.accountId === "") return;
+    deps.events.publishAccount({
+      type: "computer",
+      accountId: record.accountId,
+      computerId: ctx.key,
+      state: record.state,
+      heldByTurns: activeHolders(record, now).length,
+    });
+  }
+
   function publishKind(ctx: restate.ObjectContext, record: ComputerRecord, state: string): void {
     ctx.set(recordKey, record);
     if (record.accountId === "") return;
@@ -426,9 +438,11 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
           await wake(ctx, record);
         }
         const now = await ctx.date.now();
+        const newHolder = request.holder !== undefined && !(request.holder in record.holders);
         if (request.holder !== undefined) record.holders[request.holder] = now + deps.holdLeaseMs; // C2
         record.lastActiveAt = now;
         ctx.set(recordKey, record);
+        if (newHolder) publishHolders(ctx, record, now);
         return status(ctx.key, record, now);
       },
 
@@ -439,6 +453,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         delete record.holders[request.holder];
         record.lastActiveAt = await ctx.date.now();
         ctx.set(recordKey, record);
+        publishHolders(ctx, record, record.lastActiveAt);
       },
 
       /** Activity that should push the idle timer back (a tool call finished). */

@@ -23,11 +23,20 @@ export type ConversationEvent =
       stream: "stdout" | "stderr";
       data: string;
     }
+  /** The conversation got a new title (loop/titles.ts, a rename). */
+  | { type: "renamed"; conversationId: string; title: string }
   /** The owner asked to stop the running turn (loop/interrupts.ts); for nodes, not for clients. */
   | { type: "interrupt"; conversationId: string; requestedAt: number };
 
 export type AccountEvent =
-  | { type: "computer"; accountId: string; state: string; computerId: string }
+  | {
+      type: "computer";
+      accountId: string;
+      state: string;
+      computerId: string;
+      /** Turns holding it awake, when that changed (a turn took or let go of it). */
+      heldByTurns?: number;
+    }
   /** Something the owner is told (notifications/): the view the account's stream sends. */
   | { type: "notification"; accountId: string; notification: Record<string, unknown> }
   /** A draft was made, sent, failed or discarded (drafts/). */

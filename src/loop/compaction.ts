@@ -21,7 +21,7 @@ import type { DurableContext } from "../engine/index.ts";
 import { StepFailedError } from "../engine/index.ts";
 import type { Logger } from "../log/index.ts";
 import { estimateTokens, type ModelClient } from "../models/index.ts";
-import type { Api } from "../protocol/index.ts";
+import { activeSteps, type Api } from "../protocol/index.ts";
 import type { Step, Store } from "../store/index.ts";
 
 /** How compaction is configured (docs/configuration.md). */
@@ -143,7 +143,10 @@ export async function compact(
       previous === undefined
         ? 0
         : (previous.payload as unknown as Api.SummaryPayload).coversThroughSeq;
-    const steps = await store.listSteps(turn.conversationId, { afterSeq: covered, limit: 100_000 });
+    // BR1: an abandoned branch (an edited message, a regenerated reply) is not summarised.
+    const steps = activeSteps(
+      await store.listSteps(turn.conversationId, { afterSeq: covered, limit: 100_000 }),
+    );
     const throughSeq = cutPoint(
       steps.filter((step) => step.kind !== "summary"),
       settings.keepMessages,

@@ -10,10 +10,12 @@
  *   HIS3 the history never starts with tool results whose call was cut off by the window.
  *   HIS4 a message no person typed (a routine's, a webhook's, another bot's) reaches the model with
  *        a first line that says where it came from, so the model never mistakes it for its user.
+ *   HIS5 only the active branch is read (protocol/branches.ts BR1): an edited message and a
+ *        regenerated reply leave the history, though they stay in the record.
  */
 import type { ModelMessage, ToolSpec } from "../models/index.ts";
 import type { TurnRoute } from "../tools/index.ts";
-import type { Api } from "../protocol/index.ts";
+import { activeSteps, type Api } from "../protocol/index.ts";
 import type { Bot, Message, Step } from "../store/index.ts";
 import type { SectionHash } from "./prompt.ts";
 
@@ -49,14 +51,15 @@ export interface TurnContext {
 
 type Keyed = { position: number; kind: 0 | 1; seq: number; message: ModelMessage };
 
-/** The model's view of the stored steps (HIS1–HIS3). */
+/** The model's view of the stored steps (HIS1–HIS3, HIS5). */
 export function stepsToMessages(
   steps: readonly Step[],
   messages: readonly Pick<Message, "id" | "takenBy" | "takenAtSeq">[],
 ): ModelMessage[] {
   const byId = new Map(messages.map((message) => [message.id, message]));
   const keyed: Keyed[] = [];
-  for (const step of steps) {
+  for (const step of activeSteps(steps)) {
+    // BR1: the model reads only the active branch
     switch (step.kind) {
       case "message": {
         const payload = step.payload as unknown as Api.MessagePayload;

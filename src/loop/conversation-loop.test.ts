@@ -115,6 +115,33 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     expect(durable.steps).toEqual(["take-inbox"]);
   });
 
+  it("an edited message and a regenerated reply leave the model's history (HIS5)", async () => {
+    const first = (await send("what is 2+2?")).message;
+    const model = scriptedModel((_request, index) => ({ text: `answer ${index}` }));
+    await runConversation(createMemoryDurable("inv_1"), deps(model), conversationId);
+    const edited = await store.appendMessage({
+      conversationId,
+      clientMessageId: "edit",
+      authorAccountId: accountId,
+      text: "what is 3+3?",
+      replaces: { seq: first.seq, reason: "edit" },
+    });
+    await runConversation(createMemoryDurable("inv_2"), deps(model), conversationId);
+    expect(model.requests[1]!.messages).toEqual([{ role: "user", text: "what is 3+3?" }]);
+    await store.appendMessage({
+      conversationId,
+      clientMessageId: "again",
+      authorAccountId: accountId,
+      text: "what is 3+3?",
+      replaces: { seq: edited.message.seq, reason: "regenerate" },
+    });
+    await runConversation(createMemoryDurable("inv_3"), deps(model), conversationId);
+    expect(model.requests[2]!.messages).toEqual([{ role: "user", text: "what is 3+3?" }]);
+    // The record keeps all three versions and both earlier replies.
+    const replies = (await store.listSteps(conversationId)).filter((step) => step.kind === "reply");
+    expect(replies.map((step) => step.payload.text)).toEqual(["answer 0", "answer 1", "answer 2"]);
+  });
+
   it("answers messages that arrived together in one turn", async () => {
     await send("first");
     await send("second");

@@ -22,6 +22,13 @@ export {
   stepsToMessages,
   type TurnContext,
 } from "./context.ts";
+export {
+  cleanTitle,
+  createTitleHook,
+  defaultConversationTitle,
+  ruleTitle,
+  titleFirstMessage,
+} from "./titles.ts";
 export { createTurnInterrupts, type RunningTurn, type TurnInterrupts } from "./interrupts.ts";
 export {
   assembleSystemPrompt,

@@ -49,7 +49,7 @@ import {
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
 import { createGateway } from "../gateway/index.ts";
-import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
+import { createConversationObject, createTitleHook, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, createProviderSettings, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
 import {
@@ -534,7 +534,12 @@ export async function startPlatform(
               ),
           ]
         : [],
-      afterTurn: [createRunSettler(store), results.afterTurn, helpers.afterTurn],
+      afterTurn: [
+        createRunSettler(store),
+        results.afterTurn,
+        helpers.afterTurn,
+        createTitleHook({ store, events, resolveModel }),
+      ],
       logger: logger.child({ component: "loop" }),
     });
     // C9: this node as a computer host (decision 0040).

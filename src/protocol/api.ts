@@ -164,6 +164,16 @@ export interface MessagePayload {
   authorAccountId: string;
   /** Absent for a person's chat message. */
   source?: MessageSource;
+  /**
+   * This message starts a new branch (docs/chat.md "Branches"): the message stored at `seq`, and
+   * everything after it up to this one, leave the active history but stay in the record.
+   * `edit`: the person changed that message; `regenerate`: the same words, asked again.
+   */
+  replaces?: MessageReplaces;
+}
+export interface MessageReplaces {
+  seq: number;
+  reason: "edit" | "regenerate";
 }
 /** The bot decided that nothing needs saying (the `no_reply` result). */
 export interface NoReplyPayload {
@@ -427,9 +437,12 @@ export type StreamEvent =
   /** `reset`: a model call is being retried; drop what this turn streamed since its last step. */
   | { type: "delta"; turnId: string; text: string; reset?: boolean }
   | { type: "turn"; state: TurnState; turnId: string | null }
-  | { type: "computer"; state: ComputerState; computerId?: string }
+  /** `heldByTurns`: the turns holding it awake, sent when a turn takes or lets go of it. */
+  | { type: "computer"; state: ComputerState; computerId?: string; heldByTurns?: number }
   /** Output of a running computer tool as it streams; the tool step holds the final result. */
-  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string };
+  | { type: "tool-output"; callId: string; stream: "stdout" | "stderr"; data: string }
+  /** The conversation has a new title (an automatic one after its first message or reply). */
+  | { type: "renamed"; title: string };
 
 /** `GET /v1/bots` and `GET /v1/conversations`: the list envelopes. */
 export interface BotList {
@@ -437,6 +450,26 @@ export interface BotList {
 }
 export interface ConversationList {
   conversations: Conversation[];
+}
+
+/** `GET /v1/conversations/search?q=` (docs/api.md "Search"): the caller's conversations that match. */
+export interface ConversationSearch {
+  results: ConversationSearchHit[];
+}
+export interface ConversationSearchHit {
+  conversation: Conversation;
+  /** The newest matching message or reply, cut around the words; null when only the title matched. */
+  match: { seq: number; kind: "message" | "reply"; snippet: string } | null;
+}
+
+/** `POST /v1/conversations/{id}/messages/{messageId}/edit` (docs/api.md "Branches"). */
+export interface EditMessageRequest {
+  text: string;
+  clientMessageId: string;
+}
+/** `POST /v1/conversations/{id}/regenerate`. */
+export interface RegenerateRequest {
+  clientMessageId: string;
 }
 
 /** `GET /v1/conversations/{id}/steps`. */

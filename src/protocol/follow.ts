@@ -118,6 +118,8 @@ export async function followReply(options: FollowOptions): Promise<EndStep> {
       case "computer":
         options.onEvent?.(event);
         break;
+      case "renamed":
+        break;
       default: {
         const unknown: never = event;
         void unknown;

@@ -17,3 +17,4 @@ export * from "./results.ts";
 export * from "./screens.ts";
 export type * as Api from "./api.ts";
 export * from "./follow.ts";
+export * from "./branches.ts";

@@ -18,6 +18,7 @@ import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queri
 import { createMcpQueries } from "./mcp-queries.ts";
 import { createProviderQueries } from "./provider-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
+import { createSearchQueries } from "./search-queries.ts";
 import { migrations } from "./migrations.ts";
 import type {
   Account,
@@ -362,6 +363,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createMcpQueries(driver, now, insertAudit),
     ...createScreenLeaseQueries(driver, now, insertAudit),
     ...createProviderQueries(driver, now, insertAudit),
+    ...createSearchQueries(driver, toConversation),
     kind: driver.kind,
 
     async migrate() {
@@ -748,7 +750,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async appendMessage({ conversationId, clientMessageId, authorAccountId, text, source }) {
+    async appendMessage({
+      conversationId,
+      clientMessageId,
+      authorAccountId,
+      text,
+      source,
+      replaces,
+    }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
       return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
@@ -794,6 +803,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                   text,
                   authorAccountId,
                   ...(source === undefined ? {} : { source }),
+                  ...(replaces === undefined ? {} : { replaces }),
                 }),
                 at,
               ],

@@ -13,6 +13,7 @@ import { resultsContract } from "./results.contract.ts";
 import { approvalsContract } from "./approvals.contract.ts";
 import { attachmentsContract } from "./attachments.contract.ts";
 import { screenLeasesContract } from "./screen-leases.contract.ts";
+import { searchContract } from "./search.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { withFaults } from "./testing/faulty-driver.ts";
 
@@ -42,6 +43,7 @@ routineStoreContract("sqlite", openSqlite);
 approvalsContract("sqlite", openSqlite);
 attachmentsContract("sqlite", openSqlite);
 screenLeasesContract("sqlite", openSqlite);
+searchContract("sqlite", openSqlite);
 
 const postgres = await postgresAvailable();
 if (postgres.ok) {
@@ -63,6 +65,7 @@ if (postgres.ok) {
   approvalsContract("postgres", openPostgres);
   attachmentsContract("postgres", openPostgres);
   screenLeasesContract("postgres", openPostgres);
+  searchContract("postgres", openPostgres);
 } else {
   describe("store contract: postgres", () => {
     console.warn(`skipping the Postgres store contract: ${postgres.reason}`);

@@ -35,6 +35,7 @@ import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
+import type { SearchStore } from "./search-types.ts";
 
 export type MessageSource = Api.MessageSource;
 
@@ -51,6 +52,7 @@ export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
 export type * from "./attachment-types.ts";
 export type * from "./provider-types.ts";
+export type * from "./search-types.ts";
 
 export interface Account {
   id: string;
@@ -219,7 +221,8 @@ export interface Store
     AttachmentStore,
     McpStore,
     ScreenLeaseStore,
-    ModelProviderStore {
+    ModelProviderStore,
+    SearchStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
@@ -303,6 +306,8 @@ export interface Store
     text: string;
     /** Where it came from; absent for a person's chat message. */
     source?: MessageSource;
+    /** It starts a branch from an earlier message (Api.MessagePayload.replaces); kept in its step. */
+    replaces?: Api.MessageReplaces;
   }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages

@@ -17,7 +17,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { resolveConfig } from "../../src/config/index.ts";
-import { createDemoModel, type ModelClient } from "../../src/models/index.ts";
+import { createDemoModel, type InferRequest, type ModelClient } from "../../src/models/index.ts";
 import { findFreePort } from "../../src/engine/index.ts";
 import { startPlatform, type Platform, type PlatformOptions } from "../../src/platform/index.ts";
 import { createWebHandler, defaultWebDistDir } from "../../src/web/index.ts";
@@ -59,11 +59,18 @@ export interface WebRoost {
  * The demo model answers in one burst of text deltas; a person's model streams over seconds.
  * This one re-emits the demo model's deltas `pieceDelayMs` apart, so tests see a reply stream.
  */
-export function streamSlowly(model: ModelClient, pieceDelayMs: number): ModelClient {
+export function streamSlowly(
+  model: ModelClient,
+  pieceDelayMs: number,
+  /** How long the model "thinks" before its first token, per request. @default none */
+  thinkMs: (request: InferRequest) => number = () => 0,
+): ModelClient {
   return {
     id: model.id,
     isDemo: model.isDemo,
     async infer(request) {
+      const think = thinkMs(request);
+      if (think > 0) await new Promise((resolve) => setTimeout(resolve, think));
       const pieces: string[] = [];
       const result = await model.infer({ ...request, onTextDelta: (delta) => pieces.push(delta) });
       for (const piece of pieces) {
@@ -85,6 +92,8 @@ export async function startWebRoost(
     results?: PlatformOptions["results"];
     /** Resolve bots' models as `roost up` does (Settings → Models, env) instead of the demo model. @default false */
     realModels?: boolean;
+    /** How long the model thinks before its first token, per request (streamSlowly). */
+    thinkMs?: (request: InferRequest) => number;
   } = {},
 ): Promise<WebRoost> {
   ensureWebBuilt();
@@ -106,7 +115,7 @@ export async function startWebRoost(
     },
     { ROOST_COMPUTER_PROVIDER: "process", ...options.env },
   );
-  const model = streamSlowly(createDemoModel(), options.pieceDelayMs ?? 15);
+  const model = streamSlowly(createDemoModel(), options.pieceDelayMs ?? 15, options.thinkMs);
   const platform = await startPlatform(config, {
     logger,
     sweepIntervalMs: 1000,

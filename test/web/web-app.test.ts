@@ -105,10 +105,9 @@ describe.skipIf(!existsSync(chromiumPath))(
       await expect
         .poll(() => page.locator(".state-pill").getAttribute("data-state"), { timeout: 15_000 })
         .toBe("idle");
-      // The sidebar lists the conversation under its first message.
-      expect(await page.locator(".nav-chat").first().textContent()).toContain(
-        "hello **bold** world",
-      );
+      // The sidebar lists the conversation under a title made from its first message (its
+      // markdown marks taken off, docs/chat.md "Titles").
+      expect(await page.locator(".nav-chat").first().textContent()).toContain("Hello bold world");
       await screenshot(page, "desktop-chat");
       await page.close();
     });
@@ -393,7 +392,7 @@ describe.skipIf(!existsSync(chromiumPath))(
         "/v1/conversations",
       );
       const withTool = conversations.conversations.find((conversation) =>
-        conversation.title.startsWith("$ echo hello"),
+        conversation.title.startsWith("Run echo hello"),
       );
       if (withTool !== undefined) {
         await page.goto(`${roost.url}/c/${withTool.id}`);

@@ -32,6 +32,7 @@ import type {
 } from "./types.ts";
 import type {
   ConversationSeen,
+  ConversationSearch,
   Draft,
   DraftList,
   NotificationList,
@@ -198,6 +199,33 @@ export function createApiClient(options: ApiClientOptions) {
       json<PostedMessage>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
         json: { text, clientMessageId },
       }),
+    renameConversation: (id: string, title: string) =>
+      json<Conversation>("PATCH", `/v1/conversations/${enc(id)}`, { json: { title } }),
+    deleteConversation: async (id: string) => {
+      await send("DELETE", `/v1/conversations/${enc(id)}`);
+    },
+    /** Titles, messages and replies of the caller's conversations (docs/api.md "Search"). */
+    searchConversations: (q: string, signal?: AbortSignal) =>
+      json<ConversationSearch>("GET", `/v1/conversations/search?q=${enc(q)}&limit=20`, {
+        signal,
+      }),
+    /** A new branch that asks the last message again (docs/api.md "Branches"). */
+    regenerate: (conversationId: string, clientMessageId: string) =>
+      json<PostedMessage>("POST", `/v1/conversations/${enc(conversationId)}/regenerate`, {
+        json: { clientMessageId },
+      }),
+    /** A new branch from an edited message. */
+    editMessage: (
+      conversationId: string,
+      messageId: string,
+      text: string,
+      clientMessageId: string,
+    ) =>
+      json<PostedMessage>(
+        "POST",
+        `/v1/conversations/${enc(conversationId)}/messages/${enc(messageId)}/edit`,
+        { json: { text, clientMessageId } },
+      ),
     /** Stops the conversation's running turn; `interrupted` is false when none was running. */
     interrupt: (conversationId: string, options: { stopHelpers?: boolean } = {}) =>
       json<InterruptResult>("POST", `/v1/conversations/${enc(conversationId)}/interrupt`, {

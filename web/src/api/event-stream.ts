@@ -53,6 +53,7 @@ function toStreamEvent(event: string, data: string): StreamEvent | undefined {
     case "turn":
     case "computer":
     case "tool-output":
+    case "renamed":
       return { ...parsed, type: event } as StreamEvent;
     default:
       return undefined; // newer servers may send more kinds; ignore what we do not know

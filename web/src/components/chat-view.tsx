@@ -13,6 +13,8 @@ import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
 import { owesAnswer, Timeline } from "./timeline.tsx";
 import { EditBotLink, EmptyState, Header, ModelBadge } from "./ui.tsx";
+import { ChatActionsProvider } from "./message-actions.tsx";
+import { useChatActionState } from "../state/chat-actions.ts";
 
 type Activity = "working" | "waiting" | "idle" | "reconnecting" | "offline" | "loading";
 
@@ -109,8 +111,29 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
     refreshConversations,
   ]);
 
-  useComputerEvents(snapshot.computerState);
+  useComputerEvents(snapshot.computerState, snapshot.computerHeldByTurns);
   const activity = activityOf(snapshot);
+  // Branches, edit and regenerate (message-actions.tsx); the timeline shows the chosen versions.
+  const { actions, shown, lastEditable } = useChatActionState(feed, snapshot, {
+    meId: session.me.id,
+    idle: activity === "idle",
+    mayBranch: conversation?.place !== "shared",
+  });
+  // An automatic title arrived on the stream: the sidebar and header show it.
+  useEffect(() => {
+    if (snapshot.title !== undefined) void refreshConversations();
+  }, [snapshot.title, refreshConversations]);
+  // Esc stops the bot wherever the focus is (an editor or dialog handles its own Esc first).
+  useEffect(() => {
+    if (activity !== "working") return;
+    const onKey = (event: KeyboardEvent) => {
+      // An open popover or dialog takes the Esc for itself (it closes); the bot keeps working.
+      const dialogOpen = document.querySelector('[role="dialog"]') !== null;
+      if (event.key === "Escape" && !event.defaultPrevented && !dialogOpen) void feed.stop();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [activity, feed]);
 
   if (snapshot.status === "failed" && !snapshot.loaded) {
     return (
@@ -184,7 +207,9 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
         </aside>
       )}
       <HelperOrigin conversationId={conversationId} lastSeq={snapshot.lastSeq} />
-      <Timeline feed={feed} snapshot={snapshot} bot={bot} />
+      <ChatActionsProvider value={actions}>
+        <Timeline feed={feed} snapshot={shown} bot={bot} />
+      </ChatActionsProvider>
       <HelpersPanel
         conversationId={conversationId}
         lastSeq={snapshot.lastSeq}
@@ -211,6 +236,11 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
           void refreshConversations();
         }}
         onStop={activity === "working" ? () => void feed.stop() : undefined}
+        onEditLast={
+          lastEditable !== undefined && actions.canAct
+            ? () => actions.startEdit(lastEditable)
+            : undefined
+        }
         stopping={snapshot.stopping}
       />
     </>

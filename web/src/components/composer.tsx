@@ -21,6 +21,7 @@ export function Composer({
   draftKey,
   onStop,
   stopping = false,
+  onEditLast,
 }: {
   onSend(text: string): void | Promise<void>;
   placeholder: string;
@@ -32,6 +33,8 @@ export function Composer({
   onStop?: (() => void) | undefined;
   /** A stop was asked for and the turn has not ended yet. */
   stopping?: boolean;
+  /** ↑ in an empty box: edit the last message (docs/chat.md "Keyboard"). */
+  onEditLast?: (() => void) | undefined;
 }) {
   const [text, setText] = useState(() => sessionStorage.getItem(`roost.draft.${draftKey}`) ?? "");
   const [sending, setSending] = useState(false);
@@ -69,6 +72,16 @@ export function Composer({
   };
 
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === "Escape" && onStop !== undefined) {
+      event.preventDefault(); // the window's Esc handler must not stop twice
+      onStop();
+      return;
+    }
+    if (event.key === "ArrowUp" && text === "" && onEditLast !== undefined) {
+      event.preventDefault();
+      onEditLast();
+      return;
+    }
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
       void send();

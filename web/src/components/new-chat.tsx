@@ -2,7 +2,6 @@
 import { useState } from "react";
 import { ApiError } from "../api/client.ts";
 import { navigate, paths } from "../lib/router.ts";
-import { titleFrom } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
@@ -27,7 +26,8 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
   const send = async (text: string) => {
     setError(undefined);
     try {
-      const conversation = await api.createConversation(botId, titleFrom(text));
+      // No title: the server makes one from the message (docs/chat.md "Titles").
+      const conversation = await api.createConversation(botId);
       upsertConversation(conversation);
       const opened = feed(conversation.id);
       await opened.ready();

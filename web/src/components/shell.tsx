@@ -8,6 +8,7 @@ import { NewChat } from "./new-chat.tsx";
 import { SkillPage, SkillsPage } from "./skills.tsx";
 import { TeamJoinPage, TeamsPage } from "./teams.tsx";
 import { Sidebar } from "./sidebar.tsx";
+import { Switcher } from "./switcher.tsx";
 import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -173,6 +174,7 @@ export function Shell() {
       <main className="main" id="main">
         {view}
       </main>
+      <Switcher />
     </div>
   );
 }

@@ -23,6 +23,8 @@ import { onLinkClick, paths, useRoute } from "../lib/router.ts";
 import { setThemeChoice, useThemeChoice, type ThemeChoice } from "../lib/theme.ts";
 import { useSession } from "../state/session.tsx";
 import { NotificationsMenu } from "./notifications-menu.tsx";
+import { ConversationRow } from "./conversation-menu.tsx";
+import { SearchButton } from "./switcher.tsx";
 import { Avatar } from "./ui.tsx";
 
 const nextTheme: Record<ThemeChoice, ThemeChoice> = {
@@ -139,6 +141,10 @@ export function Sidebar({
       </div>
 
       <div className="sidebar-section">
+        <SearchButton />
+      </div>
+
+      <div className="sidebar-section">
         <div className="sidebar-heading">
           <h2 id="bots-heading">Bots</h2>
           <a
@@ -203,7 +209,7 @@ export function Sidebar({
               const active =
                 route.name === "conversation" && route.conversationId === conversation.id;
               return (
-                <li key={conversation.id}>
+                <ConversationRow key={conversation.id} conversation={conversation} active={active}>
                   <a
                     className="nav-item nav-chat"
                     href={paths.conversation(conversation.id)}
@@ -215,7 +221,7 @@ export function Sidebar({
                     <span className="nav-label">{conversation.title}</span>
                     <ActivityMark conversation={conversation} />
                   </a>
-                </li>
+                </ConversationRow>
               );
             })}
           </ul>

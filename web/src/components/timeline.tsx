@@ -38,6 +38,14 @@ import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Attachments, attachmentsOf } from "./attachments.tsx";
 import { Avatar } from "./ui.tsx";
+import {
+  EditMessageButton,
+  MessageEditor,
+  RegenerateButton,
+  useChatActions,
+  VersionSwitcher,
+} from "./message-actions.tsx";
+import { ThinkingRow } from "./thinking.tsx";
 
 /** Plain words and what to do, per error code. */
 function errorAdvice(code: string): { title: string; action: string } {
@@ -82,13 +90,20 @@ const UserMessage = memo(function UserMessage({
   time,
   from,
   fromConversationId,
+  seq,
+  messageId,
 }: {
   text: string;
   time: string;
   from?: string;
   /** Another bot's message: the conversation it wrote from (issue 11 §2, visible in both). */
   fromConversationId?: string;
+  seq?: number;
+  messageId?: string;
 }) {
+  const actions = useChatActions();
+  if (messageId !== undefined && actions?.editingMessageId === messageId)
+    return <MessageEditor messageId={messageId} text={text} />;
   return (
     <div className="row row-user" data-source={from === undefined ? "chat" : "other"}>
       <div className="bubble bubble-user">
@@ -111,6 +126,8 @@ const UserMessage = memo(function UserMessage({
           </>
         )}
         {formatTime(time)}
+        {seq !== undefined && <VersionSwitcher seq={seq} />}
+        {messageId !== undefined && <EditMessageButton messageId={messageId} />}
       </div>
     </div>
   );
@@ -281,6 +298,8 @@ type Row =
       kind: "user";
       text: string;
       time: string;
+      seq: number;
+      messageId: string;
       from?: string;
       fromConversationId?: string;
     }
@@ -346,6 +365,8 @@ export function buildRows(
             kind: "user",
             text: step.payload.text,
             time: step.createdAt,
+            seq: step.seq,
+            messageId: step.payload.messageId,
             ...(from === undefined ? {} : { from }),
             ...(source?.kind === "bot" ? { fromConversationId: source.fromConversationId } : {}),
             ...(source?.kind === "helper" && source.direction === "task"
@@ -593,6 +614,8 @@ export function Timeline({
                     key={row.key}
                     text={row.text}
                     time={row.time}
+                    seq={row.seq}
+                    messageId={row.messageId}
                     {...(row.from === undefined ? {} : { from: row.from })}
                     {...(row.fromConversationId === undefined
                       ? {}
@@ -641,6 +664,16 @@ export function Timeline({
                 return <ApprovalCard key={row.key} payload={row.payload} />;
             }
           })}
+          {!working &&
+            !waiting &&
+            (last?.kind === "bot" ||
+              last?.kind === "error" ||
+              last?.kind === "interrupted" ||
+              last?.kind === "no_reply") && (
+              <div className="row row-actions">
+                <RegenerateButton />
+              </div>
+            )}
           {snapshot.pending.map((message) => (
             <PendingRow
               key={message.clientMessageId}
@@ -656,16 +689,7 @@ export function Timeline({
             (working || waiting) &&
             snapshot.streaming === "" &&
             !runningTool &&
-            !parked && (
-              <div className="row row-bot row-thinking" aria-hidden="true">
-                <Avatar name={bot?.name ?? "Bot"} size="sm" />
-                <span className="thinking">
-                  <span />
-                  <span />
-                  <span />
-                </span>
-              </div>
-            )}
+            !parked && <ThinkingRow botName={bot?.name ?? "Bot"} />}
         </div>
       </div>
       {showJump && (

@@ -41,12 +41,6 @@ export function formatTime(iso: string): string {
     : then.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-/** A conversation title from the first message: its first line, shortened. */
-export function titleFrom(text: string): string {
-  const line = text.trim().split("\n")[0] ?? "";
-  return line.length > 60 ? `${line.slice(0, 57).trimEnd()}…` : line || "New chat";
-}
-
 /** One-line summary of a tool call's arguments. */
 export function summarizeInput(input: unknown): string {
   if (input === null || input === undefined) return "";

@@ -56,6 +56,8 @@ export interface FeedSnapshot {
   readonly streaming: string;
   readonly pending: readonly PendingMessage[];
   readonly computerState: ComputerState | undefined;
+  /** The turns holding the computer, as the stream last said (undefined: not said yet). */
+  readonly computerHeldByTurns: number | undefined;
   /** Live output of running tool calls by call id (the tail, while the call runs). */
   readonly toolOutput: Readonly<Record<string, string>>;
   readonly lastSeq: number;
@@ -63,6 +65,8 @@ export interface FeedSnapshot {
   readonly stopping: boolean;
   /** Why the last stop could not be asked for, in plain words. */
   readonly stopProblem: string | undefined;
+  /** The newest title the stream announced (an automatic title, docs/chat.md "Titles"). */
+  readonly title: string | undefined;
 }
 
 interface Segment {
@@ -109,10 +113,12 @@ export class ConversationFeed {
     streaming: "",
     pending: [],
     computerState: undefined,
+    computerHeldByTurns: undefined,
     toolOutput: {},
     lastSeq: 0,
     stopping: false,
     stopProblem: undefined,
+    title: undefined,
   };
 
   constructor(api: ApiClient, conversationId: string, options: FeedOptions = {}) {
@@ -180,6 +186,16 @@ export class ConversationFeed {
     };
     this.update({ pending: [...this.state.pending, pending] }, true);
     await this.deliver(pending.clientMessageId);
+  }
+
+  /** Branches (docs/chat.md): ask the last message again; the old reply stays in the record. */
+  async regenerate(): Promise<void> {
+    await this.api.regenerate(this.conversationId, crypto.randomUUID());
+  }
+
+  /** Branches: send an edited version of a message; what followed it stays in the record. */
+  async edit(messageId: string, text: string): Promise<void> {
+    await this.api.editMessage(this.conversationId, messageId, text, crypto.randomUUID());
   }
 
   /** F6: asks the server to stop the running turn. */
@@ -393,7 +409,16 @@ export class ConversationFeed {
         );
         return;
       case "computer":
-        this.update({ computerState: event.state }, true);
+        this.update(
+          {
+            computerState: event.state,
+            ...(event.heldByTurns === undefined ? {} : { computerHeldByTurns: event.heldByTurns }),
+          },
+          true,
+        );
+        return;
+      case "renamed":
+        this.update({ title: event.title }, true);
         return;
       case "tool-output": {
         const previous = this.state.toolOutput[event.callId] ?? "";

@@ -50,6 +50,8 @@ export type ComputerInfo =
       wake(): void;
       sleep(): void;
       refresh(): void;
+      /** The events stream said how many turns hold it (issue 16 §2: live, not polled). */
+      applyHolders(count: number): void;
     };
 
 const SessionContext = createContext<Session | undefined>(undefined);
@@ -291,6 +293,8 @@ function useComputer(api: ApiClient): ComputerInfo {
         wake: () => act("wake"),
         sleep: () => act("sleep"),
         refresh: () => setTick((value) => value + 1),
+        applyHolders: (count) =>
+          setComputer((value) => (value === undefined ? value : { ...value, heldByTurns: count })),
       };
     }
     if (status === "error") return { status, message };
@@ -300,11 +304,18 @@ function useComputer(api: ApiClient): ComputerInfo {
 }
 
 /** Lets a conversation's `computer` event update the chip without waiting for the next poll. */
-export function useComputerEvents(state: Computer["state"] | undefined): void {
+export function useComputerEvents(
+  state: Computer["state"] | undefined,
+  heldByTurns?: number,
+): void {
   const { computer } = useSession();
   const refresh = computer.status === "ok" ? computer.refresh : undefined;
   const current = computer.status === "ok" ? computer.computer.state : undefined;
   useEffect(() => {
     if (state !== undefined && state !== current) refresh?.();
   }, [state]);
+  const applyHolders = computer.status === "ok" ? computer.applyHolders : undefined;
+  useEffect(() => {
+    if (heldByTurns !== undefined) applyHolders?.(heldByTurns);
+  }, [heldByTurns]);
 }
