@@ -112,6 +112,14 @@ import type { Notifier } from "../notifications/index.ts";
 import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
 
+export {
+  parseBalancerNodes,
+  startServiceBalancer,
+  type BalancedNode,
+  type ServiceBalancer,
+  type ServiceBalancerOptions,
+} from "./service-balancer.ts";
+
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
 
 export interface PlatformOptions {
