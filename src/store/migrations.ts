@@ -664,4 +664,17 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX helpers_by_parent ON helpers (parent_conversation_id, status)`,
     ],
   },
+  {
+    version: 31,
+    statements: [
+      // Where each computer's worker is connected: the holding node's internal URL (decision
+      // 0039, worker-location-types.ts WL1–WL2). Calls made on other nodes are forwarded there.
+      `CREATE TABLE worker_locations (
+        computer_id TEXT PRIMARY KEY,
+        node_url TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        connected_at BIGINT NOT NULL)`,
+      `CREATE INDEX worker_locations_by_node ON worker_locations (node_url)`,
+    ],
+  },
 ];

@@ -28,6 +28,7 @@ import type { HelperStore } from "./helper-types.ts";
 import type { SecretStore } from "./secret-types.ts";
 import type { McpStore } from "./mcp-types.ts";
 import type { ScreenLeaseStore } from "./screen-lease-types.ts";
+import type { WorkerLocationStore } from "./worker-location-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
@@ -212,7 +213,8 @@ export interface Store
     TeamStore,
     AttachmentStore,
     McpStore,
-    ScreenLeaseStore {
+    ScreenLeaseStore,
+    WorkerLocationStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
