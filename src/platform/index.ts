@@ -45,7 +45,12 @@ import {
 } from "../mcp/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
-import { createGateway } from "../gateway/index.ts";
+import {
+  createForwardingGateway,
+  createGateway,
+  startNodeEndpoint,
+  type GatewayEvent,
+} from "../gateway/index.ts";
 import { createConversationObject, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, parseModelSpec, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
@@ -201,7 +206,33 @@ export async function startPlatform(
       fetch: (request, env) => fetchApi(request, env),
     });
     const events = createEventHub();
-    const gateway = createGateway({
+    // Node-to-node forwarding (decision 0039): record which node holds each worker, in order.
+    let locationWrites = Promise.resolve();
+    const recordLocation = (event: GatewayEvent) => {
+      const node = config.node;
+      if (node === undefined) return;
+      if (event.type !== "connected" && event.type !== "disconnected") return;
+      locationWrites = locationWrites
+        .then(async () => {
+          if (event.type === "connected")
+            await store.setWorkerLocation({
+              computerId: event.computerId,
+              nodeUrl: node.url,
+              workerId: event.worker.workerId,
+              connectedAt: event.worker.connectedAt,
+            });
+          // A replaced connection's disconnect comes after its successor's hello: keep that one.
+          else if (!localGateway.isConnected(event.computerId))
+            await store.clearWorkerLocation(event.computerId, node.url);
+        })
+        .catch((error: unknown) =>
+          logger.warn("could not record where a computer's worker is connected", {
+            computerId: event.computerId,
+            error: String(error),
+          }),
+        );
+    };
+    const localGateway = createGateway({
       server: server as unknown as import("node:http").Server,
       verifyToken: async (token) => {
         const tokenHash = hashToken(token);
@@ -225,6 +256,7 @@ export async function startPlatform(
       logger,
       // A self-hosted machine's state is its connection (C7): tell its owner's clients when it changes.
       onEvent: (event) => {
+        recordLocation(event);
         if (event.type !== "connected" && event.type !== "disconnected") return;
         const state = event.type;
         void store
@@ -248,7 +280,34 @@ export async function startPlatform(
     });
     cleanups.push(() => closeHttp(server));
     // Closed before the HTTP server (cleanups run in reverse): its upgraded sockets hold server.close().
-    cleanups.push(() => gateway.close());
+    cleanups.push(() => localGateway.close());
+    const gateway =
+      config.node === undefined
+        ? localGateway
+        : createForwardingGateway(localGateway, {
+            selfUrl: config.node.url,
+            secret: config.node.secret,
+            locations: store,
+            workerWaitMs: config.computers.wakeTimeoutMs,
+            logger,
+          });
+    if (config.node !== undefined) {
+      const node = config.node;
+      // No worker is connected here yet: whatever a crashed run of this node left is stale.
+      await store.clearNodeWorkerLocations(node.url);
+      const nodeEndpoint = await startNodeEndpoint({
+        gateway: localGateway,
+        secret: node.secret,
+        host: node.host,
+        port: node.port,
+        logger,
+      });
+      cleanups.push(() => nodeEndpoint.close());
+      cleanups.push(async () => {
+        await locationWrites;
+        await store.clearNodeWorkerLocations(node.url).catch(() => undefined);
+      });
+    }
     const port = (server.address() as AddressInfo).port;
     const url = `http://${config.host}:${port}`;
     const gatewayUrl =
@@ -269,7 +328,7 @@ export async function startPlatform(
       options.provider === undefined
         ? await startComputerRuntime(config, store, {
             logger,
-            gateway,
+            gateway: localGateway, // a local computer's socket is this node's
             // The vault (decision 0024): the computer's account's brokered secrets, read at each
             // request so a deleted secret is never swapped in again.
             brokeredSecrets: createBrokeredSecrets({ store, secrets }),
