@@ -21,7 +21,13 @@
  *       exactly as a local one would.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { isRoostError, RoostError, type ErrorCode } from "../errors/index.ts";
@@ -130,7 +136,7 @@ export async function startNodeEndpoint(options: NodeEndpointOptions): Promise<N
     const path = new URL(request.url ?? "/", "http://node.invalid").pathname;
     if (request.method === "POST" && path === callsPath) {
       void readJson(request)
-        .then((body) => forwardCall(body, request, response))
+        .then((body) => forwardCall(body, response))
         .catch((error: unknown) => {
           if (!response.headersSent) send(400, { error: toWire(error) });
           else response.destroy();
@@ -158,11 +164,7 @@ export async function startNodeEndpoint(options: NodeEndpointOptions): Promise<N
     send(404, { error: { code: "not_found", message: `no ${request.method} ${path} here` } });
   });
 
-  async function forwardCall(
-    body: unknown,
-    request: IncomingMessage,
-    response: import("node:http").ServerResponse,
-  ): Promise<void> {
+  async function forwardCall(body: unknown, response: ServerResponse): Promise<void> {
     const { computerId, call } = parseCallBody(body);
     const write = (line: CallLine) => response.write(`${JSON.stringify(line)}\n`);
     response.writeHead(200, { "content-type": "application/x-ndjson" });
@@ -194,7 +196,6 @@ export async function startNodeEndpoint(options: NodeEndpointOptions): Promise<N
       write({ error: toWire(error) });
     }
     response.end();
-    void request;
   }
 
   // Tunnels: an upgraded connection becomes the tunnel's byte stream, both ways.
@@ -530,7 +531,7 @@ export function createForwardingGateway(local: Gateway, options: ForwardingOptio
       request.once("error", (error) =>
         reject(
           tunnelOptions.signal?.aborted === true
-            ? tunnelOptions.signal.reason
+            ? (tunnelOptions.signal.reason as Error)
             : unavailable(
                 computerId,
                 `the node holding the worker is not reachable: ${error.message}`,
@@ -556,7 +557,7 @@ export function createForwardingGateway(local: Gateway, options: ForwardingOptio
   };
 
   return {
-    call: call as NodeGateway["call"],
+    call,
     waitForWorker,
     isConnected: (computerId) => local.isConnected(computerId) || fresh(computerId) !== undefined,
     async connectedAnywhere(computerId) {
