@@ -7,7 +7,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, mkdtempSync, rmSync } from "node:fs";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -155,6 +156,24 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
       "/v1/computers/me/files",
     );
     expect(listing.entries.map((entry) => entry.name)).toContain("f.txt");
+  });
+
+  it("a port preview on A reaches a server on the machine of B's worker, through a forwarded tunnel", async () => {
+    const server = createServer((request, response) => {
+      response.writeHead(200, { "content-type": "text/plain" });
+      response.end(`served ${request.url}`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const response = await fetch(`${nodeA.url}/v1/computers/me/ports/${port}/hello?x=1`, {
+        headers: { authorization: `Bearer ${userToken}` },
+      });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe("served /hello?x=1");
+    } finally {
+      server.close();
+    }
   });
 
   it("the node-to-node endpoint refuses a request without the node secret, a user token among them", async () => {
