@@ -138,7 +138,8 @@ export async function startNodeEndpoint(options: NodeEndpointOptions): Promise<N
       void readJson(request)
         .then((body) => forwardCall(body, response))
         .catch((error: unknown) => {
-          if (!response.headersSent) send(400, { error: toWire(error) });
+          const status = isRoostError(error) && error.code === "payload_too_large" ? 413 : 400;
+          if (!response.headersSent) send(status, { error: toWire(error) });
           else response.destroy();
         });
       return;

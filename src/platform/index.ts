@@ -293,6 +293,11 @@ export async function startPlatform(
           });
     if (config.node !== undefined) {
       const node = config.node;
+      // NF1: the node secret never reaches a log line, even quoted in an error.
+      const unregisterNodeSecret = registerLogRedaction((text) =>
+        text.replaceAll(node.secret, "[node secret]"),
+      );
+      cleanups.push(async () => unregisterNodeSecret());
       // No worker is connected here yet: whatever a crashed run of this node left is stale.
       await store.clearNodeWorkerLocations(node.url);
       const nodeEndpoint = await startNodeEndpoint({
