@@ -5,6 +5,7 @@
  * other running every conversation's turns: Restate retries the killed node's invocations through
  * the balancer, which sends them to the node that is still up.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,8 +63,26 @@ describe.skipIf(!postgres.ok)("any node runs any loop", () => {
       // Both nodes register the same URL: the balancer's.
       ROOST_SERVICE_URL: `http://127.0.0.1:${balancerPort}`,
     };
-    nodeA = await createRoostProcess({ dataDir: dir(), env });
-    nodeB = await createRoostProcess({ dataDir: dir(), env });
+    // Node-to-node forwarding on, as a scale-mode install runs it (docs/operations.md).
+    const secret = randomBytes(32).toString("base64url");
+    const nodeEnv = async (avoid: number[]) => {
+      const nodePort = await findFreePort(avoid);
+      return {
+        ...env,
+        ROOST_NODE_URL: `http://127.0.0.1:${nodePort}`,
+        ROOST_NODE_PORT: String(nodePort),
+        ROOST_NODE_SECRET: secret,
+      };
+    };
+    const envA = await nodeEnv([ingressPort, adminPort, balancerPort]);
+    const envB = await nodeEnv([
+      ingressPort,
+      adminPort,
+      balancerPort,
+      Number(envA.ROOST_NODE_PORT),
+    ]);
+    nodeA = await createRoostProcess({ dataDir: dir(), env: envA });
+    nodeB = await createRoostProcess({ dataDir: dir(), env: envB });
     balancer = await startServiceBalancer({
       nodes: [`http://127.0.0.1:${nodeA.servicePort}`, `http://127.0.0.1:${nodeB.servicePort}`],
       port: balancerPort,
