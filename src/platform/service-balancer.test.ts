@@ -60,6 +60,8 @@ interface Node {
   name: string;
   url: string;
   kill(): void;
+  /** As a Roost node's SIGTERM does: stop listening, GOAWAY on every session (decision 0028). */
+  drain(): void;
 }
 
 async function startNode(name: string, identityKeys: string[]): Promise<Node> {
@@ -71,9 +73,14 @@ async function startNode(name: string, identityKeys: string[]): Promise<Node> {
     }),
   );
   const sockets = new Set<Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
   server.on("connection", (socket: Socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
+  });
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
@@ -83,6 +90,10 @@ async function startNode(name: string, identityKeys: string[]): Promise<Node> {
     kill() {
       server.close();
       for (const socket of sockets) socket.destroy();
+    },
+    drain() {
+      server.close();
+      for (const session of sessions) session.close();
     },
   };
 }
@@ -201,6 +212,48 @@ describe("service balancer: one URL for every node", () => {
     expect(await attachIngress<string>(restateServer.ingressUrl, waiting)).toBe(
       `woken on ${other.name}`,
     );
+  }, 60_000);
+});
+
+describe("service balancer: a draining node", () => {
+  it("a node that says GOAWAY gets no new stream, and no invocation attempt fails on it", async () => {
+    const dir = await makeTempDir();
+    const identity = await ensureRequestIdentity(dir.path);
+    const engine = await startEmbeddedRestate({
+      dataDir: dir.path,
+      ...(await freePorts()),
+      requestIdentityPemFile: identity.privateKeyPemFile,
+    });
+    const draining = await startNode("C", [identity.publicKey]);
+    const staying = await startNode("D", [identity.publicKey]);
+    // A probe far slower than the test: only the GOAWAY can tell the balancer.
+    const balancer = await startServiceBalancer({
+      nodes: [draining.url, staying.url],
+      port: 0,
+      probeIntervalMs: 60_000,
+    });
+    try {
+      await registerDeployment(engine.adminUrl, balancer.url);
+      for (let index = 0; index < 4; index++)
+        await callIngress<string>(engine.ingressUrl, `Where/d${index}/where`, null);
+      const before = balancer.nodes()[0]!.streams;
+      expect(before).toBeGreaterThan(0);
+      draining.drain();
+      await waitFor("the balancer to see the GOAWAY", () =>
+        balancer.nodes()[0]!.up ? undefined : true,
+      );
+      for (let index = 0; index < 6; index++)
+        expect(await callIngress<string>(engine.ingressUrl, `Where/e${index}/where`, null)).toBe(
+          "D",
+        );
+      expect(balancer.nodes()[0]!.streams).toBe(before);
+    } finally {
+      await balancer.close();
+      draining.kill();
+      staying.kill();
+      await engine.close();
+      await dir.remove();
+    }
   }, 60_000);
 });
 
