@@ -816,7 +816,9 @@ export async function startPlatform(
             isolation: isolationOf(provider),
           };
         },
-        isConnected: (computerId) => gateway.isConnected(computerId),
+        isConnected: async (computerId) =>
+          gateway.isConnected(computerId) ||
+          ("connectedAnywhere" in gateway && (await gateway.connectedAnywhere(computerId))),
         useSelfHosted: (computerId, accountId, tokenHash) =>
           controlPlane.useSelfHosted(computerId, { accountId, tokenHash }),
         useHosted: (computerId, accountId) => controlPlane.useHosted(computerId, accountId),

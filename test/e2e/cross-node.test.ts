@@ -133,6 +133,11 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
     expect(deployment.uri).toContain(`:${nodeA.servicePort}`);
 
     const api = apiClient(nodeA.url, () => userToken);
+    // Node A has never seen this machine, and still reports it connected: it asked B.
+    expect(await api.call<Api.Computer>("GET", "/v1/computers/me")).toMatchObject({
+      kind: "self-hosted",
+      connected: true,
+    });
     const bot = await api.createBot("over-there");
     const conversation = await api.createConversation(bot.id);
     const started = Date.now();
