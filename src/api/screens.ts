@@ -340,7 +340,7 @@ export function createLiveView(
           leaseChanged(lease.computerId, lease.screenId, undefined);
           ended(released, "expired");
           await service.handBack?.(lease.computerId, lease.screenId);
-          if (service.gateway.isConnected(lease.computerId))
+          if (await connected(lease.computerId))
             await tellWorker(lease.computerId, lease.screenId, null);
         })().catch((error: unknown) =>
           logger.warn("could not end an expired screen lease", {
@@ -501,7 +501,7 @@ export function createLiveView(
       }
       clearTimeout(expiryTimers.get(key(computerId, screenId)));
       leaseChanged(computerId, screenId, undefined);
-      if (service.gateway.isConnected(computerId))
+      if (await connected(computerId))
         await tellWorker(computerId, screenId, null).catch((error: unknown) =>
           logger.warn("could not tell the worker a lease ended", {
             computerId,
