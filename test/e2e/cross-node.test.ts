@@ -36,6 +36,7 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
   let nodeA: RoostProcess;
   let nodeB: RoostProcess;
   let nodeUrlB: string;
+  let nodeUrlA: string;
   let machine: RoostWorkerProcess | undefined;
   let workspace: string;
   let userToken: string;
@@ -62,6 +63,7 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
     const nodePortA = await findFreePort([ingressPort, adminPort]);
     const nodePortB = await findFreePort([ingressPort, adminPort, nodePortA]);
     nodeUrlB = `http://127.0.0.1:${nodePortB}`;
+    nodeUrlA = `http://127.0.0.1:${nodePortA}`;
     const env = (nodePort: number) => ({
       ROOST_STORE: "postgres",
       ROOST_DATABASE_URL: database.url,
@@ -76,8 +78,12 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
     });
     nodeB = await createRoostProcess({ dataDir: dir(), env: env(nodePortB) });
     await nodeB.start();
-    // A registers its service endpoint last: Restate runs every loop on A.
-    nodeA = await createRoostProcess({ dataDir: dir(), env: env(nodePortA) });
+    // A registers its service endpoint last: Restate runs every loop on A. The hosted computers
+    // A wakes dial B's gateway, as behind a load balancer that sent their WebSocket to B.
+    nodeA = await createRoostProcess({
+      dataDir: dir(),
+      env: { ...env(nodePortA), ROOST_GATEWAY_URL: `ws://127.0.0.1:${nodeB.ports.api}/v1/gateway` },
+    });
     await nodeA.start();
 
     const created = await apiClient(nodeA.url, nodeA.token).call<Api.CreatedAccount>(
@@ -180,6 +186,30 @@ describe.skipIf(!postgres.ok)("worker on the other node", () => {
       server.close();
     }
   });
+
+  it("a hosted computer woken by A's control plane, its worker on B: shell turns on A reach it", async () => {
+    const admin = apiClient(nodeA.url, nodeA.token);
+    const bot = await admin.createBot("hosted");
+    const conversation = await admin.createConversation(bot.id);
+    await admin.send(conversation.id, "$ echo hosted > h.txt && cat h.txt");
+    const steps = await admin.waitForSteps(conversation.id, "reply", 1, 90_000);
+    const tool = steps.find((step) => step.kind === "tool") as TestStep;
+    expect(tool.payload).toMatchObject({
+      name: "shell",
+      isError: false,
+      details: { exitCode: 0, stdout: "hosted\n" },
+    });
+    // The worker is B's: B's node endpoint knows it, A's does not.
+    const computer = await admin.call<Api.Computer>("GET", "/v1/computers/me");
+    const ask = (nodeUrl: string) =>
+      fetch(`${nodeUrl}/node/v1/workers/${computer.id}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+    expect((await ask(nodeUrlB)).status).toBe(200);
+    expect((await ask(nodeUrlA)).status).toBe(404);
+    const listing = await admin.call<Api.Listing>("GET", "/v1/computers/me/files");
+    expect(listing.entries.map((entry) => entry.name)).toContain("h.txt");
+  }, 120_000);
 
   it("the node-to-node endpoint refuses a request without the node secret, a user token among them", async () => {
     const body = JSON.stringify({
