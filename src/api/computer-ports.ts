@@ -53,6 +53,8 @@ export interface PortsService {
   touch(computerId: string, accountId: string): Promise<void>;
   gateway: WorkerCaller & {
     isConnected(computerId: string): boolean;
+    /** Connected here or to another node (node-to-node forwarding, decision 0039). */
+    connectedAnywhere?(computerId: string): Promise<boolean>;
     openTunnel(
       computerId: string,
       port: number,
@@ -176,9 +178,17 @@ export function createPortPreviews(
       throw new InvalidRequestError(`port ${port} cannot be previewed: ${reason}`); // PORT3
   }
 
+  /** The worker is connected to this node, or to the one it is forwarded to. */
+  async function connected(computerId: string): Promise<boolean> {
+    return (
+      service.gateway.isConnected(computerId) ||
+      ((await service.gateway.connectedAnywhere?.(computerId)) ?? false)
+    );
+  }
+
   /** PORT2: the computer's worker is connected, or why not; never wakes it. */
   async function requireAwake(computerId: string, what: string): Promise<void> {
-    if (service.gateway.isConnected(computerId)) return;
+    if (await connected(computerId)) return;
     const state = await service.state(computerId);
     if (state === "asleep" || state === "sleeping")
       throw new RoostError(

@@ -52,7 +52,8 @@ export interface ComputerService {
     kind?: Api.ComputerKind;
   }>;
   /** Whether the computer's worker is connected to this server now. */
-  isConnected(computerId: string): boolean;
+  /** Whether its worker is connected (to this node, or to the one calls are forwarded to). */
+  isConnected(computerId: string): boolean | Promise<boolean>;
   /**
    * SECR13: redacts the account's secrets from a downloaded file's bytes (undefined: none to
    * redact; the download then keeps its length). @default no redaction
@@ -161,7 +162,7 @@ export function registerComputerRoutes(
         ? "none"
         : (computer.isolation ?? (computer.isolated ? "full" : "none")),
       state: status.state,
-      connected: computers.isConnected(computer.id),
+      connected: await computers.isConnected(computer.id),
       lastActiveAt:
         status.lastActiveAt === null ? null : new Date(status.lastActiveAt).toISOString(),
       heldByTurns: status.holders,
@@ -271,7 +272,7 @@ export function registerComputerRoutes(
     const computer = await computers.forAccount(account.id); // FILES2
     if (computer.kind === "self-hosted") {
       // Nothing to wake (C7); without its worker there is nobody to ask, so say so at once.
-      if (!computers.isConnected(computer.id))
+      if (!(await computers.isConnected(computer.id)))
         throw new RoostError(
           "computer_unavailable",
           "your computer (a self-hosted machine) is not connected; start `roost worker` on it, then try again",

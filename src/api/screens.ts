@@ -56,6 +56,8 @@ export interface LiveViewService {
   touch(computerId: string, accountId: string): Promise<void>;
   gateway: WorkerCaller & {
     isConnected(computerId: string): boolean;
+    /** Connected here or to another node (node-to-node forwarding, decision 0039). */
+    connectedAnywhere?(computerId: string): Promise<boolean>;
     openTunnel(
       computerId: string,
       port: number,
@@ -232,9 +234,17 @@ export function createLiveView(
     );
   }
 
+  /** The worker is connected to this node, or to the one it is forwarded to. */
+  async function connected(computerId: string): Promise<boolean> {
+    return (
+      service.gateway.isConnected(computerId) ||
+      ((await service.gateway.connectedAnywhere?.(computerId)) ?? false)
+    );
+  }
+
   /** LV2: the worker is connected, or why not; never wakes it. */
   async function requireAwake(computerId: string): Promise<void> {
-    if (service.gateway.isConnected(computerId)) return;
+    if (await connected(computerId)) return;
     const state = await service.state(computerId);
     if (state === "asleep" || state === "sleeping" || state === "failed")
       throw new RoostError(
@@ -330,7 +340,7 @@ export function createLiveView(
           leaseChanged(lease.computerId, lease.screenId, undefined);
           ended(released, "expired");
           await service.handBack?.(lease.computerId, lease.screenId);
-          if (service.gateway.isConnected(lease.computerId))
+          if (await connected(lease.computerId))
             await tellWorker(lease.computerId, lease.screenId, null);
         })().catch((error: unknown) =>
           logger.warn("could not end an expired screen lease", {
@@ -385,7 +395,7 @@ export function createLiveView(
       const account = context.get("account");
       const computerId = await service.computerOf(account.id);
       // LV2: a sleeping computer has no screens; listing does not wake it.
-      if (!service.gateway.isConnected(computerId)) return context.json({ screens: [] });
+      if (!(await connected(computerId))) return context.json({ screens: [] });
       const [screens, leases] = await Promise.all([
         workerScreens(computerId, context.req.raw.signal),
         store.listScreenLeases(computerId),
@@ -491,7 +501,7 @@ export function createLiveView(
       }
       clearTimeout(expiryTimers.get(key(computerId, screenId)));
       leaseChanged(computerId, screenId, undefined);
-      if (service.gateway.isConnected(computerId))
+      if (await connected(computerId))
         await tellWorker(computerId, screenId, null).catch((error: unknown) =>
           logger.warn("could not tell the worker a lease ended", {
             computerId,

@@ -25,6 +25,7 @@ import { filesGroup } from "./files.ts";
 import { ApiError, ConnectionError } from "./client.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
+import { serviceBalancerCommand } from "./service-balancer.ts";
 import { upCommand } from "./up.ts";
 import { workerCommand } from "./worker.ts";
 
@@ -38,6 +39,7 @@ export const entries: (Command | CommandGroup)[] = [
   accountsGroup,
   tokenGroup,
   workerCommand,
+  serviceBalancerCommand,
   createCompletionCommand(() => entries),
 ];
 

@@ -59,6 +59,8 @@ export interface ControlPlaneDependencies {
     disconnect(computerId: string, reason?: string): Promise<void>;
     /** Whether the computer's worker is connected (a self-hosted computer's state, C7). */
     isConnected(computerId: string): boolean;
+    /** The same, asking the node holding it when that is another node (decision 0039). */
+    connectedAnywhere?(computerId: string): Promise<boolean>;
   };
   /** ws:// URL the worker dials. */
   gatewayUrl: string;
@@ -389,7 +391,11 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
 
   /** C7: a self-hosted computer's state, journaled so that a replay sees what the first run saw. */
   const selfHostedStatus = async (ctx: restate.ObjectContext, record: ComputerRecord) => {
-    const connected = await ctx.run("connected", () => deps.gateway.isConnected(ctx.key));
+    const connected = await ctx.run(
+      "connected",
+      async () =>
+        (await deps.gateway.connectedAnywhere?.(ctx.key)) ?? deps.gateway.isConnected(ctx.key),
+    );
     return status(ctx.key, record, await ctx.date.now(), connected);
   };
 

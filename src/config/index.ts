@@ -83,6 +83,11 @@ export interface RoostConfig {
    * when it differs from the address a request came in on (TLS in front, a proxy). @default none
    */
   publicUrl: string | undefined;
+  /**
+   * This node's internal endpoint for node-to-node forwarding (decision 0039): calls to a worker
+   * connected to another node go there. Undefined (no ROOST_NODE_URL): one node, no forwarding.
+   */
+  forwarding: ForwardingConfig | undefined;
   store: StoreConfig;
   restate: RestateConfig;
   models: ModelProvidersConfig;
@@ -115,6 +120,18 @@ export interface RoostConfig {
   secrets: SecretsConfig;
   /** `web_search` and `web_fetch` (docs/web-tools.md). */
   webTools: WebToolsConfig;
+}
+
+/** Node-to-node forwarding (docs/operations.md, "Calls reach the worker wherever it is connected"). */
+export interface ForwardingConfig {
+  /** How the other nodes reach this one's internal endpoint, e.g. http://10.0.0.5:7792. */
+  url: string;
+  /** Address the internal endpoint listens on. @default 127.0.0.1 */
+  host: string;
+  /** @default 7792 */
+  port: number;
+  /** The secret every node shares (ROOST_NODE_SECRET, at least 32 characters). */
+  secret: string;
 }
 
 /** The server's web tools (docs/web-tools.md). */
@@ -542,6 +559,22 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     max: 600_000,
   });
 
+  const nodeUrl = url(source, "", "ROOST_NODE_URL");
+  let forwarding: ForwardingConfig | undefined;
+  if (nodeUrl !== undefined) {
+    const secret = pick(source, "", "ROOST_NODE_SECRET");
+    if (secret === undefined || secret.length < 32)
+      throw new ConfigError(
+        "ROOST_NODE_URL needs ROOST_NODE_SECRET: the same secret of at least 32 characters on every node (e.g. `openssl rand -base64 32`), which node-to-node requests must carry",
+      );
+    forwarding = {
+      url: nodeUrl.replace(/\/+$/, ""),
+      host: pick(source, "", "ROOST_NODE_HOST") ?? "127.0.0.1",
+      port: integer(source, "", "ROOST_NODE_PORT", 7792, { min: 0, max: 65535 }),
+      secret,
+    };
+  }
+
   const storeKind = pick(source, "store", "ROOST_STORE") ?? "sqlite";
   let store: StoreConfig;
   if (storeKind === "sqlite") {
@@ -638,6 +671,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     serviceUrl,
     serviceHost,
     node: resolveNode(source),
+    forwarding,
     shutdownGraceMs,
     publicUrl: resolvePublicUrl(source),
     store,

@@ -7,7 +7,9 @@
  *      500 `META0003`) until `timeoutMs`; a 4xx is the request's own fault and fails at once.
  *   D2 `force: true` (the default) replaces a deployment registered earlier at the same URI, so every
  *      start of Roost re-registers its endpoint. In-flight invocations pinned to it then continue
- *      against the new code at that URI (see docs/decisions/0001-restate-embedded.md).
+ *      against the new code at that URI (see docs/decisions/0001-restate-embedded.md). In scale
+ *      mode every node registers the same URI, a balancer's (decision 0039): with the same code
+ *      that keeps the deployment id, and invocations in flight finish (service-balancer.test.ts).
  */
 import { EngineUnavailableError } from "./errors.ts";
 import { describeFetchError, sleep } from "./health.ts";

@@ -11,3 +11,11 @@ export type {
 } from "./gateway.ts";
 export { TunnelStream } from "./tunnels.ts";
 export type { TunnelEvent, TunnelOptions } from "./tunnels.ts";
+export { createForwardingGateway, startNodeEndpoint } from "./forwarding.ts";
+export type {
+  ForwardingOptions,
+  NodeEndpoint,
+  NodeEndpointOptions,
+  NodeGateway,
+  WorkerLocations,
+} from "./forwarding.ts";

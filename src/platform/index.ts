@@ -48,7 +48,12 @@ import {
 } from "../mcp/index.ts";
 import { connectPostgresRelay, createEventHub, type EventHub } from "../events/index.ts";
 import { createSnapshotter } from "../snapshots/index.ts";
-import { createGateway } from "../gateway/index.ts";
+import {
+  createForwardingGateway,
+  createGateway,
+  startNodeEndpoint,
+  type GatewayEvent,
+} from "../gateway/index.ts";
 import { createConversationObject, createTitleHook, createTurnInterrupts } from "../loop/index.ts";
 import { createModelResolver, createProviderSettings, type ModelClient } from "../models/index.ts";
 import { openStore, type Store } from "../store/index.ts";
@@ -115,6 +120,14 @@ import { createHelpers } from "../helpers/index.ts";
 import type { Notifier } from "../notifications/index.ts";
 import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
 import { startComputerRuntime, type ComputerRuntime } from "./provider-selection.ts";
+
+export {
+  parseBalancerNodes,
+  startServiceBalancer,
+  type BalancedNode,
+  type ServiceBalancer,
+  type ServiceBalancerOptions,
+} from "./service-balancer.ts";
 
 const defaultEgressPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow: [] });
 
@@ -197,7 +210,33 @@ export async function startPlatform(
       fetch: (request, env) => fetchApi(request, env),
     });
     const events = createEventHub();
-    const gateway = createGateway({
+    // Node-to-node forwarding (decision 0039): record which node holds each worker, in order.
+    let locationWrites = Promise.resolve();
+    const recordLocation = (event: GatewayEvent) => {
+      const node = config.forwarding;
+      if (node === undefined) return;
+      if (event.type !== "connected" && event.type !== "disconnected") return;
+      locationWrites = locationWrites
+        .then(async () => {
+          if (event.type === "connected")
+            await store.setWorkerLocation({
+              computerId: event.computerId,
+              nodeUrl: node.url,
+              workerId: event.worker.workerId,
+              connectedAt: event.worker.connectedAt,
+            });
+          // A replaced connection's disconnect comes after its successor's hello: keep that one.
+          else if (!localGateway.isConnected(event.computerId))
+            await store.clearWorkerLocation(event.computerId, node.url);
+        })
+        .catch((error: unknown) =>
+          logger.warn("could not record where a computer's worker is connected", {
+            computerId: event.computerId,
+            error: String(error),
+          }),
+        );
+    };
+    const localGateway = createGateway({
       server: server as unknown as import("node:http").Server,
       verifyToken: async (token) => {
         const tokenHash = hashToken(token);
@@ -221,6 +260,7 @@ export async function startPlatform(
       logger,
       // A self-hosted machine's state is its connection (C7): tell its owner's clients when it changes.
       onEvent: (event) => {
+        recordLocation(event);
         if (event.type !== "connected" && event.type !== "disconnected") return;
         const state = event.type;
         void store
@@ -244,7 +284,39 @@ export async function startPlatform(
     });
     cleanups.push(() => closeHttp(server));
     // Closed before the HTTP server (cleanups run in reverse): its upgraded sockets hold server.close().
-    cleanups.push(() => gateway.close());
+    cleanups.push(() => localGateway.close());
+    const gateway =
+      config.forwarding === undefined
+        ? localGateway
+        : createForwardingGateway(localGateway, {
+            selfUrl: config.forwarding.url,
+            secret: config.forwarding.secret,
+            locations: store,
+            workerWaitMs: config.computers.wakeTimeoutMs,
+            logger,
+          });
+    if (config.forwarding !== undefined) {
+      const node = config.forwarding;
+      // NF1: the node secret never reaches a log line, even quoted in an error.
+      const unregisterNodeSecret = registerLogRedaction((text) =>
+        text.replaceAll(node.secret, "[node secret]"),
+      );
+      cleanups.push(async () => unregisterNodeSecret());
+      // No worker is connected here yet: whatever a crashed run of this node left is stale.
+      await store.clearNodeWorkerLocations(node.url);
+      const nodeEndpoint = await startNodeEndpoint({
+        gateway: localGateway,
+        secret: node.secret,
+        host: node.host,
+        port: node.port,
+        logger,
+      });
+      cleanups.push(() => nodeEndpoint.close());
+      cleanups.push(async () => {
+        await locationWrites;
+        await store.clearNodeWorkerLocations(node.url).catch(() => undefined);
+      });
+    }
     const port = (server.address() as AddressInfo).port;
     const url = `http://${config.host}:${port}`;
     const gatewayUrl =
@@ -265,7 +337,7 @@ export async function startPlatform(
       options.provider === undefined
         ? await startComputerRuntime(config, store, {
             logger,
-            gateway,
+            gateway: localGateway, // a local computer's socket is this node's
             // The vault (decision 0024): the computer's account's brokered secrets, read at each
             // request so a deleted secret is never swapped in again.
             brokeredSecrets: createBrokeredSecrets({ store, secrets }),
@@ -799,7 +871,9 @@ export async function startPlatform(
             isolation: isolationOf(provider),
           };
         },
-        isConnected: (computerId) => gateway.isConnected(computerId),
+        isConnected: async (computerId) =>
+          gateway.isConnected(computerId) ||
+          ("connectedAnywhere" in gateway && (await gateway.connectedAnywhere(computerId))),
         useSelfHosted: (computerId, accountId, tokenHash) =>
           controlPlane.useSelfHosted(computerId, { accountId, tokenHash }),
         useHosted: (computerId, accountId) => controlPlane.useHosted(computerId, accountId),

@@ -22,7 +22,11 @@ const defaultPolicy = parseEgressPolicy({ mode: "defaults-and-allowlist", allow:
 
 export interface WebToolsWiring {
   store: Store;
-  gateway: WorkerCaller & { isConnected(computerId: string): boolean };
+  gateway: WorkerCaller & {
+    isConnected(computerId: string): boolean;
+    /** Connected here or to another node (decision 0039). */
+    connectedAnywhere?(computerId: string): Promise<boolean>;
+  };
   providerKind: string;
   platformPorts: () => Iterable<number>;
   /** @default silent */
@@ -68,7 +72,10 @@ export function createWebToolSource(config: RoostConfig, wiring: WebToolsWiring)
           `save_to ${JSON.stringify(path)} is not a file path in /workspace (${problem ?? "it is the workspace itself"}); give one such as downloads/report.pdf.`,
         );
       const computer = await store.ensureComputer(accountId, wiring.providerKind);
-      if (!gateway.isConnected(computer.id))
+      const connected =
+        gateway.isConnected(computer.id) ||
+        ((await gateway.connectedAnywhere?.(computer.id)) ?? false);
+      if (!connected)
         throw new Error(
           "The computer is asleep, and web_fetch does not wake it to save a file. Run a command on the computer first (that wakes it), then fetch again, or fetch the page as text.",
         ); // WT4

@@ -688,4 +688,17 @@ export const migrations: readonly Migration[] = [
       `ALTER TABLE computers ADD COLUMN home_host TEXT`,
     ],
   },
+  {
+    version: 31,
+    statements: [
+      // Where each computer's worker is connected: the holding node's internal URL (decision
+      // 0039, worker-location-types.ts WL1–WL2). Calls made on other nodes are forwarded there.
+      `CREATE TABLE worker_locations (
+        computer_id TEXT PRIMARY KEY,
+        node_url TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        connected_at BIGINT NOT NULL)`,
+      `CREATE INDEX worker_locations_by_node ON worker_locations (node_url)`,
+    ],
+  },
 ];

@@ -12,6 +12,7 @@ import { createResultsQueries, deleteResultsOf } from "./results-queries.ts";
 import { createUsageQueries } from "./usage-queries.ts";
 import { createApprovalQueries } from "./approval-queries.ts";
 import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
+import { createWorkerLocationQueries } from "./worker-location-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
@@ -364,6 +365,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createScreenLeaseQueries(driver, now, insertAudit),
     ...createProviderQueries(driver, now, insertAudit),
     ...createSearchQueries(driver, toConversation),
+    ...createWorkerLocationQueries(driver),
     kind: driver.kind,
 
     async migrate() {

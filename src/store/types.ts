@@ -31,6 +31,7 @@ import type { SecretStore } from "./secret-types.ts";
 import type { ModelProviderStore } from "./provider-types.ts";
 import type { McpStore } from "./mcp-types.ts";
 import type { ScreenLeaseStore } from "./screen-lease-types.ts";
+import type { WorkerLocationStore } from "./worker-location-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
@@ -222,7 +223,8 @@ export interface Store
     McpStore,
     ScreenLeaseStore,
     ModelProviderStore,
-    SearchStore {
+    SearchStore,
+    WorkerLocationStore {
   readonly kind: "sqlite" | "postgres";
   /** Bring the schema up to date. Safe to call on every start. */
   migrate(): Promise<void>;
