@@ -742,11 +742,19 @@ export async function startPlatform(
     cleanups.push(() => engine.close());
     await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
     // HOME3: after the main deployment, so this node's URL never becomes the loop runner's by it.
-    await registerDeployment(
-      engine.adminUrl,
-      `${(config.servicePort === 0 ? undefined : config.node.serviceUrl) ?? serviceUrl}${hostServicePath}`,
-      { force: true },
-    );
+    // This node's OWN address, never ROOST_SERVICE_URL: in scale mode that is a load balancer
+    // reaching every node, and another node would answer (and replace) this node's host service.
+    const hostServiceUrl = `${ownServiceUrl(config.node.serviceUrl, config.serviceHost, servicePort)}${hostServicePath}`;
+    try {
+      await registerDeployment(engine.adminUrl, hostServiceUrl, { force: true });
+    } catch (error) {
+      if (config.node.serviceUrl !== undefined) throw error;
+      // One node needs no host service (a computer homed here is stopped locally); more do.
+      logger.warn(
+        "Restate could not reach this node's host service at its own address: other nodes cannot stop or check computers homed here; set ROOST_NODE_SERVICE_URL to the URL at which Restate reaches this node's service port",
+        { url: hostServiceUrl, error: String(error) },
+      );
+    }
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
 
@@ -1098,4 +1106,14 @@ function closeHttp2(
     };
     const cutTimer = setTimeout(cut, graceMs);
   });
+}
+
+/**
+ * HOME3: the URL at which Restate reaches this node's own service port: ROOST_NODE_SERVICE_URL,
+ * else the bound address (loopback for a wildcard bind).
+ */
+export function ownServiceUrl(configured: string | undefined, host: string, port: number): string {
+  if (configured !== undefined) return configured.replace(/\/+$/, "");
+  const address = host === "0.0.0.0" || host === "::" || host === "" ? "127.0.0.1" : host;
+  return `http://${address.includes(":") ? `[${address}]` : address}:${port}`;
 }

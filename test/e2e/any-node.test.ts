@@ -99,13 +99,20 @@ describe.skipIf(!postgres.ok)("any node runs any loop", () => {
     for (const created of dirs) rmSync(created, { recursive: true, force: true });
   });
 
-  it("both nodes registered one deployment, the balancer's", async () => {
+  it("both nodes registered one deployment for the loop, the balancer's, and each its own host service", async () => {
     const deployments = (await (await fetch(`${restate.adminUrl}/deployments`)).json()) as {
       deployments: { uri: string }[];
     };
-    expect(deployments.deployments.map((deployment) => deployment.uri)).toEqual([
-      `${balancer.url}/`,
-    ]);
+    const uris = deployments.deployments.map((deployment) => deployment.uri);
+    expect(uris.filter((uri) => !uri.endsWith("/host"))).toEqual([`${balancer.url}/`]);
+    // HOME3: a node's host service is reached at its own address, never through the balancer
+    // (which would hand a stop of node A's computer to node B).
+    expect(uris.filter((uri) => uri.endsWith("/host")).sort()).toEqual(
+      [
+        `http://127.0.0.1:${nodeA.servicePort}/host`,
+        `http://127.0.0.1:${nodeB.servicePort}/host`,
+      ].sort(),
+    );
   });
 
   async function replyCounts(node: RoostProcess, conversations: string[], count: number) {
