@@ -422,12 +422,19 @@ async function createStreamPump(
   );
   let busy: Promise<void> = Promise.resolve();
   const pumpOnce = async () => {
+    if (budget <= 0) return;
+    // Both files' sizes at once (one wait instead of two on a call's path); then the reads, in
+    // order, within the budget.
+    await Promise.all(
+      streams.map(async (stream) => {
+        stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
+        if (stream.handle !== undefined) stream.size = (await stream.handle.stat()).size;
+      }),
+    );
     for (const stream of streams) {
       if (budget <= 0) return;
-      stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
       if (stream.handle === undefined) continue;
-      const { size } = await stream.handle.stat();
-      stream.size = size;
+      const size = stream.size;
       const length = Math.min(size - stream.offset, budget, 256 * 1024);
       if (length <= 0) continue;
       const buffer = Buffer.alloc(length);
@@ -458,7 +465,7 @@ async function createStreamPump(
     },
     async close() {
       await busy.catch(() => undefined);
-      for (const stream of streams) await stream.handle?.close();
+      await Promise.all(streams.map(async (stream) => stream.handle?.close()));
     },
   };
 }
