@@ -122,7 +122,7 @@ export function createMcpServers(options: McpServersOptions): McpServers {
   async function launch(entry: Entry): Promise<Client> {
     // MCPW6: the SDK (its message schemas, ajv) is loaded when the first server
     // starts, not at the worker's start: an idle worker in a computer without MCP servers would
-    // hold ~5 MiB of heap for it (decision 0021).
+    // hold ~4 MiB of heap for it (decision 0021).
     const { Client, StdioClientTransport } = await loadSdk();
     if (entry.stopped || closed)
       throw new ToolFailure("cancelled", `MCP server ${entry.server.name} was stopped`);
