@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -218,6 +218,42 @@ describe("call runner", () => {
     const frame = await result("c1");
     expect(frame).toMatchObject({ ok: false, error: { code: "interrupted" } });
     expect(() => runs()).toThrow(); // never ran
+  });
+
+  it("a slow disk: the command starts only once its started record is written, though its files are made meanwhile (W3)", async () => {
+    const doneLog = await openDoneLog(stateDir, { fsync: false });
+    let preparedWhileMarking = false;
+    const slowLog: typeof doneLog = {
+      ...doneLog,
+      markStarted: async (...args) => {
+        await new Promise((resolve) => setTimeout(resolve, 300)); // a flush that takes its time
+        preparedWhileMarking = readdirSync(jobsRoot(stateDir)).length === 1;
+        return doneLog.markStarted(...args);
+      },
+    };
+    const sent: WorkerFrame[] = [];
+    const runner = createCallRunner({
+      workspace,
+      stateDir,
+      doneLog: slowLog,
+      commandEnv: { PATH: "/usr/bin:/bin", HOME: root },
+      fsync: false,
+      send: (frame) => {
+        sent.push(frame);
+        return true;
+      },
+      shell: { pollMs: 20 },
+    });
+    runners.push(runner);
+    const journal = path.join(stateDir, "calls", "journal.jsonl");
+    runner.handleCall(shellCall("c-order", `grep -c '"callId":"c-order"' ${journal}`));
+    while (!sent.some((frame) => frame.type === "result"))
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(sent.find((frame) => frame.type === "result")).toMatchObject({
+      ok: true,
+      output: { exitCode: 0, stdout: "1\n" }, // its own started record, and nothing else yet
+    });
+    expect(preparedWhileMarking).toBe(true);
   });
 
   it("starts a command whose previous attempt recorded `started` but never spawned it", async () => {

@@ -34,7 +34,11 @@ export async function freeReserveIfLow(stateDir: string): Promise<void> {
   }
 }
 
-/** Runs `write`; when it fails with ENOSPC, frees the reserve (if there is one) and runs it again. */
+/**
+ * Runs `write`; when it fails with ENOSPC, frees the reserve (if there is one) and runs it again.
+ * Without a reserve to free it still runs it once more: the shell tool makes a job's files while
+ * its `started` record is written, so the other one may just have freed it.
+ */
 export async function withDiskRoom<T>(stateDir: string, write: () => Promise<T>): Promise<T> {
   try {
     return await write();
@@ -43,8 +47,7 @@ export async function withDiskRoom<T>(stateDir: string, write: () => Promise<T>)
     try {
       await fs.unlink(path.join(stateDir, reserveFileName));
     } catch (unlinkError) {
-      if (isErrno(unlinkError, "ENOENT")) throw error; // nothing left to give
-      throw unlinkError;
+      if (!isErrno(unlinkError, "ENOENT")) throw unlinkError;
     }
     return await write();
   }

@@ -1,20 +1,24 @@
 import {
   appendFileSync,
+  closeSync,
   mkdirSync,
+  openSync,
   mkdtempSync,
   readFileSync,
   rmSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
 import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { callKey, journalFileName, openDoneLog } from "./done-log.ts";
+import { callKey, journalFileName, openDoneLog, preallocateBytes } from "./done-log.ts";
 
 let stateDir: string;
 const journal = () => path.join(stateDir, "calls", journalFileName);
-const lines = () => readFileSync(journal(), "utf8").split("\n").filter(Boolean);
+/** The journal's lines, without the zeros it is grown by (DL6). */
+const lines = () => readFileSync(journal(), "utf8").replace(/\0+$/, "").split("\n").filter(Boolean);
 
 beforeEach(() => {
   stateDir = mkdtempSync(path.join(os.tmpdir(), "roost-done-log-"));
@@ -59,6 +63,56 @@ describe("done-log journal", () => {
       "done",
     ]);
     expect(await (await openDoneLog(stateDir)).get("c1")).toMatchObject({ outcome: { output: 1 } });
+  });
+
+  it("records are written over zeros the file was grown by, so most change no file size (DL6)", async () => {
+    const log = await openDoneLog(stateDir);
+    await log.markStarted("c0", "shell");
+    const grown = statSync(journal()).size;
+    expect(grown).toBeGreaterThan(preallocateBytes); // the first record grew the file ahead
+    for (let index = 1; index < 50; index += 1) {
+      await log.markStarted(`c${index}`, "shell");
+      await log.markDone(`c${index}`, "shell", { ok: true, output: index });
+    }
+    expect(statSync(journal()).size).toBe(grown); // 99 more records, no growth
+    expect(lines()).toHaveLength(99);
+    // A record larger than what is left grows the file again, with its own zeros after it.
+    const big = "y".repeat(preallocateBytes);
+    await log.markDone("c0", "shell", { ok: true, output: big });
+    expect(statSync(journal()).size).toBeGreaterThan(grown + preallocateBytes);
+    await log.close();
+
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("c0")).toMatchObject({ outcome: { output: big } });
+    expect(await reopened.get("c49")).toMatchObject({ outcome: { output: 49 } });
+    expect(await reopened.listUnfinished()).toEqual([]);
+    await reopened.markStarted("after", "shell"); // lands after the last record, not after the zeros
+    await reopened.close();
+    expect(JSON.parse(lines().at(-1)!)).toMatchObject({ callId: "after" });
+  });
+
+  it("worker killed while writing over the zeros: the torn record is cut and the zeros kept clean (DL2, DL6)", async () => {
+    const first = await openDoneLog(stateDir);
+    await first.markStarted("c1", "shell");
+    await first.close();
+    const end = readFileSync(journal()).indexOf(0x0a) + 1;
+    const torn = '{"state":"done","callId":"c1","tool":"shell","finishedAt":"2026-';
+    const descriptor = openSync(journal(), "r+");
+    writeSync(descriptor, torn, end); // the kill, mid-write, inside the grown part
+    closeSync(descriptor);
+
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("c1")).toMatchObject({ state: "started" });
+    await reopened.markStarted("c2", "shell"); // shorter than the torn record: nothing of it may stay
+    await reopened.close();
+    expect(readFileSync(journal(), "utf8")).not.toContain("finishedAt");
+    expect(lines().map((line) => (JSON.parse(line) as { callId: string }).callId)).toEqual([
+      "c1",
+      "c2",
+    ]);
+    const again = await openDoneLog(stateDir);
+    expect((await again.listUnfinished()).map((record) => record.callId)).toEqual(["c1", "c2"]);
+    await again.close();
   });
 
   it("upgrade from the file-per-record format: its started and done records keep their meaning", async () => {

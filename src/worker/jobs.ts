@@ -120,22 +120,49 @@ export async function spawnJobWithOutput(
   env: Readonly<Record<string, string>>,
   prelude?: string,
 ): Promise<{ child: ChildProcess; output: JobOutput }> {
+  const output = await prepareJob(dir, meta);
+  return { child: await startJob(dir, meta, env, prelude, output), output };
+}
+
+/**
+ * The job's folder, `job.json` and output files, made before its wrapper starts (and before
+ * the call's `started` record is durable: the shell tool does both at once, and starts the
+ * wrapper only once both are done). On a full disk, the worker's reserve makes room for them
+ * (disk-reserve.ts).
+ */
+export async function prepareJob(dir: string, meta: JobMeta): Promise<JobOutput> {
   const paths = jobPaths(dir);
-  // On a full disk, the worker's reserve makes room for the job's folder and the command's
-  // output (disk-reserve.ts).
   const stateDir = path.dirname(path.dirname(dir));
   await freeReserveIfLow(stateDir);
   const [stdout, stderr] = await withDiskRoom(stateDir, async () => {
     await fs.mkdir(dir, { recursive: true });
-    await fs.writeFile(paths.meta, JSON.stringify(meta));
-    const out = await fs.open(paths.stdout, "a+");
-    try {
-      return [out, await fs.open(paths.stderr, "a+")] as const;
-    } catch (error) {
-      await out.close();
-      throw error;
+    const opened = await Promise.allSettled([
+      fs.open(paths.stdout, "a+"),
+      fs.open(paths.stderr, "a+"),
+      fs.writeFile(paths.meta, JSON.stringify(meta)),
+    ]);
+    const failed = opened.find((result) => result.status === "rejected");
+    if (failed !== undefined) {
+      for (const result of opened.slice(0, 2))
+        if (result.status === "fulfilled") await (result.value as FileHandle).close();
+      throw failed.reason;
     }
+    return [
+      (opened[0] as PromiseFulfilledResult<FileHandle>).value,
+      (opened[1] as PromiseFulfilledResult<FileHandle>).value,
+    ] as const;
   });
+  return { stdout, stderr };
+}
+
+/** Starts the job's wrapper writing to `output` (closed here when the start fails). */
+export async function startJob(
+  dir: string,
+  meta: JobMeta,
+  env: Readonly<Record<string, string>>,
+  prelude: string | undefined,
+  output: JobOutput,
+): Promise<ChildProcess> {
   try {
     const child = spawn(
       bashPath,
@@ -144,17 +171,17 @@ export async function spawnJobWithOutput(
         cwd: meta.cwd,
         env,
         detached: true,
-        stdio: ["ignore", stdout.fd, stderr.fd],
+        stdio: ["ignore", output.stdout.fd, output.stderr.fd],
       },
     );
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);
     });
-    return { child, output: { stdout, stderr } };
+    return child;
   } catch (error) {
-    await stdout.close();
-    await stderr.close();
+    await output.stdout.close();
+    await output.stderr.close();
     throw error;
   }
 }

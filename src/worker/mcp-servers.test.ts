@@ -2,6 +2,7 @@
  * The worker's command MCP servers (mcp-servers.ts, MCPW1–MCPW5) against real processes: the MCP
  * SDK's published example stdio server, and a fixture server of ours for the misbehaviours.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -52,6 +53,33 @@ const soon = (ms = 20_000) => Date.now() + ms;
 const never = new AbortController().signal;
 
 describe("command MCP servers on the worker", () => {
+  it("MCPW6: a worker loads the MCP SDK only when its first server starts", () => {
+    // A fresh Node process that records every module it resolves: the worker's modules loaded
+    // and its MCP servers created (as at the worker's start), then one server started.
+    const script = `
+      import { registerHooks } from "node:module";
+      const seen = [];
+      registerHooks({ resolve(specifier, context, next) { seen.push(specifier); return next(specifier, context); } });
+      const sdkLoaded = () => seen.some((name) => name.includes("@modelcontextprotocol"));
+      await import(${JSON.stringify(path.join(import.meta.dirname, "worker.ts"))});
+      const { createMcpServers } = await import(${JSON.stringify(path.join(import.meta.dirname, "mcp-servers.ts"))});
+      const servers = createMcpServers({ workspace: process.cwd(), commandEnv: { PATH: process.env.PATH } });
+      const atStart = sdkLoaded();
+      const server = { name: "fixture", command: process.execPath, args: [${JSON.stringify(fixture)}], env: {} };
+      await servers.tools([server], Date.now() + 20000, new AbortController().signal);
+      await servers.close();
+      console.log(JSON.stringify({ atStart, afterFirstServer: sdkLoaded() }));
+    `;
+    const output = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(JSON.parse(output.trim().split("\n").at(-1)!)).toEqual({
+      atStart: false,
+      afterFirstServer: true,
+    });
+  });
+
   it("lists and calls the MCP SDK's own example stdio server", async () => {
     const mcp = start();
     const example: McpCommandServer = {

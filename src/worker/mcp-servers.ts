@@ -19,10 +19,11 @@
  *   MCPW5 the server's command and args are passed as an argument vector, never through a
  *         shell's parsing; with a job prelude (the local provider's user cgroup) bash sources it
  *         and then `exec`s the vector.
+ *   MCPW6 the SDK is imported when the first server starts, so a worker whose computer has no
+ *         MCP server never loads it.
  */
 import { createHash } from "node:crypto";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   mcpLimits,
   reduceMcpResult,
@@ -65,6 +66,25 @@ export interface McpServers {
 
 const stderrTailChars = 2000;
 
+let sdk:
+  | Promise<{
+      Client: typeof import("@modelcontextprotocol/sdk/client/index.js").Client;
+      StdioClientTransport: typeof import("@modelcontextprotocol/sdk/client/stdio.js").StdioClientTransport;
+    }>
+  | undefined;
+
+/** MCPW6: the SDK's modules, imported once, on first use. */
+function loadSdk() {
+  sdk ??= Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+  ]).then(([client, stdio]) => ({
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+  }));
+  return sdk;
+}
+
 interface Entry {
   server: McpCommandServer;
   key: string;
@@ -99,7 +119,13 @@ export function createMcpServers(options: McpServersOptions): McpServers {
     return `MCP server ${entry.server.name} ${what}${tail === "" ? "" : `; its last output on stderr: ${tail.slice(-1000)}`}`;
   }
 
-  function launch(entry: Entry): Promise<Client> {
+  async function launch(entry: Entry): Promise<Client> {
+    // MCPW6: the SDK (its message schemas, ajv) is loaded when the first server
+    // starts, not at the worker's start: an idle worker in a computer without MCP servers would
+    // hold ~4 MiB of heap for it (decision 0021).
+    const { Client, StdioClientTransport } = await loadSdk();
+    if (entry.stopped || closed)
+      throw new ToolFailure("cancelled", `MCP server ${entry.server.name} was stopped`);
     const { server } = entry;
     const env = { ...options.commandEnv, ...server.env };
     const vector =

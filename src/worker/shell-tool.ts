@@ -33,7 +33,8 @@ import {
   readStreamText,
   readTail,
   signalJob,
-  spawnJobWithOutput,
+  prepareJob,
+  startJob,
   type JobOutput,
   type StreamText,
 } from "./jobs.ts";
@@ -85,20 +86,34 @@ export async function shellTool(
       deadlineAt: background ? null : context.deadline,
       background,
     };
-    if (context.previous === undefined) await context.markStarted();
-    const started = await spawnJobWithOutput(
+    // The `started` record's flush and the job's files at once; the command starts only once
+    // both are done (W3: the record is durable before any side effect of the command).
+    const [marked, prepared] = await Promise.allSettled([
+      context.previous === undefined ? context.markStarted() : undefined,
+      prepareJob(dir, meta),
+    ]);
+    if (marked.status === "rejected" || prepared.status === "rejected") {
+      if (prepared.status === "fulfilled") {
+        await prepared.value.stdout.close();
+        await prepared.value.stderr.close();
+      }
+      if (marked.status === "rejected") throw marked.reason;
+      throw toToolFailure((prepared as PromiseRejectedResult).reason, `bash in ${cwd}`);
+    }
+    const started = prepared.value;
+    child = await startJob(
       dir,
       meta,
       { ...context.commandEnv, ...input.env },
       context.jobPrelude,
+      started,
     ).catch((error: unknown) => {
       throw toToolFailure(error, `bash in ${cwd}`);
     });
-    child = started.child;
     if (background) {
-      await started.output.stdout.close();
-      await started.output.stderr.close();
-    } else output = started.output;
+      await started.stdout.close();
+      await started.stderr.close();
+    } else output = started;
   }
 
   if (background) {
@@ -407,12 +422,19 @@ async function createStreamPump(
   );
   let busy: Promise<void> = Promise.resolve();
   const pumpOnce = async () => {
+    if (budget <= 0) return;
+    // Both files' sizes at once (one wait instead of two on a call's path); then the reads, in
+    // order, within the budget.
+    await Promise.all(
+      streams.map(async (stream) => {
+        stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
+        if (stream.handle !== undefined) stream.size = (await stream.handle.stat()).size;
+      }),
+    );
     for (const stream of streams) {
       if (budget <= 0) return;
-      stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
       if (stream.handle === undefined) continue;
-      const { size } = await stream.handle.stat();
-      stream.size = size;
+      const size = stream.size;
       const length = Math.min(size - stream.offset, budget, 256 * 1024);
       if (length <= 0) continue;
       const buffer = Buffer.alloc(length);
@@ -443,7 +465,7 @@ async function createStreamPump(
     },
     async close() {
       await busy.catch(() => undefined);
-      for (const stream of streams) await stream.handle?.close();
+      await Promise.all(streams.map(async (stream) => stream.handle?.close()));
     },
   };
 }
