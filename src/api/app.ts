@@ -52,6 +52,7 @@ import { registerTeamRoutes } from "./team-routes.ts";
 import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
 import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
+import { registerUploadRoutes, resolveMessageAttachments, uploadLimits } from "./upload-routes.ts";
 import type { McpService } from "../mcp/index.ts";
 import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import type { HelpersService } from "../helpers/index.ts";
@@ -104,7 +105,7 @@ export interface ApiDependencies {
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
   /** Conversation attachments' bytes (absent: no attachments routes). */
-  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete" | "put"> };
   /** MCP servers per bot and per user (absent: no MCP server routes). */
   mcp?: McpService;
   /** Helpers of conversations (absent: no helpers route; interrupts do not offer to stop them). */
@@ -204,7 +205,14 @@ const createConversationBody = z.strictObject({
 });
 const patchConversationBody = z.strictObject({ title: text("title", { min: 1, max: 200 }) });
 const postMessageBody = z.strictObject({
-  text: text("text", { min: 1, max: 100_000 }),
+  /** May be empty when the message has attachments (checked in the route). */
+  text: text("text", { min: 0, max: 100_000 }),
+  /** Upload ids (POST /v1/conversations/{id}/uploads, docs/uploads.md). */
+  attachments: z
+    .array(z.string({ error: "attachments must be upload ids" }), {
+      error: "attachments must be a list of upload ids",
+    })
+    .optional(),
   clientMessageId: text("clientMessageId", { min: 1, max: 200 }),
   /** The owner's message stops the running turn and starts the next one with itself. */
   interrupt: z.boolean({ error: "interrupt must be true or false" }).optional(),
@@ -379,19 +387,26 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   // File uploads carry raw bytes up to the attachment limit, skill archives up to theirs; a port
   // preview's body is the server's inside the computer: streamed, never held (computer-ports.ts).
   // Everything else is small JSON.
+  const attachmentBodyLimit = limitBody(
+    uploadLimits.maxBytes,
+    `an upload is at most ${uploadLimits.maxBytes} bytes (25 MiB); this one is larger`,
+  );
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : context.req.path.startsWith(`${portsPath}/`) ||
-          context.req.path.startsWith(webhookPathPrefix)
-        ? next() // a webhook's body has its own limit (routine-routes.ts RAPI4)
-        : isSkillArchiveUpload(
-              context.req.method,
-              context.req.path,
-              context.req.header("content-type"),
-            )
-          ? skillArchiveBodyLimit(context, next)
-          : jsonBodyLimit(context, next),
+      : context.req.method === "POST" &&
+          /^\/v1\/conversations\/[^/]+\/uploads$/.test(context.req.path)
+        ? attachmentBodyLimit(context, next)
+        : context.req.path.startsWith(`${portsPath}/`) ||
+            context.req.path.startsWith(webhookPathPrefix)
+          ? next() // a webhook's body has its own limit (routine-routes.ts RAPI4)
+          : isSkillArchiveUpload(
+                context.req.method,
+                context.req.path,
+                context.req.header("content-type"),
+              )
+            ? skillArchiveBodyLimit(context, next)
+            : jsonBodyLimit(context, next),
   );
 
   // Exempt from the token limits and the query rules: load balancers and monitors poll it
@@ -656,11 +671,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     clock,
     ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
   });
-  if (deps.attachments !== undefined)
+  if (deps.attachments !== undefined) {
     registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
       store,
       blobs: deps.attachments.blobs,
     });
+    registerUploadRoutes(app as unknown as Parameters<typeof registerUploadRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
+    });
+  }
   if (deps.helpers !== undefined)
     registerHelperRoutes(app as unknown as Parameters<typeof registerHelperRoutes>[0], {
       store,
@@ -879,11 +899,25 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   app.post("/v1/conversations/:id/messages", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, postMessageBody);
+    const attachments =
+      body.attachments === undefined || body.attachments.length === 0
+        ? []
+        : deps.attachments === undefined
+          ? (() => {
+              throw new InvalidRequestError("this server keeps no uploads; send text only");
+            })()
+          : await resolveMessageAttachments(store, conversation, body.attachments); // UPL1, UPL5
+    if (body.text === "" && attachments.length === 0)
+      throw new InvalidRequestError(
+        "text is empty; write a message, or attach a file (attachments: [upload ids])",
+        { field: "text" },
+      );
     const { message, created } = await postMessage(askDeps, {
       conversationId: conversation.id,
       clientMessageId: body.clientMessageId,
       authorAccountId: context.get("account").id,
       text: body.text,
+      ...(attachments.length === 0 ? {} : { attachments }),
       requestId: context.get("requestId"),
       // Only the conversation's owner may stop its turn (every conversation has one owner today).
       beforeKick: () => {

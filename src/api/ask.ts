@@ -36,6 +36,8 @@ export async function postMessage(
     text: string;
     clientMessageId: string;
     requestId: string;
+    /** Uploads it carries (resolved and checked by the caller, UPL1). */
+    attachments?: Api.MessageAttachment[];
     /** Runs after the message is stored and announced, before the loop is kicked. */
     beforeKick?: () => void;
   },
@@ -45,6 +47,7 @@ export async function postMessage(
     clientMessageId: input.clientMessageId,
     authorAccountId: input.authorAccountId,
     text: input.text,
+    ...(input.attachments === undefined ? {} : { attachments: input.attachments }),
   });
   if (created) {
     deps.events.publish({

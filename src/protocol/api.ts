@@ -163,6 +163,19 @@ export interface MessagePayload {
   authorAccountId: string;
   /** Absent for a person's chat message. */
   source?: MessageSource;
+  /** Files the person attached (uploads, docs/uploads.md); absent when none. */
+  attachments?: MessageAttachment[];
+}
+/**
+ * A file attached to a message: an upload (POST /v1/conversations/{id}/uploads), and where the
+ * loop copies it on the computer (`/workspace/attachments/<conversation>/<name>`).
+ */
+export interface MessageAttachment {
+  id: string;
+  name: string;
+  mimeType: string;
+  size: number;
+  path: string;
 }
 /** The bot decided that nothing needs saying (the `no_reply` result). */
 export interface NoReplyPayload {
@@ -177,7 +190,7 @@ export interface ModelPayload {
   prompt?: PromptHash[];
 }
 /** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
-export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording" | "upload";
 export interface Attachment {
   id: string;
   conversationId: string;
@@ -192,6 +205,18 @@ export interface Attachment {
 }
 export interface AttachmentList {
   attachments: Attachment[];
+}
+/** `POST /v1/conversations/{id}/uploads`: an upload, ready to attach to a message by its id. */
+export interface Upload extends Attachment {
+  kind: "upload";
+  /** Where the loop copies it on the computer once a message names it. */
+  path: string;
+}
+/** The upload limits (docs/uploads.md), also in every over-limit error. */
+export interface UploadLimits {
+  maxBytes: number;
+  maxPerMessage: number;
+  mimeTypes: string[];
 }
 
 export interface ToolPayload {

@@ -664,4 +664,11 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX helpers_by_parent ON helpers (parent_conversation_id, status)`,
     ],
   },
+  {
+    version: 30,
+    statements: [
+      // Uploads attached to a message (docs/uploads.md): JSON list of Api.MessageAttachment.
+      `ALTER TABLE messages ADD COLUMN attachments TEXT`,
+    ],
+  },
 ];

@@ -18,6 +18,7 @@ import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queri
 import { createMcpQueries } from "./mcp-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
 import { migrations } from "./migrations.ts";
+import type { Api } from "../protocol/index.ts";
 import type {
   Account,
   ApiToken,
@@ -74,6 +75,7 @@ interface MessageRow {
   created_at: number;
   taken_at_seq: number | null;
   source: string | null;
+  attachments: string | null;
 }
 interface StepRow {
   conversation_id: string;
@@ -159,6 +161,9 @@ const toMessage = (row: MessageRow): Message => ({
   takenBy: row.taken_by,
   takenAtSeq: row.taken_at_seq === null ? null : Number(row.taken_at_seq),
   ...(row.source === null ? {} : { source: JSON.parse(row.source) as MessageSource }),
+  ...(row.attachments === null
+    ? {}
+    : { attachments: JSON.parse(row.attachments) as Api.MessageAttachment[] }),
   createdAt: Number(row.created_at),
 });
 const toStep = (row: StepRow): Step => ({
@@ -194,7 +199,7 @@ const toAudit = (row: AuditRow): AuditEntry => ({
 });
 
 const messageColumns =
-  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq, source";
+  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq, source, attachments";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 const apiTokenColumns = "id, account_id, name, created_at, last_used_at";
 
@@ -736,7 +741,14 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       });
     },
 
-    async appendMessage({ conversationId, clientMessageId, authorAccountId, text, source }) {
+    async appendMessage({
+      conversationId,
+      clientMessageId,
+      authorAccountId,
+      text,
+      source,
+      attachments,
+    }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
       return idempotent<{ message: Message; created: boolean; waiter: string | null }>(
@@ -755,11 +767,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               takenBy: null,
               takenAtSeq: null,
               ...(source === undefined ? {} : { source }),
+              ...(attachments === undefined || attachments.length === 0 ? {} : { attachments }),
               createdAt: at,
             };
             const sourceJson = source === undefined ? null : JSON.stringify(source);
             await tx.run(
-              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
+              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?, ?)`,
               [
                 message.id,
                 conversationId,
@@ -769,6 +782,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                 seq,
                 at,
                 sourceJson,
+                message.attachments === undefined ? null : JSON.stringify(message.attachments),
               ],
             );
             await tx.run(
@@ -782,7 +796,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                   text,
                   authorAccountId,
                   ...(source === undefined ? {} : { source }),
-                }),
+                  ...(message.attachments === undefined
+                    ? {}
+                    : { attachments: message.attachments }),
+                } satisfies Api.MessagePayload),
                 at,
               ],
             );

@@ -126,6 +126,8 @@ export interface Message {
   takenAtSeq: number | null;
   /** Where it came from; absent for a person's chat message. */
   source?: MessageSource;
+  /** Uploads the person attached (migration 30); absent when none. */
+  attachments?: Api.MessageAttachment[];
   createdAt: number;
 }
 
@@ -294,6 +296,8 @@ export interface Store
     text: string;
     /** Where it came from; absent for a person's chat message. */
     source?: MessageSource;
+    /** Uploads attached to it (checked by the caller: the conversation's own). */
+    attachments?: Api.MessageAttachment[];
   }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages
