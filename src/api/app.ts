@@ -236,7 +236,11 @@ const listConversationsQuery = z.strictObject({
 });
 
 /** API4: the routes of this file that take query parameters; each parses them with readQuery. */
-const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
+const routesWithQuery = new Set([
+  "GET /v1/conversations",
+  "GET /v1/conversations/:id/steps",
+  "POST /v1/conversations/:id/uploads", // ?name= (upload-routes.ts)
+]);
 /** The files routes (computer-routes.ts) parse their own `path` query with readQuery; a port
  * preview's query is the server's inside the computer (computer-ports.ts). */
 const validatesOwnQuery = (path: string) =>

@@ -146,6 +146,20 @@ function limitsText(): string {
 async function* checked(
   body: ReadableStream<Uint8Array>,
   mimeType: string,
+  refused: { error?: RoostError },
+): AsyncIterable<Uint8Array> {
+  try {
+    yield* checkedBytes(body, mimeType);
+  } catch (error) {
+    // The blob store may wrap what its body threw; the route answers the refusal itself.
+    if (error instanceof RoostError) refused.error = error;
+    throw error;
+  }
+}
+
+async function* checkedBytes(
+  body: ReadableStream<Uint8Array>,
+  mimeType: string,
 ): AsyncIterable<Uint8Array> {
   let size = 0;
   let head: Buffer | undefined = Buffer.alloc(0);
@@ -276,11 +290,12 @@ export function registerUploadRoutes(
       conversationId: conversation.id,
     })}${id}`; // UPL6
     let size: number;
+    const refused: { error?: RoostError } = {};
     try {
-      size = (await blobs.put(blobKey, checked(body, mimeType))).size;
+      size = (await blobs.put(blobKey, checked(body, mimeType, refused))).size;
     } catch (error) {
       await blobs.delete(blobKey).catch(() => undefined);
-      throw error;
+      throw refused.error ?? error;
     }
     const record = await store.putAttachment({
       id,
