@@ -73,7 +73,7 @@ const upload = (
   conversationId: string,
   name: string,
   type: string,
-  body: BodyInit,
+  body: string | Buffer | ReadableStream<Uint8Array>,
   headers: Record<string, string> = {},
 ) =>
   app.request(

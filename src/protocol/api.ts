@@ -355,6 +355,8 @@ export interface Listing {
   entries: FileEntry[];
   /** More entries exist than one listing returns. */
   truncated: boolean;
+  /** With `limit`: the `cursor` of the next page; absent on the last page. */
+  nextCursor?: string;
 }
 
 /** `PUT /v1/computers/me/files/content`. */

@@ -17,12 +17,14 @@ import {
   useMemo,
   useRef,
   useState,
+  type ReactNode,
 } from "react";
 import type {
   Bot,
   ApprovalPayload,
   BudgetReachedPayload,
   InterruptedPayload,
+  MessageAttachment,
   MessageSource,
   Step,
   ToolPayload,
@@ -37,6 +39,7 @@ import { DraftCard } from "./draft-card.tsx";
 import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Attachments, attachmentsOf } from "./attachments.tsx";
+import { MessageAttachments } from "./upload.tsx";
 import { Avatar } from "./ui.tsx";
 
 /** Plain words and what to do, per error code. */
@@ -82,9 +85,12 @@ const UserMessage = memo(function UserMessage({
   time,
   from,
   fromConversationId,
+  attachments,
 }: {
   text: string;
   time: string;
+  /** The files the message carries (upload.tsx). */
+  attachments?: ReactNode;
   from?: string;
   /** Another bot's message: the conversation it wrote from (issue 11 §2, visible in both). */
   fromConversationId?: string;
@@ -92,7 +98,8 @@ const UserMessage = memo(function UserMessage({
   return (
     <div className="row row-user" data-source={from === undefined ? "chat" : "other"}>
       <div className="bubble bubble-user">
-        <div className="user-text">{text}</div>
+        {text !== "" && <div className="user-text">{text}</div>}
+        {attachments}
       </div>
       <div className="row-meta">
         {from === undefined ? (
@@ -283,6 +290,7 @@ type Row =
       time: string;
       from?: string;
       fromConversationId?: string;
+      attachments?: MessageAttachment[];
     }
   | { key: string; kind: "bot"; text: string; meta?: string }
   | {
@@ -351,6 +359,9 @@ export function buildRows(
             ...(source?.kind === "helper" && source.direction === "task"
               ? { fromConversationId: source.parentConversationId }
               : {}),
+            ...(step.payload.attachments === undefined
+              ? {}
+              : { attachments: step.payload.attachments }),
           });
           break;
         }
@@ -597,6 +608,17 @@ export function Timeline({
                     {...(row.fromConversationId === undefined
                       ? {}
                       : { fromConversationId: row.fromConversationId })}
+                    {...(row.attachments === undefined
+                      ? {}
+                      : {
+                          attachments: (
+                            <MessageAttachments
+                              conversationId={feed.conversationId}
+                              attachments={row.attachments}
+                              time={row.time}
+                            />
+                          ),
+                        })}
                   />
                 );
               case "bot":
