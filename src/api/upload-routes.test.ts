@@ -76,16 +76,13 @@ const upload = (
   body: string | Buffer | ReadableStream<Uint8Array>,
   headers: Record<string, string> = {},
 ) =>
-  app.request(
-    `/v1/conversations/${conversationId}/uploads?name=${encodeURIComponent(name)}`,
-    {
-      method: "POST",
-      headers: { authorization: `Bearer ${who.token}`, "content-type": type, ...headers },
-      body,
-      // Node's fetch needs this for a streamed body.
-      ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
-    } as RequestInit,
-  );
+  app.request(`/v1/conversations/${conversationId}/uploads?name=${encodeURIComponent(name)}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${who.token}`, "content-type": type, ...headers },
+    body,
+    // Node's fetch needs this for a streamed body.
+    ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+  } as RequestInit);
 
 const post = (who: { token: string }, conversationId: string, body: unknown) =>
   app.request(`/v1/conversations/${conversationId}/messages`, {
@@ -293,9 +290,7 @@ describe("uploads API", () => {
       "the file is not image/png",
     );
     expect((await upload(alice, conversation.id, "a.png", "", png)).status).toBe(400);
-    expect((await upload(alice, conversation.id, "empty.txt", "text/plain", "")).status).toBe(
-      400,
-    );
+    expect((await upload(alice, conversation.id, "empty.txt", "text/plain", "")).status).toBe(400);
     const audio = await upload(alice, conversation.id, "memo.mp3", "audio/mpeg", "ID3");
     expect(audio.status).toBe(201);
     expect(await storedBlobs()).toHaveLength(1);

@@ -66,7 +66,10 @@ export function createLoopUploads(wiring: UploadsWiring): LoopUploads {
         }
       } catch (error) {
         return {
-          failed: attachments.map((file) => ({ path: file.path, reason: (error as Error).message })),
+          failed: attachments.map((file) => ({
+            path: file.path,
+            reason: (error as Error).message,
+          })),
         }; // UPW2
       }
       for (const file of attachments) {

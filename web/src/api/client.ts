@@ -195,15 +195,17 @@ export function createApiClient(options: ApiClientOptions) {
       attachments: readonly string[] = [],
     ) =>
       json<PostedMessage>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
-        json: attachments.length === 0 ? { text, clientMessageId } : { text, clientMessageId, attachments },
+        json:
+          attachments.length === 0
+            ? { text, clientMessageId }
+            : { text, clientMessageId, attachments },
       }),
     /** A file to attach to a message (docs/uploads.md); send its id with the message. */
     upload: (conversationId: string, name: string, file: Blob, type: string) =>
-      json<Upload>(
-        "POST",
-        `/v1/conversations/${enc(conversationId)}/uploads?name=${enc(name)}`,
-        { body: file, contentType: type },
-      ),
+      json<Upload>("POST", `/v1/conversations/${enc(conversationId)}/uploads?name=${enc(name)}`, {
+        body: file,
+        contentType: type,
+      }),
     /** Stops the conversation's running turn; `interrupted` is false when none was running. */
     interrupt: (conversationId: string, options: { stopHelpers?: boolean } = {}) =>
       json<InterruptResult>("POST", `/v1/conversations/${enc(conversationId)}/interrupt`, {

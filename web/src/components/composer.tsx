@@ -149,12 +149,7 @@ export function Composer({
             <Square size={14} fill="currentColor" aria-hidden="true" />
           </button>
         )}
-        <button
-          type="submit"
-          className="send-button"
-          disabled={!canSend}
-          aria-label="Send"
-        >
+        <button type="submit" className="send-button" disabled={!canSend} aria-label="Send">
           <ArrowUp size={18} aria-hidden="true" />
         </button>
       </div>

@@ -20,6 +20,7 @@ import { memo, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
 import { LiveView } from "./live-view.tsx";
+import { changeOf, DiffView } from "./diff-view.tsx";
 
 export type ToolStatus = "running" | "approval" | "done" | "failed" | "stopped" | "interrupted";
 
@@ -255,6 +256,8 @@ export const ToolCard = memo(function ToolCard({
   const summary = summarizeInput(call.input);
   const lines = result === undefined ? [] : detailLines(result.details);
   const exitCode = result?.details.exitCode;
+  // What an edit or write changed, once it succeeded (diff-view.tsx).
+  const change = result !== undefined && !result.isError ? changeOf(call, result) : undefined;
 
   return (
     <div className={`tool-card tool-${status}`} data-status={status} data-tool={call.name}>
@@ -325,6 +328,12 @@ export const ToolCard = memo(function ToolCard({
             </>
           ) : (
             <>
+              {change !== undefined && (
+                <div className="tool-section">
+                  <h4>Changes</h4>
+                  <DiffView before={change.before} after={change.after} note={change.note} />
+                </div>
+              )}
               <Output result={result} />
               {lines.length > 0 && (
                 <dl className="tool-details">

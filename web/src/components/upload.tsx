@@ -10,6 +10,7 @@ import type { Attachment, MessageAttachment, Upload } from "../api/types.ts";
 import { formatBytes } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
 import { Attachments } from "./attachments.tsx";
+import "./files.css";
 
 /** docs/uploads.md "Limits" (GET /v1/uploads/limits). */
 export const uploadLimits = { maxPerMessage: 6, maxBytes: 25 * 1024 * 1024 };
@@ -71,7 +72,9 @@ export function useUploads(conversationId: string): UploadsController {
   const counter = useRef(0);
 
   const patch = (key: string, change: Partial<PendingUpload>) =>
-    setItems((current) => current.map((item) => (item.key === key ? { ...item, ...change } : item)));
+    setItems((current) =>
+      current.map((item) => (item.key === key ? { ...item, ...change } : item)),
+    );
 
   const add = useCallback(
     (files: readonly File[]) => {
