@@ -33,7 +33,7 @@ function decodeCursor(cursor: string): [number, string] {
       (value[0] === 0 || value[0] === 1) &&
       typeof value[1] === "string"
     )
-      return [value[0], value[1]];
+      return [value[0] as number, value[1]];
   } catch {
     // answered below
   }

@@ -82,7 +82,7 @@ const upload = (
     body,
     // Node's fetch needs this for a streamed body.
     ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
-  } as RequestInit);
+  });
 
 const post = (who: { token: string }, conversationId: string, body: unknown) =>
   app.request(`/v1/conversations/${conversationId}/messages`, {

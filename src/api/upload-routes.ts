@@ -265,7 +265,7 @@ export function registerUploadRoutes(
     const conversation = await ownConversation(context, context.req.param("id"));
     const name = checkUploadName(readQuery(context, uploadQuery).name); // UPL4
     const mimeType = (context.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-    if (mimeType === undefined || !(uploadLimits.mimeTypes as readonly string[]).includes(mimeType))
+    if (mimeType === undefined || !uploadLimits.mimeTypes.includes(mimeType))
       throw new InvalidRequestError(
         `uploads are documents, images or audio (${uploadLimits.mimeTypes.join(", ")}); ${mimeType === undefined || mimeType === "" ? "send the file's type as Content-Type" : `${mimeType} is not one of them`}`,
         { field: "content-type", limits: { mimeTypes: uploadLimits.mimeTypes } },

@@ -16,6 +16,7 @@ import {
   type Browser,
   type WebRoost,
 } from "./harness.ts";
+import { fileTransfer } from "./page-files.ts";
 
 const png = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==",
@@ -125,7 +126,11 @@ describe.skipIf(!existsSync(chromiumPath))(
       const image = panel.getByRole("img", { name: "red.png" });
       await image.waitFor();
       await expect
-        .poll(() => image.evaluate((element) => (element as HTMLImageElement).naturalWidth))
+        .poll(() =>
+          image.evaluate(
+            (element) => (element as unknown as { naturalWidth: number }).naturalWidth,
+          ),
+        )
         .toBe(2);
       await screenshot(page, "files-preview-image");
       await panel.getByRole("button", { name: "Back to the folder" }).click();
@@ -140,7 +145,15 @@ describe.skipIf(!existsSync(chromiumPath))(
       // The frame's document is a PDF: its type is the viewer's choice, not the file's.
       const document = await (await frame.elementHandle())?.contentFrame();
       await expect
-        .poll(() => document?.evaluate(() => window.document.contentType), { timeout: 15_000 })
+        .poll(
+          () =>
+            document?.evaluate(
+              () =>
+                (globalThis as unknown as { document: { contentType: string } }).document
+                  .contentType,
+            ),
+          { timeout: 15_000 },
+        )
         .toBe("application/pdf");
       await screenshot(page, "files-preview-pdf");
       await page.close();
@@ -172,11 +185,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       await panel.getByRole("status").filter({ hasText: "Deleted renamed.txt." }).waitFor();
       expect(await names("/workspace")).not.toContain("renamed.txt");
 
-      const transfer = await page.evaluateHandle(() => {
-        const data = new DataTransfer();
-        data.items.add(new File(["dropped\n"], "dropped.txt", { type: "text/plain" }));
-        return data;
-      });
+      const transfer = await fileTransfer(page, "dropped.txt", "dropped\n");
       await panel.dispatchEvent("dragover", { dataTransfer: transfer });
       await panel.dispatchEvent("drop", { dataTransfer: transfer });
       await panel.getByRole("status").filter({ hasText: "Uploaded dropped.txt." }).waitFor();

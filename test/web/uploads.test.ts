@@ -16,23 +16,11 @@ import {
   type Browser,
   type WebRoost,
 } from "./harness.ts";
-import type { Page } from "playwright-core";
+import { fileTransfer, pasteInto } from "./page-files.ts";
 
 // A 2x2 red PNG.
 const pngBase64 =
   "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==";
-
-/** A DataTransfer in the page holding one text file, for drop and paste events. */
-function transferOf(page: Page, name: string, text: string) {
-  return page.evaluateHandle(
-    ([fileName, content]) => {
-      const transfer = new DataTransfer();
-      transfer.items.add(new File([content], fileName, { type: "text/plain" }));
-      return transfer;
-    },
-    [name, text] as const,
-  );
-}
 
 if (!existsSync(chromiumPath) && process.env.CI === "true")
   throw new Error(`CI needs Chromium at ${chromiumPath}`);
@@ -73,16 +61,12 @@ describe.skipIf(!existsSync(chromiumPath))(
         buffer: Buffer.from(pngBase64, "base64"),
       });
       // 2. A file dropped on the box.
-      const dropped = await transferOf(page, "dropped.txt", "dropped on the box\n");
+      const dropped = await fileTransfer(page, "dropped.txt", "dropped on the box\n");
       await page.dispatchEvent("form.composer", "dragover", { dataTransfer: dropped });
       await page.dispatchEvent("form.composer", "drop", { dataTransfer: dropped });
       // 3. A file pasted into the text box.
-      const pasted = await transferOf(page, "pasted.txt", "pasted in\n");
-      await box.evaluate((element, clipboardData) => {
-        element.dispatchEvent(
-          new ClipboardEvent("paste", { clipboardData, bubbles: true, cancelable: true }),
-        );
-      }, pasted);
+      const pasted = await fileTransfer(page, "pasted.txt", "pasted in\n");
+      await pasteInto(box, pasted);
 
       const tray = page.getByRole("list", { name: "Files to send" });
       await expect.poll(() => tray.getByRole("listitem").count()).toBe(3);
