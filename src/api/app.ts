@@ -67,7 +67,15 @@ import {
   defaultApiLimits,
   type ApiLimits,
 } from "./limits.ts";
-import { queryInteger, readJson, readQuery, refuseBody, refuseQuery, text } from "./validation.ts";
+import {
+  invalidRequest,
+  queryInteger,
+  readJson,
+  readQuery,
+  refuseBody,
+  refuseQuery,
+  text,
+} from "./validation.ts";
 import { botView, conversationView, stepView, tokenView } from "./views.ts";
 
 export interface ApiDependencies {
@@ -911,16 +919,19 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
               throw new InvalidRequestError("this server keeps no uploads; send text only");
             })()
           : await resolveMessageAttachments(store, conversation, body.attachments); // UPL1, UPL5
-    if (body.text === "" && attachments.length === 0)
-      throw new InvalidRequestError(
-        "text is empty; write a message, or attach a file (attachments: [upload ids])",
-        { field: "text" },
-      );
+    if (body.text.trim() === "" && attachments.length === 0)
+      throw invalidRequest([
+        {
+          path: "text",
+          message:
+            "text must not be empty: write a message, or attach files (attachments: [upload ids])",
+        },
+      ]);
     const { message, created } = await postMessage(askDeps, {
       conversationId: conversation.id,
       clientMessageId: body.clientMessageId,
       authorAccountId: context.get("account").id,
-      text: body.text,
+      text: body.text.trim() === "" ? "" : body.text,
       ...(attachments.length === 0 ? {} : { attachments }),
       requestId: context.get("requestId"),
       // Only the conversation's owner may stop its turn (every conversation has one owner today).

@@ -6,7 +6,7 @@
 import { useMemo } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { foldContext, lineDiff } from "../lib/line-diff.ts";
-import "./files.css";
+import "./diff-view.css";
 
 /** At most this many characters on each side are diffed; the rest is said, not shown. */
 const maxDiffChars = 200_000;
@@ -43,6 +43,24 @@ export function changeOf(
     };
   }
   return undefined;
+}
+
+/** The diff of an `edit` or `write` call (nothing for other calls): the lazy chunk's entry. */
+export default function ToolDiff({
+  call,
+  result,
+}: {
+  call: Pick<ToolCall, "name" | "input">;
+  result: ToolPayload;
+}) {
+  const change = changeOf(call, result);
+  if (change === undefined) return null;
+  return (
+    <div className="tool-section">
+      <h4>Changes</h4>
+      <DiffView before={change.before} after={change.after} note={change.note} />
+    </div>
+  );
 }
 
 export function DiffView({

@@ -32,7 +32,7 @@ import { ApiError } from "../api/client.ts";
 import type { FileEntry, Listing } from "../api/types.ts";
 import { formatBytes, formatRelative } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
-import "./files.css";
+import "./files-panel.css";
 
 const FileViewer = lazy(() => import("./file-viewer.tsx"));
 

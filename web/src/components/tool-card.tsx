@@ -16,11 +16,13 @@ import {
   Square,
   Wrench,
 } from "lucide-react";
-import { memo, useEffect, useId, useState } from "react";
+import { lazy, memo, Suspense, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
 import { LiveView } from "./live-view.tsx";
-import { changeOf, DiffView } from "./diff-view.tsx";
+
+/** What an edit or write changed (diff-view.tsx), loaded with the first card opened. */
+const ToolDiff = lazy(() => import("./diff-view.tsx"));
 
 export type ToolStatus = "running" | "approval" | "done" | "failed" | "stopped" | "interrupted";
 
@@ -256,8 +258,6 @@ export const ToolCard = memo(function ToolCard({
   const summary = summarizeInput(call.input);
   const lines = result === undefined ? [] : detailLines(result.details);
   const exitCode = result?.details.exitCode;
-  // What an edit or write changed, once it succeeded (diff-view.tsx).
-  const change = result !== undefined && !result.isError ? changeOf(call, result) : undefined;
 
   return (
     <div className={`tool-card tool-${status}`} data-status={status} data-tool={call.name}>
@@ -328,11 +328,10 @@ export const ToolCard = memo(function ToolCard({
             </>
           ) : (
             <>
-              {change !== undefined && (
-                <div className="tool-section">
-                  <h4>Changes</h4>
-                  <DiffView before={change.before} after={change.after} note={change.note} />
-                </div>
+              {(call.name === "edit" || call.name === "write") && !result.isError && (
+                <Suspense fallback={null}>
+                  <ToolDiff call={call} result={result} />
+                </Suspense>
               )}
               <Output result={result} />
               {lines.length > 0 && (
