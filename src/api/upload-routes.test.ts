@@ -120,6 +120,12 @@ describe("uploads API", () => {
       await upload(alice, conversation.id, "notes.txt", "text/plain; charset=utf-8", "hello"),
     );
     expect(notes.mimeType).toBe("text/plain");
+    const audited = (await store.listAudit({ accountId: alice.id })).filter(
+      (entry) => entry.action === "conversation.upload",
+    );
+    expect(audited.map((entry) => entry.detail.name)).toEqual(
+      expect.arrayContaining(["cat.png", "cat (2).png", "notes.txt"]),
+    );
 
     const sent = await post(alice, conversation.id, {
       text: "what is this?",

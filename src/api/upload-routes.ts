@@ -309,6 +309,12 @@ export function registerUploadRoutes(
       size,
       blobKey,
     });
+    await store.audit({
+      accountId: context.get("account").id,
+      action: "conversation.upload",
+      target: conversation.id,
+      detail: { uploadId: record.id, name: record.name, mimeType, size },
+    });
     return context.json(uploadView(record), 201);
   });
 }
