@@ -5,7 +5,7 @@
  * whose type this code chooses from the extension — never the file's own say — and a PDF only
  * when its bytes start as one, so no file of the computer runs as a page of Roost's origin.
  */
-import { Download, Pencil, Save, X } from "lucide-react";
+import { ArrowLeft, Download, Pencil, Save } from "lucide-react";
 import { useEffect, useMemo, useState } from "react";
 import type { FileEntry } from "../api/types.ts";
 import { formatBytes } from "../lib/format.ts";
@@ -181,7 +181,7 @@ export default function FileViewer({
           aria-label="Back to the folder"
           title="Back to the folder"
         >
-          <X size={16} aria-hidden="true" />
+          <ArrowLeft size={16} aria-hidden="true" />
         </button>
         <span className="file-viewer-name" title={path}>
           {entry.name}
