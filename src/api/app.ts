@@ -908,17 +908,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.body(null, 204);
   });
 
+  /** UPL1, UPL5: the uploads a message names, checked to be its conversation's. */
+  const messageAttachments = async (conversation: Conversation, ids: readonly string[]) => {
+    if (ids.length === 0) return [];
+    if (deps.attachments === undefined)
+      throw new InvalidRequestError("this server keeps no uploads; send the message without them");
+    return resolveMessageAttachments(store, conversation, ids);
+  };
+
   app.post("/v1/conversations/:id/messages", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, postMessageBody);
-    const attachments =
-      body.attachments === undefined || body.attachments.length === 0
-        ? []
-        : deps.attachments === undefined
-          ? (() => {
-              throw new InvalidRequestError("this server keeps no uploads; send text only");
-            })()
-          : await resolveMessageAttachments(store, conversation, body.attachments); // UPL1, UPL5
+    const attachments = await messageAttachments(conversation, body.attachments ?? []);
     if (body.text.trim() === "" && attachments.length === 0)
       throw invalidRequest([
         {
