@@ -3,7 +3,10 @@
  * provider where this host can run it, else `process`): a file uploaded and attached to a message
  * appears at /workspace/attachments/<conversation>/ on the computer, the demo model is told its
  * path, and a symbolic link the bot left at /workspace/attachments cannot lead the copy outside
- * (UPW1): the copy fails, the model is told, nothing is written through the link.
+ * (UPW1): the copy fails, the model is told, nothing is written through the link. And with a
+ * fake OpenAI-compatible provider that checks image parts as OpenAI does: an attached image
+ * reaches a model that reads images as an image part of the user message, and a text-only model
+ * gets a note naming it instead (HIS5, MED1).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +14,11 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { skipReason } from "../../src/computers/local/testing/index.ts";
+import {
+  startFakeOpenAiServer,
+  type FakeOpenAiRequest,
+  type FakeOpenAiServer,
+} from "../../src/models/testing/index.ts";
 import { apiClient, type TestStep } from "../support/api-client.ts";
 import { createRoostProcess, type RoostProcess } from "../support/roost-process.ts";
 
@@ -111,4 +119,90 @@ describe(`uploads end to end (${providerName} provider)`, () => {
     const withCommand = await turn(`$ cat ${more.path}`, [more.id]);
     expect(stdoutOf(withCommand)).toBe("a,b\n1,2\n");
   }, 180_000);
+});
+
+// A 2x2 red PNG.
+const png = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==",
+  "base64",
+);
+
+describe("attached images and models (fake OpenAI-compatible provider)", () => {
+  let dataDir: string;
+  let roost: RoostProcess;
+  let fake: FakeOpenAiServer;
+  let api: ReturnType<typeof apiClient>;
+  const requests: FakeOpenAiRequest[] = [];
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "roost-e2e-upload-images-"));
+    fake = await startFakeOpenAiServer((request) => {
+      requests.push(request);
+      return { type: "completion", textChunks: ["seen"] };
+    });
+    roost = await createRoostProcess({
+      dataDir,
+      env: {
+        ROOST_COMPUTER_PROVIDER: "process",
+        ROOST_MODEL: "openai-compatible:plain-model",
+        ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+        ROOST_FOLLOW_UP_WINDOW_MS: "200",
+        ROOST_MEMORY_PASS: "false",
+      },
+    });
+    await roost.start();
+    api = apiClient(roost.url, roost.token);
+  }, 120_000);
+  afterAll(async () => {
+    await roost?.stop();
+    await fake?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Uploads the PNG into a new conversation of a bot on `model`, asks, and answers its request. */
+  async function ask(model: string) {
+    const bot = await api.createBot(`images-${model}`, model);
+    const conversationId = (await api.createConversation(bot.id)).id;
+    const response = await fetch(
+      `${roost.url}/v1/conversations/${conversationId}/uploads?name=red.png`,
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${roost.token()}`, "content-type": "image/png" },
+        body: png,
+      },
+    );
+    const upload = (await response.json()) as { id: string; path: string };
+    const before = requests.length;
+    await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
+      text: "what is this?",
+      clientMessageId: randomUUID(),
+      attachments: [upload.id],
+    });
+    await api.waitForSteps(conversationId, "reply", 1, 60_000);
+    const request = requests
+      .slice(before)
+      .find((candidate) => candidate.body?.model === model.split(":")[1]);
+    const user = (request?.body?.messages ?? [])
+      .filter((message) => message.role === "user")
+      .at(-1);
+    return { user, path: upload.path };
+  }
+
+  it("a model that reads images gets the image as an image part, with the file's path", async () => {
+    const { user, path } = await ask("openai-compatible:llava-test");
+    expect(user?.content).toEqual([
+      {
+        type: "text",
+        text: `[Attached files, copied into the computer: ${path} (image/png, ${png.length} B)]\nwhat is this?`,
+      },
+      { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } },
+    ]);
+  }, 120_000);
+
+  it("a text-only model gets a note naming the image instead", async () => {
+    const { user, path } = await ask("openai-compatible:plain-model");
+    expect(user?.content).toBe(
+      `[Attached files, copied into the computer: ${path} (image/png, ${png.length} B)]\nwhat is this?\n[The message also attached 1 image (image/png, ${png.length} B); this model does not accept images, so they are not shown (their files are on the computer).]`,
+    );
+  }, 120_000);
 });
