@@ -114,7 +114,12 @@ describe.skipIf(!existsSync(chromiumPath))(
       await viewer.getByRole("button", { name: "Edit" }).click();
       const editor = viewer.getByRole("textbox", { name: "Contents of app.ts" });
       await editor.fill("export const answer = 42;\n");
+      // The bot rewrites the file meanwhile: a save says so instead of overwriting it.
+      await put("/workspace/app.ts", "// the bot's version\n");
       await viewer.getByRole("button", { name: "Save" }).click();
+      await viewer.getByRole("status").filter({ hasText: "changed on the computer" }).waitFor();
+      expect(await content("/workspace/app.ts")).toBe("// the bot's version\n");
+      await viewer.getByRole("button", { name: "Save anyway" }).click();
       await viewer.getByRole("status").filter({ hasText: "Saved app.ts." }).waitFor();
       expect(await content("/workspace/app.ts")).toBe("export const answer = 42;\n");
       await viewer.getByRole("button", { name: "Back to the folder" }).click();

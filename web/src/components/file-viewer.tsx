@@ -4,6 +4,8 @@
  * and PDFs in a frame. The bytes come with the session's token and are shown from an object URL
  * whose type this code chooses from the extension — never the file's own say — and a PDF only
  * when its bytes start as one, so no file of the computer runs as a page of Roost's origin.
+ * A save first checks the file is still what was opened: a bot that wrote it meanwhile is not
+ * overwritten unless the person says so.
  */
 import { ArrowLeft, Download, Pencil, Save } from "lucide-react";
 import { useEffect, useMemo, useState } from "react";
@@ -91,6 +93,8 @@ export default function FileViewer({
   const [draft, setDraft] = useState<string>();
   const [saving, setSaving] = useState(false);
   const [status, setStatus] = useState<string>();
+  /** The file changed on the computer since it was opened: saving again overwrites it. */
+  const [conflict, setConflict] = useState(false);
 
   useEffect(() => {
     let url: string | undefined;
@@ -138,12 +142,23 @@ export default function FileViewer({
     [preview, entry.name],
   );
 
-  const save = async () => {
-    if (draft === undefined) return;
+  const save = async (overwrite = false) => {
+    if (draft === undefined || preview.kind !== "text") return;
     setSaving(true);
     setStatus(undefined);
     try {
+      if (!overwrite) {
+        const now = await (await api.downloadFile(path)).text();
+        if (now !== preview.text) {
+          setConflict(true);
+          setStatus(
+            `${entry.name} changed on the computer since you opened it (a bot may have written it). Save anyway to replace it with your version, or cancel to keep it.`,
+          );
+          return;
+        }
+      }
       await api.uploadFile(path, new Blob([draft], { type: "text/plain" }));
+      setConflict(false);
       setPreview({ kind: "text", text: draft });
       setDraft(undefined);
       setStatus(`Saved ${entry.name}.`);
@@ -203,15 +218,20 @@ export default function FileViewer({
             <button
               type="button"
               className="button button-small button-primary"
-              onClick={() => void save()}
+              onClick={() => void save(conflict)}
               disabled={saving}
             >
-              <Save size={14} aria-hidden="true" /> {saving ? "Saving…" : "Save"}
+              <Save size={14} aria-hidden="true" />{" "}
+              {saving ? "Saving…" : conflict ? "Save anyway" : "Save"}
             </button>
             <button
               type="button"
               className="button button-small"
-              onClick={() => setDraft(undefined)}
+              onClick={() => {
+                setDraft(undefined);
+                setConflict(false);
+                setStatus(undefined);
+              }}
               disabled={saving}
             >
               Cancel
@@ -256,7 +276,7 @@ export default function FileViewer({
             onKeyDown={(event) => {
               if ((event.ctrlKey || event.metaKey) && event.key === "s") {
                 event.preventDefault();
-                void save();
+                void save(conflict);
               }
             }}
           />
