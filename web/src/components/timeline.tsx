@@ -161,7 +161,14 @@ function PendingRow({
   return (
     <div className={`row row-user pending pending-${message.status}`} data-pending={message.status}>
       <div className="bubble bubble-user">
-        <div className="user-text">{message.text}</div>
+        {message.text !== "" && <div className="user-text">{message.text}</div>}
+        {message.attachments !== undefined && message.attachments.length > 0 && (
+          <div className="pending-files">
+            {message.attachments.length === 1
+              ? "1 attached file"
+              : `${message.attachments.length} attached files`}
+          </div>
+        )}
       </div>
       <div className="row-meta">
         {message.status === "failed" ? (
