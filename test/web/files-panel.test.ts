@@ -207,7 +207,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       const rows = panel.locator(".file-list > li");
       await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(200);
       await panel.getByRole("button", { name: "Show more" }).click();
-      await expect.poll(() => rows.count()).toBe(250);
+      await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(250);
       expect(await panel.getByRole("button", { name: "Show more" }).count()).toBe(0);
       await page.close();
     }, 120_000);
