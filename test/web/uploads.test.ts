@@ -3,7 +3,7 @@
  * platform: files attached by the paperclip, dropped on the box and pasted into it are uploaded,
  * sent with the message, copied into the computer at /workspace/attachments/<conversation>/ (the
  * bot's `ls` lists them), and shown in the timeline with an image preview. A seventh file is
- * refused with the limit.
+ * refused with the limit. A new chat takes files too.
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -142,6 +142,45 @@ describe.skipIf(!existsSync(chromiumPath))(
       const tray = page.getByRole("list", { name: "Files to send" });
       expect(await tray.getByRole("listitem").count()).toBe(6);
       await screenshot(page, "uploads-limit");
+      await page.close();
+    }, 120_000);
+
+    it("a new chat takes files too: the first one makes the conversation, the message goes to it", async () => {
+      const api = apiClient(roost.url, () => token);
+      const bot = await api.createBot("Newcomer", "demo");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/bots/${bot.id}`);
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.waitFor();
+      const [chooser] = await Promise.all([
+        page.waitForEvent("filechooser"),
+        page.getByRole("button", { name: "Attach files" }).click(),
+      ]);
+      await chooser.setFiles({
+        name: "brief.txt",
+        mimeType: "text/plain",
+        buffer: Buffer.from("the brief\n"),
+      });
+      await expect.poll(() => page.getByLabel("Uploading").count(), { timeout: 30_000 }).toBe(0);
+      await box.fill("$ cat attachments/*/brief.txt");
+      await box.press("Enter");
+      await page.waitForURL(/\/c\/[^/]+$/);
+      const conversationId = /\/c\/([^/]+)$/.exec(page.url())?.[1] ?? "";
+      await page
+        .locator(".bubble-user")
+        .getByRole("button", { name: /brief\.txt/ })
+        .waitFor({ timeout: 30_000 });
+      const steps = await api.waitForSteps(conversationId, "reply", 1, 60_000);
+      const tool = steps.find((step) => step.kind === "tool");
+      expect((tool?.payload.details as { stdout?: string } | undefined)?.stdout).toBe(
+        "the brief\n",
+      );
+      // One conversation: the one the file made, which the message went to.
+      const listed = await api.call<{ conversations: { id: string }[] }>(
+        "GET",
+        `/v1/conversations?botId=${bot.id}`,
+      );
+      expect(listed.conversations.map((conversation) => conversation.id)).toEqual([conversationId]);
       await page.close();
     }, 120_000);
   },

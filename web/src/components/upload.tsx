@@ -63,7 +63,14 @@ export interface UploadsController {
   problem: string | undefined;
 }
 
-export function useUploads(conversationId: string): UploadsController {
+/**
+ * The message box's attachments for a conversation: its id, or (a new chat) a function that makes
+ * the conversation when the first file is attached and answers its id.
+ */
+export function useUploads(target: string | (() => Promise<string>)): UploadsController {
+  const conversationId = typeof target === "string" ? target : undefined;
+  const targetRef = useRef(target);
+  targetRef.current = target;
   const { api } = useSession();
   const [items, setItems] = useState<PendingUpload[]>([]);
   const [problem, setProblem] = useState<string>();
@@ -103,8 +110,11 @@ export function useUploads(conversationId: string): UploadsController {
           ...(type.startsWith("image/") ? { preview: URL.createObjectURL(file) } : {}),
         };
         added.push(item);
-        api
-          .upload(conversationId, file.name || `pasted.${type.split("/")[1] ?? "bin"}`, file, type)
+        const current = targetRef.current;
+        (typeof current === "string" ? Promise.resolve(current) : current())
+          .then((id) =>
+            api.upload(id, file.name || `pasted.${type.split("/")[1] ?? "bin"}`, file, type),
+          )
           .then((upload) => patch(key, { status: "ready", upload }))
           .catch((error: unknown) =>
             patch(key, {
@@ -116,7 +126,7 @@ export function useUploads(conversationId: string): UploadsController {
       if (problems.length > 0) setProblem(problems.join(" "));
       if (added.length > 0) setItems((current) => [...current, ...added]);
     },
-    [api, conversationId],
+    [api],
   );
 
   const remove = useCallback((key: string) => {
