@@ -53,6 +53,7 @@ import { registerTeamRoutes } from "./team-routes.ts";
 import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
 import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
+import { registerUploadRoutes, resolveMessageAttachments, uploadLimits } from "./upload-routes.ts";
 import type { McpService } from "../mcp/index.ts";
 import { registerMcpOAuthCallback, registerMcpRoutes } from "./mcp-routes.ts";
 import type { HelpersService } from "../helpers/index.ts";
@@ -71,7 +72,15 @@ import {
   defaultApiLimits,
   type ApiLimits,
 } from "./limits.ts";
-import { queryInteger, readJson, readQuery, refuseBody, refuseQuery, text } from "./validation.ts";
+import {
+  invalidRequest,
+  queryInteger,
+  readJson,
+  readQuery,
+  refuseBody,
+  refuseQuery,
+  text,
+} from "./validation.ts";
 import { botView, conversationView, stepView, tokenView } from "./views.ts";
 
 export interface ApiDependencies {
@@ -109,7 +118,7 @@ export interface ApiDependencies {
   /** Secrets per bot and per user (absent: no secrets routes). */
   secrets?: SecretsService;
   /** Conversation attachments' bytes (absent: no attachments routes). */
-  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
+  attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete" | "put"> };
   /** MCP servers per bot and per user (absent: no MCP server routes). */
   mcp?: McpService;
   /** Model providers from Settings → Models (absent: no provider routes, no accounts list). */
@@ -211,7 +220,14 @@ const createConversationBody = z.strictObject({
 });
 const patchConversationBody = z.strictObject({ title: text("title", { min: 1, max: 200 }) });
 const postMessageBody = z.strictObject({
-  text: text("text", { min: 1, max: 100_000 }),
+  /** May be empty when the message has attachments (checked in the route). */
+  text: text("text", { min: 0, max: 100_000 }),
+  /** Upload ids (POST /v1/conversations/{id}/uploads, docs/uploads.md). */
+  attachments: z
+    .array(z.string({ error: "attachments must be upload ids" }), {
+      error: "attachments must be a list of upload ids",
+    })
+    .optional(),
   clientMessageId: text("clientMessageId", { min: 1, max: 200 }),
   /** The owner's message stops the running turn and starts the next one with itself. */
   interrupt: z.boolean({ error: "interrupt must be true or false" }).optional(),
@@ -235,7 +251,11 @@ const listConversationsQuery = z.strictObject({
 });
 
 /** API4: the routes of this file that take query parameters; each parses them with readQuery. */
-const routesWithQuery = new Set(["GET /v1/conversations", "GET /v1/conversations/:id/steps"]);
+const routesWithQuery = new Set([
+  "GET /v1/conversations",
+  "GET /v1/conversations/:id/steps",
+  "POST /v1/conversations/:id/uploads", // ?name= (upload-routes.ts)
+]);
 /** The files routes (computer-routes.ts) parse their own `path` query with readQuery; a port
  * preview's query is the server's inside the computer (computer-ports.ts). */
 const validatesOwnQuery = (path: string) =>
@@ -386,19 +406,26 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
   // File uploads carry raw bytes up to the attachment limit, skill archives up to theirs; a port
   // preview's body is the server's inside the computer: streamed, never held (computer-ports.ts).
   // Everything else is small JSON.
+  const attachmentBodyLimit = limitBody(
+    uploadLimits.maxBytes,
+    `an upload is at most ${uploadLimits.maxBytes} bytes (25 MiB); this one is larger`,
+  );
   app.use("/v1/*", (context: Context<{ Variables: Variables }, string>, next: Next) =>
     context.req.method === "PUT" && context.req.path === "/v1/computers/me/files/content"
       ? uploadBodyLimit(context, next)
-      : context.req.path.startsWith(`${portsPath}/`) ||
-          context.req.path.startsWith(webhookPathPrefix)
-        ? next() // a webhook's body has its own limit (routine-routes.ts RAPI4)
-        : isSkillArchiveUpload(
-              context.req.method,
-              context.req.path,
-              context.req.header("content-type"),
-            )
-          ? skillArchiveBodyLimit(context, next)
-          : jsonBodyLimit(context, next),
+      : context.req.method === "POST" &&
+          /^\/v1\/conversations\/[^/]+\/uploads$/.test(context.req.path)
+        ? attachmentBodyLimit(context, next)
+        : context.req.path.startsWith(`${portsPath}/`) ||
+            context.req.path.startsWith(webhookPathPrefix)
+          ? next() // a webhook's body has its own limit (routine-routes.ts RAPI4)
+          : isSkillArchiveUpload(
+                context.req.method,
+                context.req.path,
+                context.req.header("content-type"),
+              )
+            ? skillArchiveBodyLimit(context, next)
+            : jsonBodyLimit(context, next),
   );
 
   // Exempt from the token limits and the query rules: load balancers and monitors poll it
@@ -668,11 +695,16 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     clock,
     ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
   });
-  if (deps.attachments !== undefined)
+  if (deps.attachments !== undefined) {
     registerAttachmentRoutes(app as unknown as Parameters<typeof registerAttachmentRoutes>[0], {
       store,
       blobs: deps.attachments.blobs,
     });
+    registerUploadRoutes(app as unknown as Parameters<typeof registerUploadRoutes>[0], {
+      store,
+      blobs: deps.attachments.blobs,
+    });
+  }
   if (deps.helpers !== undefined)
     registerHelperRoutes(app as unknown as Parameters<typeof registerHelperRoutes>[0], {
       store,
@@ -906,14 +938,32 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
     return context.body(null, 204);
   });
 
+  /** UPL1, UPL5: the uploads a message names, checked to be its conversation's. */
+  const messageAttachments = async (conversation: Conversation, ids: readonly string[]) => {
+    if (ids.length === 0) return [];
+    if (deps.attachments === undefined)
+      throw new InvalidRequestError("this server keeps no uploads; send the message without them");
+    return resolveMessageAttachments(store, conversation, ids);
+  };
+
   app.post("/v1/conversations/:id/messages", async (context) => {
     const conversation = await ownConversation(context, context.req.param("id"));
     const body = await readJson(context, postMessageBody);
+    const attachments = await messageAttachments(conversation, body.attachments ?? []);
+    if (body.text.trim() === "" && attachments.length === 0)
+      throw invalidRequest([
+        {
+          path: "text",
+          message:
+            "text must not be empty: write a message, or attach files (attachments: [upload ids])",
+        },
+      ]);
     const { message, created } = await postMessage(askDeps, {
       conversationId: conversation.id,
       clientMessageId: body.clientMessageId,
       authorAccountId: context.get("account").id,
-      text: body.text,
+      text: body.text.trim() === "" ? "" : body.text,
+      ...(attachments.length === 0 ? {} : { attachments }),
       requestId: context.get("requestId"),
       // Only the conversation's owner may stop its turn (every conversation has one owner today).
       beforeKick: () => {

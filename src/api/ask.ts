@@ -37,6 +37,8 @@ export async function postMessage(
     text: string;
     clientMessageId: string;
     requestId: string;
+    /** Uploads it carries (resolved and checked by the caller, UPL1). */
+    attachments?: Api.MessageAttachment[];
     /** Runs after the message is stored and announced, before the loop is kicked. */
     beforeKick?: () => void;
     /** It starts a branch (branch-routes.ts): regenerate or edit. */
@@ -51,6 +53,7 @@ export async function postMessage(
     text: input.text,
     ...(input.replaces === undefined ? {} : { replaces: input.replaces }),
     ...(input.source === undefined ? {} : { source: input.source }),
+    ...(input.attachments === undefined ? {} : { attachments: input.attachments }),
   });
   if (created && message.seq === 1) {
     // TTL1: a conversation started without a title gets the rule's title of its first message.

@@ -26,7 +26,8 @@ import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
 import type { FilesClient } from "./computer-files.ts";
 import { attachmentDisposition } from "./content-disposition.ts";
-import { readJson, readQuery, text, underField } from "./validation.ts";
+import { defaultListingPage, maxListingPage, pageListing } from "./listing-pages.ts";
+import { queryInteger, readJson, readQuery, text, underField } from "./validation.ts";
 
 export interface ComputerStatusView {
   id: string;
@@ -88,7 +89,12 @@ export const maxUploadBytes = fileLimits.maxUploadBytes;
 const pathParameter = z.string({ error: "path must be a string" }).max(fileLimits.maxPathLength, {
   error: `path must be at most ${fileLimits.maxPathLength} characters`,
 });
-const listQuery = z.strictObject({ path: pathParameter.optional() });
+const listQuery = z.strictObject({
+  path: pathParameter.optional(),
+  // Pages (listing-pages.ts): without `limit`, the whole listing as before.
+  limit: queryInteger("limit", { min: 1, max: maxListingPage }).optional(),
+  cursor: z.string().max(2000, { error: "cursor is too long" }).optional(),
+});
 const fileQuery = z.strictObject({
   path: pathParameter.min(1, { error: "path must not be empty" }).optional(),
 });
@@ -320,9 +326,17 @@ export function registerComputerRoutes(
         }
         throw error;
       });
+    const paged =
+      query.limit === undefined && query.cursor === undefined
+        ? { entries: listing.entries }
+        : pageListing(listing.entries, {
+            limit: query.limit ?? defaultListingPage,
+            cursor: query.cursor,
+          }); // LPG1
     const view: Api.Listing = {
       path: displayWorkspacePath(listing.path),
-      entries: listing.entries.map((entry) => ({
+      ...(paged.nextCursor === undefined ? {} : { nextCursor: paged.nextCursor }),
+      entries: paged.entries.map((entry) => ({
         name: entry.name,
         type: entry.type,
         size: entry.size,

@@ -12,8 +12,12 @@
  *        a first line that says where it came from, so the model never mistakes it for its user.
  *   HIS5 only the active branch is read (protocol/branches.ts BR1): an edited message and a
  *        regenerated reply leave the history, though they stay in the record.
+ *   HIS6 a message with uploads reaches the model with a line naming each file's path on the
+ *        computer (docs/uploads.md), before the text; its images go with it as image parts only
+ *        in the turn that took it (`media`), and later turns read them again from the computer.
  */
-import type { ModelMessage, ToolSpec } from "../models/index.ts";
+import { attachedFilesPrefix } from "../models/index.ts";
+import type { MediaPart, ModelMessage, ToolSpec } from "../models/index.ts";
 import type { TurnRoute } from "../tools/index.ts";
 import { activeSteps, type Api } from "../protocol/index.ts";
 import type { Bot, Message, Step } from "../store/index.ts";
@@ -51,10 +55,12 @@ export interface TurnContext {
 
 type Keyed = { position: number; kind: 0 | 1; seq: number; message: ModelMessage };
 
-/** The model's view of the stored steps (HIS1–HIS3, HIS5). */
+/** The model's view of the stored steps (HIS1–HIS3, HIS5, HIS6). */
 export function stepsToMessages(
   steps: readonly Step[],
   messages: readonly Pick<Message, "id" | "takenBy" | "takenAtSeq">[],
+  /** HIS6: images of this turn's messages, by message id. */
+  media: ReadonlyMap<string, MediaPart[]> = new Map(),
 ): ModelMessage[] {
   const byId = new Map(messages.map((message) => [message.id, message]));
   const keyed: Keyed[] = [];
@@ -66,11 +72,16 @@ export function stepsToMessages(
         const message = byId.get(payload.messageId);
         if (message !== undefined && message.takenBy === null) break; // HIS2
         const position = Math.max(step.seq, message?.takenAtSeq ?? step.seq); // HIS1
+        const images = media.get(payload.messageId) ?? [];
         keyed.push({
           position,
           kind: 1,
           seq: step.seq,
-          message: { role: "user", text: renderMessageText(payload.text, payload.source) },
+          message: {
+            role: "user",
+            text: renderMessageText(payload.text, payload.source, payload.attachments),
+            ...(images.length === 0 ? {} : { media: images }),
+          },
         });
         break;
       }
@@ -125,8 +136,26 @@ export function stepsToMessages(
   return history;
 }
 
-/** HIS4: the text the model reads for a stored message. */
-export function renderMessageText(text: string, source: Api.MessageSource | undefined): string {
+/** HIS6: `[Attached files, copied into the computer: /workspace/attachments/c/a.png (image/png, 12 B)]`. */
+export function renderAttachments(attachments: readonly Api.MessageAttachment[]): string {
+  const files = attachments.map((file) => `${file.path} (${file.mimeType}, ${file.size} B)`);
+  return `${attachedFilesPrefix}${files.join("; ")}]`;
+}
+
+/** HIS4, HIS6: the text the model reads for a stored message. */
+export function renderMessageText(
+  text: string,
+  source: Api.MessageSource | undefined,
+  attachments?: readonly Api.MessageAttachment[],
+): string {
+  const rendered = renderSourceText(text, source);
+  if (attachments === undefined || attachments.length === 0) return rendered;
+  return rendered === ""
+    ? renderAttachments(attachments)
+    : `${renderAttachments(attachments)}\n${rendered}`;
+}
+
+function renderSourceText(text: string, source: Api.MessageSource | undefined): string {
   switch (source?.kind) {
     case undefined:
     case "chat":

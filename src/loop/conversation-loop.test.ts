@@ -646,6 +646,77 @@ describe("conversation loop decisions (scripted model, memory durable)", () => {
     });
   });
 
+  describe("uploads attached to a message (LOOP14, HIS6)", () => {
+    const file = (name: string, mimeType: string) => ({
+      id: `upl_${name}`,
+      name,
+      mimeType,
+      size: 3,
+      path: `/workspace/attachments/${conversationId}/${name}`,
+    });
+    const sendWith = (text: string, attachments: ReturnType<typeof file>[]) =>
+      store.appendMessage({
+        conversationId,
+        clientMessageId: text,
+        authorAccountId: accountId,
+        text,
+        attachments,
+      });
+
+    it("copies the files once, before the model reads the message that names their paths, and sends images as media", async () => {
+      const image = file("chart.png", "image/png");
+      const notes = file("notes.txt", "text/plain");
+      await sendWith("what is this?", [image, notes]);
+      const copies: string[][] = [];
+      const uploads: LoopDependencies["uploads"] = {
+        copy: async (forAccount, attachments) => {
+          expect(forAccount).toBe(accountId);
+          copies.push(attachments.map((attachment) => attachment.path));
+          return { failed: [] };
+        },
+        images: async (attachments) =>
+          attachments
+            .filter((attachment) => attachment.mimeType.startsWith("image/"))
+            .map(() => ({ type: "image" as const, mimeType: "image/png", data: "iVBORw0KGgo=" })),
+      };
+      const model = scriptedModel(() => {
+        expect(copies).toHaveLength(1); // the copy came first
+        return { text: "a chart" };
+      });
+      const first = createMemoryDurable("inv-uploads");
+      await runConversation(first, deps(model, { uploads }), conversationId);
+      expect(copies).toEqual([[image.path, notes.path]]);
+      const user = model.requests[0]!.messages.find((message) => message.role === "user");
+      expect(user).toEqual({
+        role: "user",
+        text: `[Attached files, copied into the computer: ${image.path} (image/png, 3 B); ${notes.path} (text/plain, 3 B)]\nwhat is this?`,
+        media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+      });
+      // A replay of the journal copies nothing again.
+      const replayed = createMemoryDurable({ invocationId: "inv-uploads", journal: first.journal });
+      await runConversation(replayed, deps(model, { uploads }), conversationId);
+      expect(copies).toHaveLength(1);
+      expect(first.steps).toContain("copy-attachments");
+    });
+
+    it("a file that cannot be copied is said to the model, and the turn goes on", async () => {
+      const notes = file("notes.txt", "text/plain");
+      await sendWith("read it", [notes]);
+      const uploads: LoopDependencies["uploads"] = {
+        copy: async () => ({
+          failed: [{ path: notes.path, reason: "/workspace/attachments is a symbolic link" }],
+        }),
+        images: async () => [],
+      };
+      const model = scriptedModel(() => ({ text: "sorry" }));
+      await runConversation(createMemoryDurable(), deps(model, { uploads }), conversationId);
+      expect(lastUserTexts(model.requests[0]!).at(-1)).toBe(
+        `[Some attached files could not be copied into the computer: ${notes.path}: /workspace/attachments is a symbolic link. Tell the person, and ask them to attach them again.]`,
+      );
+      expect((await store.listSteps(conversationId)).at(-1)?.kind).toBe("reply");
+    });
+  });
+
   describe("seams for what starts and ends a turn", () => {
     it("a routine's message: the model reads where it came from, every hook and tool call is told the trigger (LOOP10, HIS4)", async () => {
       const source = { kind: "routine" as const, routineId: "rtn_1", runId: "run_1" };

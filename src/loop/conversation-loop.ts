@@ -35,6 +35,9 @@
  *   LOOP13 a turn acts as the route its conversation's place and talking person give (teams/
  *         routing.ts): its tools, computer, memory and skills are the route's computer account's;
  *         a talking person who may no longer use the conversation gets an error and nothing runs.
+ *   LOOP14 a message's uploads are copied into the turn's computer in one journaled step
+ *         (`copy-attachments`) before the model call that reads the message, so a replay copies
+ *         nothing again; a copy that fails is said to the model in a note, never fails the turn.
  */
 import { StepFailedError, waitForMessages, type DurableContext } from "../engine/index.ts";
 import { NotFoundError, RoostError, toRoostError } from "../errors/index.ts";
@@ -47,6 +50,7 @@ import {
   isContextOverflow,
   providerSafeCallId,
   type InferResult,
+  type MediaPart,
   type ModelClient,
   type ModelMessage,
   type ToolCall,
@@ -122,8 +126,22 @@ export interface LoopDependencies {
   afterModelCall?: readonly ((durable: DurableContext, call: ModelCallDone) => Promise<void>)[];
   /** Told when a turn settles, however it ended (a routine run finishing). @default none */
   afterTurn?: readonly ((durable: DurableContext, turn: SettledTurn) => Promise<void>)[];
+  /** Uploads attached to messages (docs/uploads.md, LOOP14). @default none: not copied */
+  uploads?: LoopUploads;
   /** @default silent */
   logger?: Logger;
+}
+
+/** LOOP14: what the loop needs of uploads; both run inside journaled steps. */
+export interface LoopUploads {
+  /** Copies the files into the account's computer at their paths; says which could not be. */
+  copy(
+    accountId: string,
+    attachments: readonly Api.MessageAttachment[],
+    signal: AbortSignal,
+  ): Promise<{ failed: { path: string; reason: string }[] }>;
+  /** The images among them a model may be sent (HIS6), small enough to journal. */
+  images(attachments: readonly Api.MessageAttachment[]): Promise<MediaPart[]>;
 }
 
 /** Turns that ended, and the steps they span (their first message through their last step). */
@@ -334,6 +352,7 @@ interface InboxMessage {
   seq: number;
   authorAccountId: string;
   source?: Api.MessageSource;
+  attachments?: Api.MessageAttachment[];
 }
 
 function toInbox(messages: Message[]): InboxMessage[] {
@@ -343,7 +362,28 @@ function toInbox(messages: Message[]): InboxMessage[] {
     seq: message.seq,
     authorAccountId: message.authorAccountId,
     ...(message.source === undefined ? {} : { source: message.source }),
+    ...(message.attachments === undefined ? {} : { attachments: message.attachments }),
   }));
+}
+
+/**
+ * LOOP14: copies the uploads of `messages` into the turn's computer, journaled; the note for the
+ * model when some could not be copied (undefined when all were, or there were none).
+ */
+async function copyUploads(
+  durable: DurableContext,
+  deps: LoopDependencies,
+  accountId: string,
+  messages: readonly InboxMessage[],
+): Promise<string | undefined> {
+  const attachments = messages.flatMap((message) => message.attachments ?? []);
+  if (attachments.length === 0 || deps.uploads === undefined) return undefined;
+  const uploads = deps.uploads;
+  const copied = await durable.step("copy-attachments", (signal) =>
+    uploads.copy(accountId, attachments, signal),
+  );
+  if (copied.failed.length === 0) return undefined;
+  return `[Some attached files could not be copied into the computer: ${copied.failed.map((failure) => `${failure.path}: ${failure.reason}`).join("; ")}. Tell the person, and ask them to attach them again.]`;
 }
 
 /** LOOP10: a turn is started by its first message. */
@@ -357,7 +397,7 @@ function triggerOf(batch: readonly InboxMessage[]): TurnTrigger {
 function inboxToModel(message: InboxMessage): ModelMessage {
   return {
     role: "user",
-    text: renderMessageText(message.text, message.source),
+    text: renderMessageText(message.text, message.source, message.attachments),
   };
 }
 
@@ -454,7 +494,14 @@ function loadTurnContext(
         text: `# Summary of the conversation so far\n${(summary.payload as unknown as Api.SummaryPayload).text}`,
       });
     const { system, hashes, stableChars } = assembleSystemPrompt(sections);
-    const history = stepsToMessages(steps, messages);
+    const media = new Map<string, MediaPart[]>();
+    if (deps.uploads !== undefined)
+      for (const message of batch) {
+        if (message.attachments === undefined || message.attachments.length === 0) continue;
+        const images = await deps.uploads.images(message.attachments); // HIS6
+        if (images.length > 0) media.set(message.id, images);
+      }
+    const history = stepsToMessages(steps, messages, media);
     return {
       accountId: route.computerAccountId,
       route,
@@ -491,6 +538,9 @@ async function runTurn(
     return loaded;
   };
   let context = await load();
+  const copyNote = await copyUploads(durable, deps, context.accountId, batch); // LOOP14
+  if (copyNote !== undefined)
+    context = { ...context, history: [...context.history, { role: "user", text: copyNote }] };
   // LOOP9: a history over its budget is compacted at the turn's first step boundary.
   if (
     context.historyCut ||
@@ -796,6 +846,8 @@ async function turnCalls(
     // Step boundary: messages sent while the tools ran join this turn. LOOP3
     const steer = await take();
     for (const message of steer) messages.push(inboxToModel(message));
+    const steerNote = await copyUploads(durable, deps, context.accountId, steer); // LOOP14
+    if (steerNote !== undefined) messages.push({ role: "user", text: steerNote });
   }
 }
 

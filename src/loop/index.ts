@@ -6,6 +6,7 @@ export {
   runConversation,
   type EndedTurn,
   type LoopDependencies,
+  type LoopUploads,
   type ModelCallDone,
   type ModelCallInfo,
   type SettledTurn,

@@ -189,3 +189,31 @@ describe("toAiSdkTools", () => {
     expect(tools.read?.execute).toBeUndefined();
   });
 });
+
+describe("images a person attached", () => {
+  const message: ModelMessage = {
+    role: "user",
+    text: "what is this?",
+    media: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+  };
+  test("go as file parts of the user message to a model that takes images", () => {
+    expect(toAiSdkMessages([message], { media: "user-message" })).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "what is this?" },
+          { type: "file", mediaType: "image/png", data: { type: "data", data: "iVBORw0KGgo=" } },
+        ],
+      },
+    ]);
+  });
+  test("are named in a note for a model without image input (MED1)", () => {
+    expect(toAiSdkMessages([message], { media: "drop" })).toEqual([
+      {
+        role: "user",
+        content:
+          "what is this?\n[The message also attached 1 image (image/png, 8 B); this model does not accept images, so they are not shown (their files are on the computer).]",
+      },
+    ]);
+  });
+});

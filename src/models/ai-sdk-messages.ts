@@ -149,9 +149,24 @@ export function toAiSdkMessages(
   for (const message of messages) {
     if (message.role !== "tool") flushImages();
     switch (message.role) {
-      case "user":
-        converted.push({ role: "user", content: message.text });
+      case "user": {
+        const media = message.media ?? [];
+        if (media.length === 0) converted.push({ role: "user", content: message.text });
+        else if (mode === "drop")
+          converted.push({
+            role: "user",
+            content: withNote(message.text, droppedMediaNote(media, "attached")),
+          }); // MED1
+        else
+          converted.push({
+            role: "user",
+            content: [
+              ...(message.text === "" ? [] : [{ type: "text" as const, text: message.text }]),
+              ...fileParts(media),
+            ],
+          });
         break;
+      }
       case "assistant": {
         const content = [
           ...(message.text === "" ? [] : [{ type: "text" as const, text: message.text }]),

@@ -237,4 +237,17 @@ describe("createDemoModel", () => {
     );
     expect(quiet.toolCalls).toEqual([]);
   });
+
+  test("a message with attached files: alone, it names their paths; with a command, it runs the command", async () => {
+    const header =
+      "[Attached files, copied into the computer: /workspace/attachments/c1/notes.txt (text/plain, 5 B)]";
+    const alone = await model.infer(ask(header));
+    expect(alone.text).toBe(
+      "[demo model] You attached: /workspace/attachments/c1/notes.txt (text/plain, 5 B).",
+    );
+    const command = await model.infer(ask(`${header}\n$ cat /workspace/attachments/c1/notes.txt`));
+    expect(command.toolCalls.map((call) => [call.name, call.input])).toEqual([
+      ["shell", { command: "cat /workspace/attachments/c1/notes.txt" }],
+    ]);
+  });
 });

@@ -19,6 +19,8 @@
  *   `helper <task>`, `helpers <a> | <b>`, `check|stop helper <id>`, `message helper <id>: <text>`
  *                           → the helper tools (demo-helpers.ts); a helper reads its task's commands
  *   a line `escalate <reason>` → tool `escalate` `{ reason }` (a routine run's triage, decision 0020)
+ *   a message with attached files → its commands as usual, after the line naming the files; with
+ *                             no text, a reply naming where the files are on the computer
  *   after tool results      → the output quoted in a fenced block, with the exit status if shown
  *   a routine's or webhook's run → the routine's instruction quoted, and the webhook's payload in a
  *                             fenced block (it stays marked as untrusted outside content)
@@ -36,7 +38,7 @@ import { decidePolicyCommand } from "./demo-policy.ts";
 import { decideResultCommand } from "./demo-results.ts";
 import { decideHelperCommand, helperTaskText } from "./demo-helpers.ts";
 import { decideSecretCommand } from "./demo-secrets.ts";
-import { describeMedia } from "./media.ts";
+import { attachedFilesPrefix, describeMedia } from "./media.ts";
 import { emitTextDelta, splitIntoWordPieces } from "./text-deltas.ts";
 import type { InferRequest, InferResult, ModelClient, ModelMessage, ToolCall } from "./types.ts";
 
@@ -100,6 +102,14 @@ function routineRunReply(text: string): string | undefined {
 
 /** Parses the command language (D2). */
 function decide(text: string, request: InferRequest): DemoAction {
+  if (text.startsWith(attachedFilesPrefix)) {
+    const end = text.indexOf("\n");
+    const header = end === -1 ? text : text.slice(0, end);
+    const rest = end === -1 ? "" : text.slice(end + 1);
+    if (rest.trim() !== "") return decide(rest, request);
+    const files = header.slice(attachedFilesPrefix.length, -1);
+    return { kind: "reply", text: `${label} You attached: ${files}.` };
+  }
   const routineReply = routineRunReply(text);
   if (routineReply !== undefined) return { kind: "reply", text: routineReply };
   const task = helperTaskText(text);

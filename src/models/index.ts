@@ -25,7 +25,7 @@ export { defaultRetryOptions, realSleep } from "./retry.ts";
 export type { RetryOptions, Sleep } from "./retry.ts";
 export { createDemoModel } from "./demo.ts";
 export { isProviderSafeCallId, providerSafeCallId, providerSafeCallIdPattern } from "./call-ids.ts";
-export { modelAcceptsImages } from "./media.ts";
+export { attachedFilesPrefix, modelAcceptsImages } from "./media.ts";
 export { maxToolSpecChars, toolSpecChars } from "./tool-specs.ts";
 export {
   createModelResolver,

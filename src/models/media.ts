@@ -9,6 +9,12 @@
 import type { ModelProvider } from "./providers.ts";
 import type { MediaPart } from "./types.ts";
 
+/**
+ * The first line of a message with uploads (loop/context.ts HIS6): the files' paths on the
+ * computer. The demo model reads it.
+ */
+export const attachedFilesPrefix = "[Attached files, copied into the computer: ";
+
 /** Models known to take text only, per provider; every other hosted model accepts images. */
 const textOnlyHostedModels: Record<Exclude<ModelProvider, "openai-compatible" | "xai">, RegExp> = {
   openai: /^(gpt-3\.5|gpt-4(-\d{4})?$|gpt-4-32k|o1-mini|o1-preview|o3-mini|davinci|babbage)/i,
@@ -61,8 +67,10 @@ export function describeMedia(media: readonly MediaPart[]): string {
 /** The note that stands in for images a model is not sent (MED1). */
 export function droppedMediaNote(
   media: readonly MediaPart[],
-  reason: "no-image-input" | "error-result",
+  reason: "no-image-input" | "error-result" | "attached",
 ): string {
+  if (reason === "attached")
+    return `[The message also attached ${describeMedia(media)}; this model does not accept images, so they are not shown (their files are on the computer).]`;
   const why =
     reason === "no-image-input"
       ? "this model does not accept images, so they are not shown"

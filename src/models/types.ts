@@ -28,7 +28,12 @@ export interface MediaPart {
 }
 
 export type ModelMessage =
-  | { role: "user"; text: string }
+  | {
+      role: "user";
+      text: string;
+      /** Images the person attached; dropped (the text names their files) for models without image input. */
+      media?: MediaPart[];
+    }
   | { role: "assistant"; text: string; toolCalls: ToolCall[] }
   | {
       role: "tool";

@@ -101,6 +101,7 @@ import {
 import { createWebHandler } from "../web/index.ts";
 import { createWebToolSource, type WebToolsWiring } from "./web-tools.ts";
 import { withConversationAttachments } from "./attachments.ts";
+import { createLoopUploads } from "./uploads.ts";
 import {
   createRoutineLookup,
   createRoutineObject,
@@ -579,6 +580,14 @@ export async function startPlatform(
       timezone: config.timezone,
       computerKind: async (accountId) =>
         (await store.ensureComputer(accountId, provider.kind)).kind,
+      // Uploads attached to messages, copied into the computer (docs/uploads.md).
+      uploads: createLoopUploads({
+        store,
+        blobs,
+        gateway,
+        providerKind: provider.kind,
+        wake: (computerId, accountId) => controlPlane.wake(computerId, accountId),
+      }),
       promptSections: [
         createSkillsSection({ store, skills }),
         createMemorySection({ store, ranker }),

@@ -170,10 +170,23 @@ export interface MessagePayload {
    * `edit`: the person changed that message; `regenerate`: the same words, asked again.
    */
   replaces?: MessageReplaces;
+  /** Files the person attached (uploads, docs/uploads.md); absent when none. */
+  attachments?: MessageAttachment[];
 }
 export interface MessageReplaces {
   seq: number;
   reason: "edit" | "regenerate";
+}
+/**
+ * A file attached to a message: an upload (POST /v1/conversations/{id}/uploads), and where the
+ * loop copies it on the computer (`/workspace/attachments/<conversation>/<name>`).
+ */
+export interface MessageAttachment {
+  id: string;
+  name: string;
+  mimeType: string;
+  size: number;
+  path: string;
 }
 /** The bot decided that nothing needs saying (the `no_reply` result). */
 export interface NoReplyPayload {
@@ -188,7 +201,7 @@ export interface ModelPayload {
   prompt?: PromptHash[];
 }
 /** What a tool call left in the conversation for the owner (GET /v1/conversations/{id}/attachments). */
-export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording" | "upload";
 export interface Attachment {
   id: string;
   conversationId: string;
@@ -203,6 +216,18 @@ export interface Attachment {
 }
 export interface AttachmentList {
   attachments: Attachment[];
+}
+/** `POST /v1/conversations/{id}/uploads`: an upload, ready to attach to a message by its id. */
+export interface Upload extends Attachment {
+  kind: "upload";
+  /** Where the loop copies it on the computer once a message names it. */
+  path: string;
+}
+/** The upload limits (docs/uploads.md), also in every over-limit error. */
+export interface UploadLimits {
+  maxBytes: number;
+  maxPerMessage: number;
+  mimeTypes: string[];
 }
 
 export interface ToolPayload {
@@ -343,6 +368,8 @@ export interface Listing {
   entries: FileEntry[];
   /** More entries exist than one listing returns. */
   truncated: boolean;
+  /** With `limit`: the `cursor` of the next page; absent on the last page. */
+  nextCursor?: string;
 }
 
 /** `PUT /v1/computers/me/files/content`. */

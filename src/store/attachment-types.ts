@@ -9,7 +9,7 @@
  *        stores an attachment twice.
  *   ATS2 attachments go with their conversation (deleteConversation, deleteBot).
  */
-export type AttachmentKind = "screenshot" | "image" | "download" | "recording";
+export type AttachmentKind = "screenshot" | "image" | "download" | "recording" | "upload";
 
 export interface AttachmentRecord {
   id: string;

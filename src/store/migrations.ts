@@ -701,4 +701,11 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX worker_locations_by_node ON worker_locations (node_url)`,
     ],
   },
+  {
+    version: 30,
+    statements: [
+      // Uploads attached to a message (docs/uploads.md): JSON list of Api.MessageAttachment.
+      `ALTER TABLE messages ADD COLUMN attachments TEXT`,
+    ],
+  },
 ];

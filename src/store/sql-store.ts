@@ -21,6 +21,7 @@ import { createProviderQueries } from "./provider-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
 import { createSearchQueries } from "./search-queries.ts";
 import { migrations } from "./migrations.ts";
+import type { Api } from "../protocol/index.ts";
 import type {
   Account,
   ApiToken,
@@ -77,6 +78,7 @@ interface MessageRow {
   created_at: number;
   taken_at_seq: number | null;
   source: string | null;
+  attachments: string | null;
 }
 interface StepRow {
   conversation_id: string;
@@ -162,6 +164,9 @@ const toMessage = (row: MessageRow): Message => ({
   takenBy: row.taken_by,
   takenAtSeq: row.taken_at_seq === null ? null : Number(row.taken_at_seq),
   ...(row.source === null ? {} : { source: JSON.parse(row.source) as MessageSource }),
+  ...(row.attachments === null
+    ? {}
+    : { attachments: JSON.parse(row.attachments) as Api.MessageAttachment[] }),
   createdAt: Number(row.created_at),
 });
 const toStep = (row: StepRow): Step => ({
@@ -199,7 +204,7 @@ const toAudit = (row: AuditRow): AuditEntry => ({
 });
 
 const messageColumns =
-  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq, source";
+  "id, conversation_id, client_message_id, author_account_id, text, seq, taken_by, created_at, taken_at_seq, source, attachments";
 const stepColumns = "conversation_id, seq, id, turn_id, kind, payload, created_at";
 const apiTokenColumns = "id, account_id, name, created_at, last_used_at";
 
@@ -759,6 +764,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
       text,
       source,
       replaces,
+      attachments,
     }) {
       const existing = await findMessageByClientId(driver, conversationId, clientMessageId);
       if (existing !== undefined) return { message: existing, created: false, waiter: null }; // STORE3
@@ -778,11 +784,12 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
               takenBy: null,
               takenAtSeq: null,
               ...(source === undefined ? {} : { source }),
+              ...(attachments === undefined || attachments.length === 0 ? {} : { attachments }),
               createdAt: at,
             };
             const sourceJson = source === undefined ? null : JSON.stringify(source);
             await tx.run(
-              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
+              `INSERT INTO messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?, ?)`,
               [
                 message.id,
                 conversationId,
@@ -792,6 +799,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                 seq,
                 at,
                 sourceJson,
+                message.attachments === undefined ? null : JSON.stringify(message.attachments),
               ],
             );
             await tx.run(
@@ -806,7 +814,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
                   authorAccountId,
                   ...(source === undefined ? {} : { source }),
                   ...(replaces === undefined ? {} : { replaces }),
-                }),
+                  ...(message.attachments === undefined
+                    ? {}
+                    : { attachments: message.attachments }),
+                } satisfies Api.MessagePayload),
                 at,
               ],
             );

@@ -133,6 +133,8 @@ export interface Message {
   takenAtSeq: number | null;
   /** Where it came from; absent for a person's chat message. */
   source?: MessageSource;
+  /** Uploads the person attached (migration 30); absent when none. */
+  attachments?: Api.MessageAttachment[];
   createdAt: number;
 }
 
@@ -310,6 +312,8 @@ export interface Store
     source?: MessageSource;
     /** It starts a branch from an earlier message (Api.MessagePayload.replaces); kept in its step. */
     replaces?: Api.MessageReplaces;
+    /** Uploads attached to it (checked by the caller: the conversation's own). */
+    attachments?: Api.MessageAttachment[];
   }): Promise<{ message: Message; created: boolean; waiter: string | null }>;
   /**
    * Marks every waiting message of the conversation as taken by `takeId` and returns all messages

@@ -40,7 +40,7 @@ code{background:#eee;padding:.1em .3em;border-radius:4px}@media(prefers-color-sc
 const htmlSecurityHeaders = {
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; " +
-    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    "object-src 'none'; frame-src blob:; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
 };

@@ -309,7 +309,11 @@ describe.skipIf(!existsSync(chromiumPath))(
       const row = files.locator(".file-row", { hasText: "notes.md" });
       await row.waitFor();
       await screenshot(page, "desktop-files");
-      const [download] = await Promise.all([page.waitForEvent("download"), row.click()]);
+      // A file's row opens its preview (files-panel.test.ts); its Download button downloads it.
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        files.getByRole("button", { name: "Download notes.md" }).click(),
+      ]);
       expect(download.suggestedFilename()).toBe("notes.md");
       const stream = await download.createReadStream();
       const chunks: Buffer[] = [];

@@ -22,6 +22,7 @@ import type { BotMemory, MemoryChangeResult, MemoryRevision, MemoryRevisionPage 
 import type { Approval, ApprovalDecisionInput } from "./types.ts";
 import type { PutSecretRequest, SecretList, SecretView } from "./types.ts";
 import type { HelperList } from "./types.ts";
+import type { Upload } from "./types.ts";
 import type {
   AcceptedInvitation,
   CreatedInvitation,
@@ -195,9 +196,23 @@ export function createApiClient(options: ApiClientOptions) {
       json<Conversation>("POST", "/v1/conversations", {
         json: title === undefined ? { botId } : { botId, title },
       }),
-    sendMessage: (conversationId: string, text: string, clientMessageId: string) =>
+    sendMessage: (
+      conversationId: string,
+      text: string,
+      clientMessageId: string,
+      attachments: readonly string[] = [],
+    ) =>
       json<PostedMessage>("POST", `/v1/conversations/${enc(conversationId)}/messages`, {
-        json: { text, clientMessageId },
+        json:
+          attachments.length === 0
+            ? { text, clientMessageId }
+            : { text, clientMessageId, attachments },
+      }),
+    /** A file to attach to a message (docs/uploads.md); send its id with the message. */
+    upload: (conversationId: string, name: string, file: Blob, type: string) =>
+      json<Upload>("POST", `/v1/conversations/${enc(conversationId)}/uploads?name=${enc(name)}`, {
+        body: file,
+        contentType: type,
       }),
     renameConversation: (id: string, title: string) =>
       json<Conversation>("PATCH", `/v1/conversations/${enc(id)}`, { json: { title } }),
@@ -243,8 +258,21 @@ export function createApiClient(options: ApiClientOptions) {
     computer: (signal?: AbortSignal) => json<Computer>("GET", "/v1/computers/me", { signal }),
     wakeComputer: () => json<Computer>("POST", "/v1/computers/me/wake"),
     sleepComputer: () => json<Computer>("POST", "/v1/computers/me/sleep"),
-    listFiles: (path: string, signal?: AbortSignal) =>
-      json<Listing>("GET", `/v1/computers/me/files?path=${enc(path)}`, { signal }),
+    listFiles: (path: string, signal?: AbortSignal, page?: { limit: number; cursor?: string }) =>
+      json<Listing>(
+        "GET",
+        `/v1/computers/me/files?path=${enc(path)}${page === undefined ? "" : `&limit=${page.limit}${page.cursor === undefined ? "" : `&cursor=${enc(page.cursor)}`}`}`,
+        { signal },
+      ),
+    deleteFile: (path: string, recursive = false) =>
+      json<unknown>(
+        "DELETE",
+        `/v1/computers/me/files?path=${enc(path)}${recursive ? "&recursive=true" : ""}`,
+      ),
+    renameFile: (from: string, to: string) =>
+      json<unknown>("POST", "/v1/computers/me/files/rename", { json: { from, to } }),
+    makeFolder: (path: string) =>
+      json<unknown>("POST", "/v1/computers/me/files/mkdir", { json: { path } }),
     downloadFile: async (path: string) =>
       (await send("GET", `/v1/computers/me/files/content?path=${enc(path)}`)).blob(),
     /** An attachment's bytes (GET /v1/conversations/{id}/attachments/{attachmentId}). */

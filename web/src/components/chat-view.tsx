@@ -8,6 +8,7 @@ import { useComputerEvents, useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { LiveView } from "./live-view.tsx";
 import { Composer } from "./composer.tsx";
+import { useUploads } from "./upload.tsx";
 import { HelperOrigin, HelpersPanel } from "./helpers.tsx";
 import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
@@ -112,6 +113,7 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
   ]);
 
   useComputerEvents(snapshot.computerState, snapshot.computerHeldByTurns);
+  const uploads = useUploads(conversationId);
   const activity = activityOf(snapshot);
   // Branches, edit and regenerate (message-actions.tsx); the timeline shows the chosen versions.
   const { actions, shown, lastEditable } = useChatActionState(feed, snapshot, {
@@ -231,8 +233,9 @@ export function ChatView({ conversationId, onMenu }: { conversationId: string; o
                 ? "The bot is working: a message now joins the running turn · Stop ends the turn"
                 : undefined
         }
-        onSend={async (text) => {
-          await feed.send(text);
+        uploads={uploads}
+        onSend={async (text, attachments) => {
+          await feed.send(text, attachments);
           void refreshConversations();
         }}
         onStop={activity === "working" ? () => void feed.stop() : undefined}

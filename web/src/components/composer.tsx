@@ -1,7 +1,8 @@
 /**
  * The message box: Enter sends, Shift+Enter starts a new line. It stays usable while the bot
  * works: a message sent then joins the running turn. While the bot works, a Stop button beside
- * Send stops the turn (sending stays a normal message, never a stop).
+ * Send stops the turn (sending stays a normal message, never a stop). With `uploads`, files are
+ * attached by the paperclip, by dropping them on the box or by pasting (upload.tsx).
  */
 import { ArrowUp, Square } from "lucide-react";
 import {
@@ -9,9 +10,12 @@ import {
   useLayoutEffect,
   useRef,
   useState,
+  type ClipboardEvent,
+  type DragEvent,
   type FormEvent,
   type KeyboardEvent,
 } from "react";
+import { AttachButton, AttachmentTray, type UploadsController } from "./upload.tsx";
 
 export function Composer({
   onSend,
@@ -22,8 +26,12 @@ export function Composer({
   onStop,
   stopping = false,
   onEditLast,
+  uploads,
 }: {
-  onSend(text: string): void | Promise<void>;
+  /** `attachments`: the ids of the uploads sent with the text. */
+  onSend(text: string, attachments: string[]): void | Promise<void>;
+  /** Attachments in this box (upload.tsx); absent: text only. */
+  uploads?: UploadsController | undefined;
   placeholder: string;
   hint?: string;
   autoFocus?: boolean;
@@ -56,13 +64,19 @@ export function Composer({
     if (autoFocus && window.matchMedia("(pointer: fine)").matches) area.current?.focus();
   }, [autoFocus]);
 
+  const [dragging, setDragging] = useState(false);
+  const attached = uploads?.readyIds() ?? [];
+  const canSend =
+    (text.trim() !== "" || attached.length > 0) && !sending && uploads?.uploading !== true;
+
   const send = async () => {
     const message = text.trim();
-    if (message === "" || sending) return;
+    if (!canSend) return;
     setSending(true);
     setText("");
     try {
-      await onSend(message);
+      await onSend(message, attached);
+      uploads?.clear();
     } catch {
       setText(message); // the caller showed why; keep the words
     } finally {
@@ -93,15 +107,44 @@ export function Composer({
     void send();
   };
 
+  const onDrop = (event: DragEvent) => {
+    if (uploads === undefined || event.dataTransfer.files.length === 0) return;
+    event.preventDefault();
+    setDragging(false);
+    uploads.add([...event.dataTransfer.files]);
+  };
+  const onPaste = (event: ClipboardEvent) => {
+    if (uploads === undefined || event.clipboardData.files.length === 0) return;
+    event.preventDefault();
+    uploads.add([...event.clipboardData.files]);
+  };
+
   return (
-    <form className="composer" onSubmit={onSubmit}>
+    <form
+      className={`composer${dragging ? " dragging" : ""}`}
+      onSubmit={onSubmit}
+      {...(uploads === undefined
+        ? {}
+        : {
+            onDragOver: (event: DragEvent) => {
+              if (!event.dataTransfer.types.includes("Files")) return;
+              event.preventDefault();
+              setDragging(true);
+            },
+            onDragLeave: () => setDragging(false),
+            onDrop,
+          })}
+    >
+      {uploads !== undefined && <AttachmentTray uploads={uploads} />}
       <div className="composer-box">
+        {uploads !== undefined && <AttachButton uploads={uploads} />}
         <textarea
           ref={area}
           rows={1}
           value={text}
           onChange={(event) => setText(event.target.value)}
           onKeyDown={onKeyDown}
+          onPaste={onPaste}
           placeholder={placeholder}
           aria-label="Message"
           maxLength={100_000}
@@ -119,12 +162,7 @@ export function Composer({
             <Square size={14} fill="currentColor" aria-hidden="true" />
           </button>
         )}
-        <button
-          type="submit"
-          className="send-button"
-          disabled={text.trim() === "" || sending}
-          aria-label="Send"
-        >
+        <button type="submit" className="send-button" disabled={!canSend} aria-label="Send">
           <ArrowUp size={18} aria-hidden="true" />
         </button>
       </div>

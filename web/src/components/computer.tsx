@@ -1,29 +1,17 @@
 /**
  * The computer: a status chip (asleep / waking / awake / sleeping / failed) with wake and sleep,
  * the ports listening inside it with links that open their previews, and a files panel for
- * /workspace (browse, download, upload). Hidden when the server has no computer endpoints. A
+ * /workspace (files-panel.tsx, loaded when first opened). Hidden when the server has no computer endpoints. A
  * self-hosted machine (the user's own, running `roost worker`) shows whether it is connected
  * instead, and has no wake or sleep.
  */
-import {
-  ArrowUp,
-  Download,
-  ExternalLink,
-  File,
-  Folder,
-  FolderOpen,
-  Link2,
-  Moon,
-  Power,
-  RefreshCw,
-  Upload,
-  X,
-} from "lucide-react";
-import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
-import { ApiError } from "../api/client.ts";
-import type { ComputerState, FileEntry, ListeningPort, Listing } from "../api/types.ts";
-import { formatBytes, formatRelative } from "../lib/format.ts";
+import { ExternalLink, FolderOpen, Moon, Power } from "lucide-react";
+import { lazy, Suspense, useEffect, useRef, useState } from "react";
+import type { ComputerState, ListeningPort } from "../api/types.ts";
+import { formatRelative } from "../lib/format.ts";
 import { useSession } from "../state/session.tsx";
+
+const FilesPanel = lazy(() => import("./files-panel.tsx"));
 
 const stateLabel: Record<ComputerState, string> = {
   asleep: "Asleep",
@@ -191,7 +179,11 @@ export function ComputerControls() {
           </div>
         </div>
       )}
-      {filesOpen && <FilesPanel onClose={() => setFilesOpen(false)} />}
+      {filesOpen && (
+        <Suspense fallback={null}>
+          <FilesPanel onClose={() => setFilesOpen(false)} />
+        </Suspense>
+      )}
     </div>
   );
 }
@@ -287,275 +279,6 @@ function PortsSection() {
         </p>
       )}
       {error !== undefined && <p className="notice notice-error">{error}</p>}
-    </div>
-  );
-}
-
-const root = "/workspace";
-
-function parentOf(path: string): string | undefined {
-  if (path === root || !path.startsWith(`${root}/`)) return undefined;
-  return path.slice(0, path.lastIndexOf("/")) || root;
-}
-
-function join(dir: string, name: string): string {
-  return `${dir.replace(/\/+$/, "")}/${name}`;
-}
-
-function FilesPanel({ onClose }: { onClose(): void }) {
-  const { api, computer } = useSession();
-  const [path, setPath] = useState(root);
-  const [listing, setListing] = useState<Listing>();
-  const [error, setError] = useState<ApiError | Error>();
-  const [loading, setLoading] = useState(false);
-  const [status, setStatus] = useState<string>();
-  const [dragging, setDragging] = useState(false);
-  const fileInput = useRef<HTMLInputElement>(null);
-  const panel = useRef<HTMLDivElement>(null);
-  const computerState = computer.status === "ok" ? computer.computer.state : undefined;
-
-  const load = useCallback(
-    async (target: string, signal?: AbortSignal) => {
-      setLoading(true);
-      setError(undefined);
-      try {
-        const result = await api.listFiles(target, signal);
-        result.entries.sort((a, b) =>
-          (a.type === "dir") !== (b.type === "dir")
-            ? a.type === "dir"
-              ? -1
-              : 1
-            : a.name.localeCompare(b.name),
-        );
-        setListing(result);
-      } catch (caught) {
-        if (signal?.aborted === true) return;
-        setError(caught instanceof Error ? caught : new Error(String(caught)));
-        setListing(undefined);
-      } finally {
-        if (signal?.aborted !== true) setLoading(false);
-      }
-    },
-    [api],
-  );
-
-  useEffect(() => {
-    const controller = new AbortController();
-    void load(path, controller.signal);
-    return () => controller.abort();
-  }, [load, path, computerState]);
-
-  useEffect(() => {
-    const onKey = (event: KeyboardEvent) => {
-      if (event.key === "Escape") onClose();
-    };
-    window.addEventListener("keydown", onKey);
-    panel.current?.focus();
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
-
-  const download = async (entry: FileEntry) => {
-    setStatus(`Downloading ${entry.name}…`);
-    try {
-      const blob = await api.downloadFile(join(path, entry.name));
-      const url = URL.createObjectURL(blob);
-      const link = document.createElement("a");
-      link.href = url;
-      link.download = entry.name;
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-      setStatus(undefined);
-    } catch (caught) {
-      setStatus(
-        `Could not download ${entry.name}: ${caught instanceof Error ? caught.message : String(caught)}`,
-      );
-    }
-  };
-
-  const upload = async (files: FileList | File[]) => {
-    const list = [...files];
-    for (const [index, file] of list.entries()) {
-      setStatus(
-        `Uploading ${file.name}${list.length > 1 ? ` (${index + 1} of ${list.length})` : ""}…`,
-      );
-      try {
-        await api.uploadFile(join(path, file.name), file);
-      } catch (caught) {
-        setStatus(
-          `Could not upload ${file.name}: ${caught instanceof Error ? caught.message : String(caught)}`,
-        );
-        await load(path);
-        return;
-      }
-    }
-    setStatus(
-      list.length === 1 ? `Uploaded ${list[0]?.name ?? ""}.` : `Uploaded ${list.length} files.`,
-    );
-    await load(path);
-  };
-
-  const onDrop = (event: DragEvent) => {
-    event.preventDefault();
-    setDragging(false);
-    if (event.dataTransfer.files.length > 0) void upload(event.dataTransfer.files);
-  };
-
-  const crumbs = path.split("/").filter((part) => part !== "");
-  const asleep =
-    error instanceof ApiError && (error.code === "computer_asleep" || error.status === 409);
-  const parent = parentOf(path);
-
-  return (
-    <div className="drawer-layer">
-      <div className="drawer-scrim" onClick={onClose} aria-hidden="true" />
-      <div
-        className={`drawer files${dragging ? " dragging" : ""}`}
-        role="dialog"
-        aria-modal="true"
-        aria-label="Files on your computer"
-        tabIndex={-1}
-        ref={panel}
-        onDragOver={(event) => {
-          event.preventDefault();
-          setDragging(true);
-        }}
-        onDragLeave={() => setDragging(false)}
-        onDrop={onDrop}
-      >
-        <div className="drawer-header">
-          <h2>Files</h2>
-          <button type="button" className="icon-button" onClick={onClose} aria-label="Close files">
-            <X size={18} aria-hidden="true" />
-          </button>
-        </div>
-        <nav className="crumbs" aria-label="Folder">
-          {crumbs.map((crumb, index) => {
-            const target = `/${crumbs.slice(0, index + 1).join("/")}`;
-            const last = index === crumbs.length - 1;
-            const reachable = target === root || target.startsWith(`${root}/`);
-            return (
-              <span key={target}>
-                {index > 0 && <span className="crumb-sep">/</span>}
-                {last || !reachable ? (
-                  <span aria-current={last ? "location" : undefined}>{crumb}</span>
-                ) : (
-                  <button type="button" className="link-button" onClick={() => setPath(target)}>
-                    {crumb}
-                  </button>
-                )}
-              </span>
-            );
-          })}
-        </nav>
-        <div className="files-toolbar">
-          <button
-            type="button"
-            className="button button-small"
-            disabled={parent === undefined}
-            onClick={() => parent !== undefined && setPath(parent)}
-          >
-            <ArrowUp size={14} aria-hidden="true" /> Up
-          </button>
-          <button
-            type="button"
-            className="button button-small"
-            onClick={() => void load(path)}
-            disabled={loading}
-          >
-            <RefreshCw size={14} className={loading ? "spin" : undefined} aria-hidden="true" />{" "}
-            Refresh
-          </button>
-          <button
-            type="button"
-            className="button button-small button-primary"
-            onClick={() => fileInput.current?.click()}
-            disabled={asleep}
-          >
-            <Upload size={14} aria-hidden="true" /> Upload
-          </button>
-          <input
-            ref={fileInput}
-            type="file"
-            multiple
-            hidden
-            onChange={(event) => {
-              if (event.target.files !== null) void upload(event.target.files);
-              event.target.value = "";
-            }}
-          />
-        </div>
-        {status !== undefined && (
-          <p className="files-status" role="status">
-            {status}
-          </p>
-        )}
-        <div className="files-body">
-          {error !== undefined ? (
-            <div className="notice notice-warn" role="alert">
-              {asleep ? "Your computer is asleep. Wake it to see its files." : error.message}
-              {asleep && computer.status === "ok" && (
-                <div>
-                  <button
-                    type="button"
-                    className="button button-small button-primary"
-                    onClick={computer.wake}
-                    disabled={computer.busy}
-                  >
-                    <Power size={14} aria-hidden="true" /> Wake the computer
-                  </button>
-                </div>
-              )}
-            </div>
-          ) : listing === undefined ? (
-            <p className="muted">Loading…</p>
-          ) : listing.entries.length === 0 ? (
-            <p className="muted">This folder is empty. Drop files here to upload them.</p>
-          ) : (
-            <ul className="file-list">
-              {listing.entries.map((entry) => (
-                <li key={entry.name}>
-                  {entry.type === "dir" ? (
-                    <button
-                      type="button"
-                      className="file-row"
-                      onClick={() => setPath(join(path, entry.name))}
-                    >
-                      <Folder size={16} aria-hidden="true" className="file-icon dir" />
-                      <span className="file-name">{entry.name}</span>
-                      <span className="file-meta">{formatRelative(entry.modifiedAt)}</span>
-                    </button>
-                  ) : (
-                    <button
-                      type="button"
-                      className="file-row"
-                      onClick={() => void download(entry)}
-                      title={`Download ${entry.name}`}
-                    >
-                      {entry.type === "symlink" ? (
-                        <Link2 size={16} aria-hidden="true" className="file-icon" />
-                      ) : (
-                        <File size={16} aria-hidden="true" className="file-icon" />
-                      )}
-                      <span className="file-name">{entry.name}</span>
-                      <span className="file-meta">
-                        {[formatBytes(entry.size), formatRelative(entry.modifiedAt)]
-                          .filter((part) => part !== "")
-                          .join(" · ")}
-                      </span>
-                      <Download size={14} aria-hidden="true" className="file-action" />
-                    </button>
-                  )}
-                </li>
-              ))}
-            </ul>
-          )}
-        </div>
-        <p className="files-foot muted">
-          Files in /workspace survive sleep and restarts. Drop files anywhere here to upload.
-        </p>
-      </div>
     </div>
   );
 }

@@ -1,10 +1,15 @@
-/** A bot's start page: a new chat with it (the conversation is created with the first message). */
-import { useState } from "react";
+/**
+ * A bot's start page: a new chat with it (the conversation is created with the first message, or
+ * with the first attached file, which needs a conversation to belong to).
+ */
+import { useEffect, useRef, useState } from "react";
 import { ApiError } from "../api/client.ts";
+import type { Conversation } from "../api/types.ts";
 import { navigate, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { ComputerControls } from "./computer.tsx";
 import { Composer } from "./composer.tsx";
+import { useUploads } from "./upload.tsx";
 import { MemoryLink } from "./memory-link.tsx";
 import { UsageLink } from "./usage-panel.tsx";
 import { Avatar, BotNotFound, EditBotLink, Header, ModelBadge } from "./ui.tsx";
@@ -13,6 +18,16 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
   const { api, bots, feed, upsertConversation } = useSession();
   const bot = bots?.find((candidate) => candidate.id === botId);
   const [error, setError] = useState<string>();
+  // Made when the first file is attached (uploads belong to a conversation), used by the send.
+  const made = useRef<{ botId: string; conversation: Promise<Conversation> }>(undefined);
+  const conversationFor = () => {
+    if (made.current?.botId !== botId)
+      made.current = { botId, conversation: api.createConversation(botId) };
+    return made.current.conversation;
+  };
+  const uploads = useUploads(async () => (await conversationFor()).id);
+  const { clear } = uploads;
+  useEffect(() => clear(), [botId, clear]); // another bot's page: its own files
 
   if (bots !== undefined && bot === undefined) {
     return (
@@ -23,15 +38,16 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
     );
   }
 
-  const send = async (text: string) => {
+  const send = async (text: string, attachments: string[] = []) => {
     setError(undefined);
     try {
-      // No title: the server makes one from the message (docs/chat.md "Titles").
-      const conversation = await api.createConversation(botId);
+      // No title: the server makes one from the first message (docs/chat.md "Titles").
+      const conversation = await conversationFor();
       upsertConversation(conversation);
       const opened = feed(conversation.id);
       await opened.ready();
-      void opened.send(text);
+      void opened.send(text, attachments);
+      made.current = undefined;
       navigate(paths.conversation(conversation.id));
     } catch (caught) {
       setError(
@@ -96,6 +112,7 @@ export function NewChat({ botId, onMenu }: { botId: string; onMenu(): void }) {
         draftKey={`new-${botId}`}
         placeholder={`Message ${bot?.name ?? "the bot"}…`}
         onSend={send}
+        uploads={uploads}
       />
     </>
   );

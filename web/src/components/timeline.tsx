@@ -17,12 +17,14 @@ import {
   useMemo,
   useRef,
   useState,
+  type ReactNode,
 } from "react";
 import type {
   Bot,
   ApprovalPayload,
   BudgetReachedPayload,
   InterruptedPayload,
+  MessageAttachment,
   MessageSource,
   Step,
   ToolPayload,
@@ -37,6 +39,7 @@ import { DraftCard } from "./draft-card.tsx";
 import { SecretRequestCard } from "./secret-request-card.tsx";
 import { ToolCard } from "./tool-card.tsx";
 import { Attachments, attachmentsOf } from "./attachments.tsx";
+import { MessageAttachments } from "./upload.tsx";
 import { Avatar } from "./ui.tsx";
 import {
   EditMessageButton,
@@ -92,9 +95,12 @@ const UserMessage = memo(function UserMessage({
   fromConversationId,
   seq,
   messageId,
+  attachments,
 }: {
   text: string;
   time: string;
+  /** The files the message carries (upload.tsx). */
+  attachments?: ReactNode;
   from?: string;
   /** Another bot's message: the conversation it wrote from (issue 11 §2, visible in both). */
   fromConversationId?: string;
@@ -107,7 +113,8 @@ const UserMessage = memo(function UserMessage({
   return (
     <div className="row row-user" data-source={from === undefined ? "chat" : "other"}>
       <div className="bubble bubble-user">
-        <div className="user-text">{text}</div>
+        {text !== "" && <div className="user-text">{text}</div>}
+        {attachments}
       </div>
       <div className="row-meta">
         {from === undefined ? (
@@ -171,7 +178,14 @@ function PendingRow({
   return (
     <div className={`row row-user pending pending-${message.status}`} data-pending={message.status}>
       <div className="bubble bubble-user">
-        <div className="user-text">{message.text}</div>
+        {message.text !== "" && <div className="user-text">{message.text}</div>}
+        {message.attachments !== undefined && message.attachments.length > 0 && (
+          <div className="pending-files">
+            {message.attachments.length === 1
+              ? "1 attached file"
+              : `${message.attachments.length} attached files`}
+          </div>
+        )}
       </div>
       <div className="row-meta">
         {message.status === "failed" ? (
@@ -302,6 +316,7 @@ type Row =
       messageId: string;
       from?: string;
       fromConversationId?: string;
+      attachments?: MessageAttachment[];
     }
   | { key: string; kind: "bot"; text: string; meta?: string }
   | {
@@ -372,6 +387,9 @@ export function buildRows(
             ...(source?.kind === "helper" && source.direction === "task"
               ? { fromConversationId: source.parentConversationId }
               : {}),
+            ...(step.payload.attachments === undefined
+              ? {}
+              : { attachments: step.payload.attachments }),
           });
           break;
         }
@@ -620,6 +638,17 @@ export function Timeline({
                     {...(row.fromConversationId === undefined
                       ? {}
                       : { fromConversationId: row.fromConversationId })}
+                    {...(row.attachments === undefined
+                      ? {}
+                      : {
+                          attachments: (
+                            <MessageAttachments
+                              conversationId={feed.conversationId}
+                              attachments={row.attachments}
+                              time={row.time}
+                            />
+                          ),
+                        })}
                   />
                 );
               case "bot":

@@ -16,10 +16,13 @@ import {
   Square,
   Wrench,
 } from "lucide-react";
-import { memo, useEffect, useId, useState } from "react";
+import { lazy, memo, Suspense, useEffect, useId, useState } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
 import { formatBytes, formatDuration, summarizeInput } from "../lib/format.ts";
 import { LiveView } from "./live-view.tsx";
+
+/** What an edit or write changed (diff-view.tsx), loaded with the first card opened. */
+const ToolDiff = lazy(() => import("./diff-view.tsx"));
 
 export type ToolStatus = "running" | "approval" | "done" | "failed" | "stopped" | "interrupted";
 
@@ -325,6 +328,11 @@ export const ToolCard = memo(function ToolCard({
             </>
           ) : (
             <>
+              {(call.name === "edit" || call.name === "write") && !result.isError && (
+                <Suspense fallback={null}>
+                  <ToolDiff call={call} result={result} />
+                </Suspense>
+              )}
               <Output result={result} />
               {lines.length > 0 && (
                 <dl className="tool-details">

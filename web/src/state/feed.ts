@@ -35,6 +35,8 @@ export type FeedStatus = "connecting" | "live" | "reconnecting" | "failed";
 export interface PendingMessage {
   clientMessageId: string;
   text: string;
+  /** Upload ids sent with it (docs/uploads.md). */
+  attachments?: readonly string[];
   status: "sending" | "sent" | "failed";
   error?: string;
   messageId?: string;
@@ -178,10 +180,11 @@ export class ConversationFeed {
   }
 
   /** F5: shows the message at once and sends it; the bot may be working (it joins the turn). */
-  async send(text: string): Promise<void> {
+  async send(text: string, attachments: readonly string[] = []): Promise<void> {
     const pending: PendingMessage = {
       clientMessageId: crypto.randomUUID(),
       text,
+      ...(attachments.length === 0 ? {} : { attachments }),
       status: "sending",
     };
     this.update({ pending: [...this.state.pending, pending] }, true);
@@ -258,7 +261,12 @@ export class ConversationFeed {
     );
     if (message === undefined) return;
     try {
-      const ack = await this.api.sendMessage(this.conversationId, message.text, clientMessageId);
+      const ack = await this.api.sendMessage(
+        this.conversationId,
+        message.text,
+        clientMessageId,
+        message.attachments,
+      );
       if (ack.seq <= this.cursor) {
         this.update(
           {
