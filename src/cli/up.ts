@@ -76,6 +76,18 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_SERVICE_HOST",
     default: "127.0.0.1",
   },
+  "node-id": {
+    type: "string",
+    value: "ID",
+    description: "this node's id as a computer host (kept in the data dir when unset)",
+    env: "ROOST_NODE_ID",
+  },
+  "node-service-url": {
+    type: "string",
+    value: "URL",
+    description: "URL Restate uses to reach this node's own service port (never a load balancer)",
+    env: "ROOST_NODE_SERVICE_URL",
+  },
   store: {
     type: "string",
     value: "KIND",
