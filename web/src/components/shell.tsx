@@ -1,18 +1,21 @@
 /** The signed-in layout: a sidebar of bots and chats, and the routed view beside it. */
-import { lazy, Suspense, useCallback, useEffect, useState } from "react";
+import { Suspense, useCallback, useEffect, useState } from "react";
 import { navigate, paths, useRoute } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
-import { BotForm } from "./bot-form.tsx";
-import { ChatView } from "./chat-view.tsx";
-import { NewChat } from "./new-chat.tsx";
-import { SkillPage, SkillsPage } from "./skills.tsx";
-import { TeamJoinPage, TeamsPage } from "./teams.tsx";
+// Each screen is its own chunk (screens.tsx): the first load stays within its budget.
+import {
+  BotForm,
+  ChatView,
+  MemoryPanel,
+  NewChat,
+  SkillPage,
+  SkillsPage,
+  TeamJoinPage,
+  TeamsPage,
+  UsagePanel,
+} from "./screens.tsx";
 import { Sidebar } from "./sidebar.tsx";
-import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
-
-// Its own chunk: the first load stays small, and a bot's memory is opened now and then.
-const MemoryPanel = lazy(() => import("./memory-panel.tsx"));
 
 export function Shell() {
   const route = useRoute();
@@ -95,18 +98,7 @@ export function Shell() {
       view = <NewChat key={route.botId} botId={route.botId} onMenu={openNav} />;
       break;
     case "bot-memory":
-      view = (
-        <Suspense
-          fallback={
-            <>
-              <Header title="Memory" onMenu={openNav} />
-              <EmptyState title="Loading…" />
-            </>
-          }
-        >
-          <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />
-        </Suspense>
-      );
+      view = <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />;
       break;
     case "bot-usage":
       view = <UsagePanel key={route.botId} botId={route.botId} onMenu={openNav} />;
@@ -163,7 +155,16 @@ export function Shell() {
       </aside>
       <div className="scrim" onClick={closeNav} aria-hidden="true" />
       <main className="main" id="main">
-        {view}
+        <Suspense
+          fallback={
+            <>
+              <Header title="Roost" onMenu={openNav} />
+              <EmptyState title="Loading…" />
+            </>
+          }
+        >
+          {view}
+        </Suspense>
       </main>
     </div>
   );
