@@ -18,7 +18,7 @@ import type {
   Step,
   ToolPayload,
 } from "../api/types.ts";
-import { formatTime } from "../lib/format.ts";
+import { formatCount, formatTime } from "../lib/format.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
@@ -302,9 +302,7 @@ function usageMeta(
 ): string {
   const parts = [formatTime(time), model === "demo" ? "demo model" : model];
   if (usage !== undefined)
-    parts.push(
-      `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`,
-    );
+    parts.push(`${formatCount(usage.inputTokens)} in · ${formatCount(usage.outputTokens)} out`);
   return parts.filter((part) => part !== "").join(" · ");
 }
 

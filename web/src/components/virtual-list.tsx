@@ -204,10 +204,29 @@ export function VirtualList<T>({
     [listTop],
   );
 
+  /** The scroll position as the scroll handler last saw it, or as restore last left it. */
+  const seenScrollTop = useRef(0);
+
+  /** VL3, VL4: `position` from where the viewport is now. */
+  const syncPosition = useCallback(
+    (element: HTMLDivElement) => {
+      const fromBottom = element.scrollHeight - element.scrollTop - element.clientHeight;
+      position.current = {
+        atBottom: fromBottom <= bottomThresholdPx,
+        ...(anchorOnPage(element) ?? anchorByOffsets(element)),
+      };
+      seenScrollTop.current = element.scrollTop;
+    },
+    [bottomThresholdPx, anchorOnPage, anchorByOffsets],
+  );
+
   /** VL3, VL4: put the viewport back where `position` says. */
   const restore = useCallback(() => {
     const element = scroller.current;
     if (element === null) return;
+    // Scrolled (by the person or by code) since the handler last ran: that is the new position,
+    // not something to undo (its scroll event comes later, in the next frame).
+    if (Math.abs(element.scrollTop - seenScrollTop.current) > 0.5) syncPosition(element);
     const { layout: current } = committed.current;
     let desired: number;
     if (position.current.atBottom) {
@@ -219,7 +238,8 @@ export function VirtualList<T>({
       desired = listTop(element) + current.offsets[index]! + position.current.anchorOffsetPx;
     }
     if (Math.abs(element.scrollTop - desired) > 0.5) element.scrollTop = desired;
-  }, [listTop]);
+    seenScrollTop.current = element.scrollTop;
+  }, [listTop, syncPosition]);
 
   /** Re-renders when the viewport now needs rows the window does not hold. */
   const moveWindowIfNeeded = useCallback(() => {
@@ -314,16 +334,11 @@ export function VirtualList<T>({
 
   const handleScroll = useCallback(
     (event: UIEvent<HTMLDivElement>) => {
-      const element = event.currentTarget;
-      const fromBottom = element.scrollHeight - element.scrollTop - element.clientHeight;
-      position.current = {
-        atBottom: fromBottom <= bottomThresholdPx,
-        ...(anchorOnPage(element) ?? anchorByOffsets(element)),
-      };
+      syncPosition(event.currentTarget);
       moveWindowIfNeeded();
       onScroll?.(event);
     },
-    [bottomThresholdPx, moveWindowIfNeeded, onScroll, anchorOnPage, anchorByOffsets],
+    [syncPosition, moveWindowIfNeeded, onScroll],
   );
 
   useImperativeHandle(
@@ -331,6 +346,7 @@ export function VirtualList<T>({
     () => ({
       scrollToBottom() {
         position.current = { atBottom: true, anchorKey: undefined, anchorOffsetPx: 0 };
+        seenScrollTop.current = scroller.current?.scrollTop ?? 0;
         restore();
         setMoved((value) => value + 1);
       },
