@@ -46,6 +46,7 @@ const scrollToFirst = `(async () => {
   const observer = new PerformanceObserver((list) => { for (const entry of list.getEntries()) longTasks.push(entry.duration); });
   observer.observe({ type: "longtask" });
   const frames = [];
+  const frameEnds = [];
   const started = performance.now();
   let last = started;
   for (;;) {
@@ -53,6 +54,7 @@ const scrollToFirst = `(async () => {
     await new Promise((resolve) => requestAnimationFrame(resolve));
     const now = performance.now();
     frames.push(now - last);
+    frameEnds.push(now);
     last = now;
     const first = [...timeline.querySelectorAll(".row-user")].some((row) => row.textContent.includes("The very first message"));
     if (first && timeline.scrollTop === 0) break;
@@ -60,7 +62,10 @@ const scrollToFirst = `(async () => {
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
   observer.disconnect();
-  return { ms: performance.now() - started, frames, longTasks, rows: timeline.querySelectorAll(".virtual-item").length };
+  // Which slow frames had a page of older steps arrive in them (its response ended in the frame).
+  const arrivals = performance.getEntriesByType("resource").filter((entry) => entry.name.includes("/steps?")).map((entry) => entry.responseEnd);
+  const slowWithPage = frames.filter((ms, index) => ms > 50 && arrivals.some((at) => at <= frameEnds[index] && at > frameEnds[index] - ms - 50)).length;
+  return { ms: performance.now() - started, frames, longTasks, slowWithPage, rows: timeline.querySelectorAll(".virtual-item").length };
 })()`;
 
 const roost = await startWebRoost({ pieceDelayMs: 0 });
@@ -86,6 +91,8 @@ try {
   const worstFrameMs: number[] = [];
   const longTaskMs: number[] = [];
   let rows = 0;
+  let slowFrames = 0;
+  let slowFramesWithPage = 0;
   let scrollFrames = 0;
   for (let run = 0; run < runs; run++) {
     const browser = await launchBrowser({ bypassCSP: true }); // a fresh profile each run
@@ -109,8 +116,11 @@ try {
           ms: number;
           frames: number[];
           longTasks: number[];
+          slowWithPage: number;
           rows: number;
         }>(scrollToFirst);
+        slowFrames += scrolled.frames.filter((ms) => ms > 50).length;
+        slowFramesWithPage += scrolled.slowWithPage;
         frameMs.push(...scrolled.frames);
         worstFrameMs.push(Math.max(...scrolled.frames));
         longTaskMs.push(...scrolled.longTasks);
@@ -136,6 +146,9 @@ try {
   console.log(`  ${summarize("worst frame per run", worstFrameMs)}`);
   console.log(
     `  long tasks (over 50 ms): ${longTaskMs.length}${longTaskMs.length === 0 ? "" : `, longest ${Math.max(...longTaskMs).toFixed(1)} ms`}`,
+  );
+  console.log(
+    `  frames over 50 ms: ${slowFrames} of ${frameMs.length}, ${slowFramesWithPage} of them while a page of older steps arrived`,
   );
   console.log(`  rows in the page at step 1: ${rows}`);
 } finally {

@@ -16,6 +16,7 @@
  *       the browser's own scroll anchoring is off (`overflow-anchor: none`), so the two never fight.
  */
 import {
+  memo,
   useCallback,
   useImperativeHandle,
   useLayoutEffect,
@@ -115,6 +116,22 @@ function windowOf(layout: Layout, top: number, viewportPx: number, overscanPx: n
   const end = Math.min(count, rowAt(layout.offsets, top + viewportPx + overscanPx) + 1);
   return { start, end };
 }
+
+/**
+ * One row's content. A row that stays in the window while it moves is not drawn again: only the
+ * rows entering it are (the item, its index and `renderItem` are all the same as before).
+ */
+const VirtualRow = memo(function VirtualRow({
+  item,
+  index,
+  render,
+}: {
+  item: unknown;
+  index: number;
+  render(item: unknown, index: number): ReactNode;
+}) {
+  return render(item, index);
+});
 
 export function VirtualList<T>({
   items,
@@ -370,7 +387,7 @@ export function VirtualList<T>({
           const key = keys[start + offset]!;
           return (
             <div key={key} className="virtual-item" data-virtual-key={key} ref={observeRow}>
-              {renderItem(item, start + offset)}
+              <VirtualRow item={item} index={start + offset} render={renderItem} />
             </div>
           );
         })}
