@@ -93,7 +93,9 @@ export function ApprovalCard({ payload }: { payload: ApprovalPayload }) {
           {stateLabel[state]}
         </span>
       </header>
-      <pre className="approval-call">{describeCall(payload.input)}</pre>
+      <pre tabIndex={0} className="approval-call">
+        {describeCall(payload.input)}
+      </pre>
       <p className="approval-reason">{payload.reason}</p>
       {approval?.remembered != null && (
         <p className="approval-reason muted">

@@ -111,7 +111,8 @@ export function CodeBlock({ code, language }: { code: string; language: string |
           <span>{copied ? "Copied" : "Copy"}</span>
         </button>
       </div>
-      <pre>
+      {/* Focusable: a wide block scrolls sideways, and a keyboard must reach it too. */}
+      <pre tabIndex={0}>
         {html === undefined ? (
           <code>{code}</code>
         ) : (

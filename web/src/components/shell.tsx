@@ -2,18 +2,23 @@
 import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { navigate, paths, useRoute } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
-import { BotForm } from "./bot-form.tsx";
-import { ChatView } from "./chat-view.tsx";
-import { NewChat } from "./new-chat.tsx";
-import { SkillPage, SkillsPage } from "./skills.tsx";
-import { TeamJoinPage, TeamsPage } from "./teams.tsx";
+// Each screen is its own chunk (screens.tsx): the first load stays within its budget.
+import {
+  BotForm,
+  ChatView,
+  MemoryPanel,
+  NewChat,
+  SkillPage,
+  SkillsPage,
+  TeamJoinPage,
+  TeamsPage,
+  UsagePanel,
+} from "./screens.tsx";
 import { Sidebar } from "./sidebar.tsx";
 import { Switcher } from "./switcher.tsx";
-import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
-// Its own chunk: the first load stays small, and a bot's memory is opened now and then.
-const MemoryPanel = lazy(() => import("./memory-panel.tsx"));
+// Its own chunk, like the screens: the settings are opened now and then.
 const SettingsPage = lazy(() => import("./settings.tsx"));
 
 export function Shell() {
@@ -97,18 +102,7 @@ export function Shell() {
       view = <NewChat key={route.botId} botId={route.botId} onMenu={openNav} />;
       break;
     case "bot-memory":
-      view = (
-        <Suspense
-          fallback={
-            <>
-              <Header title="Memory" onMenu={openNav} />
-              <EmptyState title="Loading…" />
-            </>
-          }
-        >
-          <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />
-        </Suspense>
-      );
+      view = <MemoryPanel botId={route.botId} tab={route.tab} onMenu={openNav} />;
       break;
     case "bot-usage":
       view = <UsagePanel key={route.botId} botId={route.botId} onMenu={openNav} />;
@@ -172,7 +166,16 @@ export function Shell() {
       </aside>
       <div className="scrim" onClick={closeNav} aria-hidden="true" />
       <main className="main" id="main">
-        {view}
+        <Suspense
+          fallback={
+            <>
+              <Header title="Roost" onMenu={openNav} />
+              <EmptyState title="Loading…" />
+            </>
+          }
+        >
+          {view}
+        </Suspense>
       </main>
       <Switcher />
     </div>

@@ -482,7 +482,7 @@ function SkillEditor({
         {open !== undefined && (
           <figure className="skill-file-view">
             <figcaption>{open.path}</figcaption>
-            <pre className="tool-pre" aria-label={`Content of ${open.path}`}>
+            <pre tabIndex={0} className="tool-pre" aria-label={`Content of ${open.path}`}>
               {open.text}
             </pre>
           </figure>

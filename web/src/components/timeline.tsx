@@ -13,7 +13,6 @@ import {
   useCallback,
   useDeferredValue,
   useEffect,
-  useLayoutEffect,
   useMemo,
   useRef,
   useState,
@@ -29,7 +28,7 @@ import type {
   Step,
   ToolPayload,
 } from "../api/types.ts";
-import { formatTime } from "../lib/format.ts";
+import { formatCount, formatTime } from "../lib/format.ts";
 import { onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import type { ConversationFeed, FeedSnapshot, PendingMessage } from "../state/feed.ts";
@@ -49,6 +48,7 @@ import {
   VersionSwitcher,
 } from "./message-actions.tsx";
 import { ThinkingRow } from "./thinking.tsx";
+import { VirtualList, type VirtualListHandle } from "./virtual-list.tsx";
 
 /** Plain words and what to do, per error code. */
 function errorAdvice(code: string): { title: string; action: string } {
@@ -306,6 +306,8 @@ const BudgetRow = memo(function BudgetRow({
   );
 });
 
+const rowKey = (row: Row) => row.key;
+
 type Row =
   | {
       key: string;
@@ -342,9 +344,7 @@ function usageMeta(
 ): string {
   const parts = [formatTime(time), model === "demo" ? "demo model" : model];
   if (usage !== undefined)
-    parts.push(
-      `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out`,
-    );
+    parts.push(`${formatCount(usage.inputTokens)} in · ${formatCount(usage.outputTokens)} out`);
   return parts.filter((part) => part !== "").join(" · ");
 }
 
@@ -503,9 +503,8 @@ export function Timeline({
   // Many steps at once (opening, older pages) render in the background, so scrolling and typing
   // never wait for them; the whole snapshot is deferred together so it stays consistent.
   const snapshot = useDeferredValue(live);
-  const scroller = useRef<HTMLDivElement>(null);
+  const list = useRef<VirtualListHandle>(null);
   const topSentinel = useRef<HTMLDivElement>(null);
-  const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
   const steps = snapshot.steps;
   const { bots } = useSession();
@@ -516,74 +515,32 @@ export function Timeline({
   const working = snapshot.turnState === "working";
   const runningTool =
     working && rows.some((row) => row.kind === "tool" && row.result === undefined && !row.stopped);
-  const firstSeq = steps[0]?.seq ?? 0;
-  const beforePrepend = useRef<{ firstSeq: number; fromBottom: number } | undefined>(undefined);
 
-  const onScroll = useCallback(() => {
-    const element = scroller.current;
-    if (element === null) return;
-    const fromBottom = element.scrollHeight - element.scrollTop - element.clientHeight;
-    stuck.current = fromBottom < 80;
-    setShowJump(fromBottom > 400);
+  // Following the newest and keeping the reading position when older steps load are the
+  // VirtualList's (VL3, VL4); only the rows near the viewport are drawn (VL1).
+  const onScroll = useCallback((event: React.UIEvent<HTMLDivElement>) => {
+    const element = event.currentTarget;
+    setShowJump(element.scrollHeight - element.scrollTop - element.clientHeight > 400);
   }, []);
 
-  // Keep the newest in view while following; keep the reading position when older steps load.
-  useLayoutEffect(() => {
-    const element = scroller.current;
-    if (element === null) return;
-    const saved = beforePrepend.current;
-    if (saved !== undefined && saved.firstSeq !== firstSeq) {
-      element.scrollTop = element.scrollHeight - element.clientHeight - saved.fromBottom;
-      beforePrepend.current = undefined;
-    } else if (stuck.current) {
-      element.scrollTop = element.scrollHeight;
-    }
-  }, [rows, snapshot.streaming, snapshot.pending, working, firstSeq]);
-
-  // Rows change height after they are drawn (markdown arriving, off-screen rows laid out on
-  // demand): while following, stay at the bottom through all of it.
-  const inner = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    const element = scroller.current;
-    const content = inner.current;
-    if (element === null || content === null) return;
-    const observer = new ResizeObserver(() => {
-      if (stuck.current && beforePrepend.current === undefined)
-        element.scrollTop = element.scrollHeight;
-    });
-    observer.observe(content);
-    return () => observer.disconnect();
-  }, []);
-
-  const loadEarlier = useCallback(() => {
-    const element = scroller.current;
-    if (element !== null)
-      beforePrepend.current = {
-        firstSeq,
-        fromBottom: element.scrollHeight - element.clientHeight - element.scrollTop,
-      };
-    void feed.loadEarlier();
-  }, [feed, firstSeq]);
+  const loadEarlier = useCallback(() => void feed.loadEarlier(), [feed]);
 
   useEffect(() => {
     const sentinel = topSentinel.current;
     if (sentinel === null || !snapshot.hasEarlier || !snapshot.loaded) return;
     const observer = new IntersectionObserver(
       (entries) => {
-        if (entries.some((entry) => entry.isIntersecting) && !stuck.current) loadEarlier();
+        if (entries.some((entry) => entry.isIntersecting) && list.current?.isAtBottom() !== true)
+          loadEarlier();
       },
-      { root: scroller.current, rootMargin: "600px 0px 0px 0px" },
+      { root: sentinel.closest(".timeline"), rootMargin: "600px 0px 0px 0px" },
     );
     observer.observe(sentinel);
     return () => observer.disconnect();
-  }, [snapshot.hasEarlier, snapshot.loaded, loadEarlier]);
+    // A new window (older steps arrived) re-checks: still at the top loads the next page.
+  }, [snapshot.hasEarlier, snapshot.loaded, loadEarlier, steps]);
 
-  const jump = () => {
-    const element = scroller.current;
-    if (element === null) return;
-    stuck.current = true;
-    element.scrollTo({ top: element.scrollHeight, behavior: "smooth" });
-  };
+  const jump = () => list.current?.scrollToBottom();
 
   const waiting = owesAnswer(snapshot);
   // A turn parked at its budget is not thinking: its row says so and how to let it go on.
@@ -592,135 +549,139 @@ export function Timeline({
       row.kind === "approval" && row.payload.state === "pending" ? [row.payload.callId] : [],
     ),
   );
+  const renderRow = (row: Row) => {
+    switch (row.kind) {
+      case "user":
+        return (
+          <UserMessage
+            text={row.text}
+            time={row.time}
+            seq={row.seq}
+            messageId={row.messageId}
+            {...(row.from === undefined ? {} : { from: row.from })}
+            {...(row.fromConversationId === undefined
+              ? {}
+              : { fromConversationId: row.fromConversationId })}
+            {...(row.attachments === undefined
+              ? {}
+              : {
+                  attachments: (
+                    <MessageAttachments
+                      conversationId={feed.conversationId}
+                      attachments={row.attachments}
+                      time={row.time}
+                    />
+                  ),
+                })}
+          />
+        );
+      case "bot":
+        return <AssistantText bot={bot} text={row.text} meta={row.meta} />;
+      case "tool":
+        return (
+          <div className="row row-tool">
+            <ToolCard
+              call={row.call}
+              result={row.result}
+              working={working || (waiting && row.turnId === snapshot.turnId)}
+              startedAt={row.startedAt}
+              liveOutput={row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined}
+              stopped={row.stopped}
+              awaitingApproval={awaitingApproval.has(row.call.id)}
+              botId={bot?.id}
+            />
+            <Attachments attachments={attachmentsOf(row.result?.details)} />
+            {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
+              <DraftCard draftId={draftIdOf(row.result)!} />
+            )}
+            {row.call.name === "request_secret" &&
+              bot !== undefined &&
+              row.result?.details.requested === true &&
+              typeof row.result.details.secret === "string" && (
+                <SecretRequestCard botId={bot.id} name={row.result.details.secret} />
+              )}
+          </div>
+        );
+      case "error":
+        return <ErrorRow code={row.code} message={row.message} />;
+      case "interrupted":
+      case "no_reply":
+        return <StoppedRow text={row.text} time={row.time} step={row.kind} />;
+      case "budget_reached":
+        return <BudgetRow payload={row.payload} time={row.time} botId={bot?.id} />;
+      case "approval":
+        return <ApprovalCard payload={row.payload} />;
+    }
+  };
   const last = rows.at(-1);
   const parked =
     last?.kind === "budget_reached" ||
     (last?.kind === "approval" && last.payload.state === "pending");
   return (
     <div className="timeline-wrap">
-      <div
+      <VirtualList
+        ref={list}
         className="timeline"
-        ref={scroller}
+        innerClassName="timeline-inner"
         onScroll={onScroll}
         role="log"
         aria-label="Conversation"
         aria-busy={!snapshot.loaded}
-      >
-        <div className="timeline-inner" ref={inner}>
-          {snapshot.hasEarlier && (
-            <div ref={topSentinel} className="load-earlier">
-              <button
-                type="button"
-                className="button button-small"
-                onClick={loadEarlier}
-                disabled={snapshot.loadingEarlier}
-              >
-                {snapshot.loadingEarlier ? "Loading…" : "Show earlier messages"}
-              </button>
-            </div>
-          )}
-          {snapshot.loaded && rows.length === 0 && snapshot.pending.length === 0 && (
-            <div className="empty-state compact">
-              <p className="muted">No messages yet. Say hello.</p>
-            </div>
-          )}
-          {rows.map((row) => {
-            switch (row.kind) {
-              case "user":
-                return (
-                  <UserMessage
-                    key={row.key}
-                    text={row.text}
-                    time={row.time}
-                    seq={row.seq}
-                    messageId={row.messageId}
-                    {...(row.from === undefined ? {} : { from: row.from })}
-                    {...(row.fromConversationId === undefined
-                      ? {}
-                      : { fromConversationId: row.fromConversationId })}
-                    {...(row.attachments === undefined
-                      ? {}
-                      : {
-                          attachments: (
-                            <MessageAttachments
-                              conversationId={feed.conversationId}
-                              attachments={row.attachments}
-                              time={row.time}
-                            />
-                          ),
-                        })}
-                  />
-                );
-              case "bot":
-                return <AssistantText key={row.key} bot={bot} text={row.text} meta={row.meta} />;
-              case "tool":
-                return (
-                  <div key={row.key} className="row row-tool">
-                    <ToolCard
-                      call={row.call}
-                      result={row.result}
-                      working={working || (waiting && row.turnId === snapshot.turnId)}
-                      startedAt={row.startedAt}
-                      liveOutput={
-                        row.result === undefined ? snapshot.toolOutput[row.call.id] : undefined
-                      }
-                      stopped={row.stopped}
-                      awaitingApproval={awaitingApproval.has(row.call.id)}
-                      botId={bot?.id}
-                    />
-                    <Attachments attachments={attachmentsOf(row.result?.details)} />
-                    {row.call.name === "draft" && typeof draftIdOf(row.result) === "string" && (
-                      <DraftCard draftId={draftIdOf(row.result)!} />
-                    )}
-                    {row.call.name === "request_secret" &&
-                      bot !== undefined &&
-                      row.result?.details.requested === true &&
-                      typeof row.result.details.secret === "string" && (
-                        <SecretRequestCard botId={bot.id} name={row.result.details.secret} />
-                      )}
-                  </div>
-                );
-              case "error":
-                return <ErrorRow key={row.key} code={row.code} message={row.message} />;
-              case "interrupted":
-              case "no_reply":
-                return <StoppedRow key={row.key} text={row.text} time={row.time} step={row.kind} />;
-              case "budget_reached":
-                return (
-                  <BudgetRow key={row.key} payload={row.payload} time={row.time} botId={bot?.id} />
-                );
-              case "approval":
-                return <ApprovalCard key={row.key} payload={row.payload} />;
-            }
-          })}
-          {!working &&
-            !waiting &&
-            (last?.kind === "bot" ||
-              last?.kind === "error" ||
-              last?.kind === "interrupted" ||
-              last?.kind === "no_reply") && (
-              <div className="row row-actions">
-                <RegenerateButton />
+        items={rows}
+        itemKey={rowKey}
+        renderItem={renderRow}
+        header={
+          <>
+            {snapshot.hasEarlier && (
+              <div ref={topSentinel} className="load-earlier">
+                <button
+                  type="button"
+                  className="button button-small"
+                  onClick={loadEarlier}
+                  disabled={snapshot.loadingEarlier}
+                >
+                  {snapshot.loadingEarlier ? "Loading…" : "Show earlier messages"}
+                </button>
               </div>
             )}
-          {snapshot.pending.map((message) => (
-            <PendingRow
-              key={message.clientMessageId}
-              message={message}
-              onRetry={() => void feed.retry(message.clientMessageId)}
-              onDiscard={() => feed.discard(message.clientMessageId)}
-            />
-          ))}
-          {snapshot.streaming !== "" && (
-            <AssistantText bot={bot} text={snapshot.streaming} streaming />
-          )}
-          {snapshot.loaded &&
-            (working || waiting) &&
-            snapshot.streaming === "" &&
-            !runningTool &&
-            !parked && <ThinkingRow botName={bot?.name ?? "Bot"} />}
-        </div>
-      </div>
+            {snapshot.loaded && rows.length === 0 && snapshot.pending.length === 0 && (
+              <div className="empty-state compact">
+                <p className="muted">No messages yet. Say hello.</p>
+              </div>
+            )}
+          </>
+        }
+        footer={
+          <>
+            {!working &&
+              !waiting &&
+              (last?.kind === "bot" ||
+                last?.kind === "error" ||
+                last?.kind === "interrupted" ||
+                last?.kind === "no_reply") && (
+                <div className="row row-actions">
+                  <RegenerateButton />
+                </div>
+              )}
+            {snapshot.pending.map((message) => (
+              <PendingRow
+                key={message.clientMessageId}
+                message={message}
+                onRetry={() => void feed.retry(message.clientMessageId)}
+                onDiscard={() => feed.discard(message.clientMessageId)}
+              />
+            ))}
+            {snapshot.streaming !== "" && (
+              <AssistantText bot={bot} text={snapshot.streaming} streaming />
+            )}
+            {snapshot.loaded &&
+              (working || waiting) &&
+              snapshot.streaming === "" &&
+              !runningTool &&
+              !parked && <ThinkingRow botName={bot?.name ?? "Bot"} />}
+          </>
+        }
+      />
       {showJump && (
         <button type="button" className="jump-latest" onClick={jump}>
           <ArrowDown size={16} aria-hidden="true" /> Latest

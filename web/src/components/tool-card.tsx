@@ -164,19 +164,25 @@ function Arguments({ name, input }: { name: string; input: unknown }) {
     const { command, ...rest } = record;
     return (
       <>
-        <pre className="tool-pre tool-command">
+        <pre tabIndex={0} className="tool-pre tool-command">
           <span className="prompt" aria-hidden="true">
             ${" "}
           </span>
           {command}
         </pre>
         {Object.keys(rest).length > 0 && (
-          <pre className="tool-pre">{JSON.stringify(rest, null, 2)}</pre>
+          <pre tabIndex={0} className="tool-pre">
+            {JSON.stringify(rest, null, 2)}
+          </pre>
         )}
       </>
     );
   }
-  return <pre className="tool-pre">{JSON.stringify(input, null, 2)}</pre>;
+  return (
+    <pre tabIndex={0} className="tool-pre">
+      {JSON.stringify(input, null, 2)}
+    </pre>
+  );
 }
 
 function Output({ result }: { result: ToolPayload }) {
@@ -193,13 +199,17 @@ function Output({ result }: { result: ToolPayload }) {
         {stdout !== "" && (
           <div className="tool-section">
             <h4>Output</h4>
-            <pre className="tool-pre tool-output">{stdout}</pre>
+            <pre tabIndex={0} className="tool-pre tool-output">
+              {stdout}
+            </pre>
           </div>
         )}
         {stderr !== "" && (
           <div className="tool-section">
             <h4>Errors (stderr)</h4>
-            <pre className="tool-pre tool-output tool-stderr">{stderr}</pre>
+            <pre tabIndex={0} className="tool-pre tool-output tool-stderr">
+              {stderr}
+            </pre>
           </div>
         )}
       </>
@@ -211,7 +221,9 @@ function Output({ result }: { result: ToolPayload }) {
       {result.output === "" ? (
         <p className="muted">No output.</p>
       ) : (
-        <pre className="tool-pre tool-output">{result.output}</pre>
+        <pre tabIndex={0} className="tool-pre tool-output">
+          {result.output}
+        </pre>
       )}
     </div>
   );
@@ -221,7 +233,7 @@ function Output({ result }: { result: ToolPayload }) {
 function LiveTail({ text }: { text: string }) {
   const lines = text.replace(/\n$/, "").split("\n").slice(-6).join("\n");
   return (
-    <pre className="tool-live" aria-live="off">
+    <pre tabIndex={0} className="tool-live" aria-live="off">
       {lines}
     </pre>
   );
@@ -314,7 +326,9 @@ export const ToolCard = memo(function ToolCard({
               liveOutput !== "" ? (
                 <div className="tool-section">
                   <h4>{status === "running" ? "Output so far" : "Output before it was stopped"}</h4>
-                  <pre className="tool-pre tool-output">{liveOutput}</pre>
+                  <pre tabIndex={0} className="tool-pre tool-output">
+                    {liveOutput}
+                  </pre>
                 </div>
               ) : (
                 status !== "stopped" && (
