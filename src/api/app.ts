@@ -49,6 +49,11 @@ import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import { registerTeamRoutes } from "./team-routes.ts";
+import {
+  registerSlackRoutes,
+  registerSlackWebhookRoutes,
+  type SlackRouteDependencies,
+} from "./slack-routes.ts";
 import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
 import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
@@ -107,6 +112,8 @@ export interface ApiDependencies {
   attachments?: { blobs: Pick<BlobStore, "get" | "list" | "delete"> };
   /** MCP servers per bot and per user (absent: no MCP server routes). */
   mcp?: McpService;
+  /** Slack links and Slack's own URLs (absent: no Slack routes; docs/slack.md). */
+  slack?: Omit<SlackRouteDependencies, "store" | "clock" | "publicUrl">;
   /** Helpers of conversations (absent: no helpers route; interrupts do not offer to stop them). */
   helpers?: HelpersService;
   /**
@@ -423,6 +430,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       mcp: deps.mcp,
     });
 
+  // SAPI3: Slack's requests carry Slack's signature, not an API token.
+  const slackRoutes =
+    deps.slack === undefined
+      ? undefined
+      : {
+          ...deps.slack,
+          store,
+          clock,
+          ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
+        };
+  if (slackRoutes !== undefined) registerSlackWebhookRoutes(app as unknown as Hono, slackRoutes);
+
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
     const match = header === undefined ? null : /^Bearer\s+(\S+)$/i.exec(header);
@@ -651,6 +670,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       secrets: deps.secrets,
     });
+  if (slackRoutes !== undefined)
+    registerSlackRoutes(app as unknown as Parameters<typeof registerSlackRoutes>[0], slackRoutes);
   registerTeamRoutes(app as unknown as Parameters<typeof registerTeamRoutes>[0], {
     store,
     clock,

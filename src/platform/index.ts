@@ -107,6 +107,7 @@ import { ensureLocalAdmin } from "./admin.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
+import { createSlackWiring } from "./slack.ts";
 import { createHelpers } from "../helpers/index.ts";
 import type { Notifier } from "../notifications/index.ts";
 import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
@@ -302,6 +303,16 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Slack as a channel: links, the Events API in, each turn shown in its thread (docs/slack.md).
+    const slack = createSlackWiring({
+      store,
+      events,
+      kicker,
+      cipher,
+      logger: logger.child({ component: "slack" }),
+      baseUrl: () => config.publicUrl ?? url,
+      insecureApiUrl: config.slackInsecureApiUrl,
+    });
     // Results: bot-to-bot messages, no_reply, drafts, notifications (docs/results.md).
     const results = createResults(
       config,
@@ -499,6 +510,7 @@ export async function startPlatform(
       beforeModelCall: [
         helpers.beforeModelCall,
         (durable, call) => usage.beforeModelCall(durable, call),
+        slack.hooks.beforeModelCall,
       ],
       afterModelCall: [(durable, call) => usage.afterModelCall(durable, call)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
@@ -517,7 +529,12 @@ export async function startPlatform(
               ),
           ]
         : [],
-      afterTurn: [createRunSettler(store), results.afterTurn, helpers.afterTurn],
+      afterTurn: [
+        createRunSettler(store),
+        results.afterTurn,
+        helpers.afterTurn,
+        slack.hooks.afterTurn,
+      ],
       logger: logger.child({ component: "loop" }),
     });
     const computerObject = createComputerObject({
@@ -694,6 +711,7 @@ export async function startPlatform(
       approvals,
       secrets,
       mcp,
+      slack: slack.api,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),

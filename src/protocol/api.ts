@@ -8,6 +8,7 @@ export type * from "./skills-api.ts";
 export type * from "./teams-api.ts";
 import type { BotTeam, ConversationPlace } from "./teams-api.ts";
 export type * from "./mcp-api.ts";
+export type * from "./slack-api.ts";
 
 export interface Me {
   id: string;

@@ -14,6 +14,7 @@ import { createApprovalQueries } from "./approval-queries.ts";
 import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
+import { createSlackQueries } from "./slack-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
 import { createHelperQueries, deleteHelpersOf } from "./helper-queries.ts";
@@ -355,6 +356,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
     ...createTeamQueries(driver, now, ids, insertAudit),
+    ...createSlackQueries(driver, now, insertAudit),
     ...createAttachmentQueries(driver, now),
     ...createMcpQueries(driver, now, insertAudit),
     ...createScreenLeaseQueries(driver, now, insertAudit),

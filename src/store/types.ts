@@ -31,6 +31,7 @@ import type { ScreenLeaseStore } from "./screen-lease-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
+import type { SlackStore } from "./slack-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
 
 export type MessageSource = Api.MessageSource;
@@ -46,6 +47,7 @@ export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
+export type * from "./slack-types.ts";
 export type * from "./attachment-types.ts";
 
 export interface Account {
@@ -210,6 +212,7 @@ export interface Store
     ApprovalStore,
     SecretStore,
     TeamStore,
+    SlackStore,
     AttachmentStore,
     McpStore,
     ScreenLeaseStore {

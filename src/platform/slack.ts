@@ -1,0 +1,52 @@
+/**
+ * Slack's wiring (docs/slack.md): the links (sealed with the secrets key), the Events API handler
+ * that stores a message and kicks its loop without waiting for the kick (slack/ SLK8), and the
+ * loop hooks that show each turn in its Slack thread.
+ */
+import type { EventHub } from "../events/index.ts";
+import type { Logger } from "../log/index.ts";
+import type { SecretCipher } from "../secrets/index.ts";
+import { createSlackEvents, createSlackLinks, createSlackTurnHooks } from "../slack/index.ts";
+import type { Store } from "../store/index.ts";
+import type { Kicker } from "./kicker.ts";
+
+export function createSlackWiring(deps: {
+  store: Store;
+  events: EventHub;
+  kicker: Kicker;
+  cipher: SecretCipher;
+  logger: Logger;
+  /** The URL people reach this server at (sign-in links). */
+  baseUrl: () => string;
+  insecureApiUrl: boolean;
+}) {
+  const { store, events, kicker, logger } = deps;
+  const links = createSlackLinks({ store, cipher: deps.cipher, logger });
+  const slackEvents = createSlackEvents({
+    store,
+    links,
+    logger,
+    clock: Date.now,
+    personLinkUrl: (token) => `${deps.baseUrl()}/slack/link#${token}`,
+    async post(input) {
+      const { message, created, waiter } = await store.appendMessage(input);
+      if (created) {
+        events.publish({ type: "changed", conversationId: input.conversationId, seq: message.seq });
+        // SLK8: the message is stored; the kick may take its time (the sweep retries a lost one).
+        kicker.kick(input.conversationId, message.id, waiter).catch((error: unknown) =>
+          logger.warn("could not hand a Slack message to its loop (the sweep will retry)", {
+            conversationId: input.conversationId,
+            messageId: message.id,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+      }
+      return { created };
+    },
+  });
+  const hooks = createSlackTurnHooks({ store, links });
+  return {
+    hooks,
+    api: { links, events: slackEvents, insecureApiUrl: deps.insecureApiUrl },
+  };
+}
