@@ -371,7 +371,7 @@ export async function startPlatform(
       store,
       redact: secretRedaction.redact, // REV2: what the reviewer sees and the card shows
       events,
-      notifier,
+      notifier: slack.withCards(notifier), // approval and consent cards in Slack threads
       release: (waiterId, value) => kicker.wake(waiterId, value),
       resolveModel: (spec) => resolveModel(spec),
       checkModel: (spec) => {
@@ -381,6 +381,7 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
+    slack.useApprovals(approvals);
     // MCP servers (docs/mcp.md): command servers on the computer, HTTP servers from here, through
     // a fetch that obeys the account's egress policy (MCPF1).
     const mcpHttp = createHttpMcpClients();

@@ -6,7 +6,13 @@
 import type { EventHub } from "../events/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { SecretCipher } from "../secrets/index.ts";
-import { createSlackEvents, createSlackLinks, createSlackTurnHooks } from "../slack/index.ts";
+import type { ApprovalsService } from "../policy/index.ts";
+import {
+  createSlackCards,
+  createSlackEvents,
+  createSlackLinks,
+  createSlackTurnHooks,
+} from "../slack/index.ts";
 import type { Store } from "../store/index.ts";
 import type { Kicker } from "./kicker.ts";
 
@@ -45,8 +51,21 @@ export function createSlackWiring(deps: {
     },
   });
   const hooks = createSlackTurnHooks({ store, links });
+  let approvals: ApprovalsService | undefined;
+  const cards = createSlackCards({ store, links, logger, approvals: () => approvals });
   return {
     hooks,
-    api: { links, events: slackEvents, insecureApiUrl: deps.insecureApiUrl },
+    /** Approval and consent cards: wraps the approvals' notifier (slack/ SLK14–SLK17). */
+    withCards: cards.withCards,
+    /** The approvals service the cards' buttons answer through (made after this wiring). */
+    useApprovals(service: ApprovalsService) {
+      approvals = service;
+    },
+    api: {
+      links,
+      events: slackEvents,
+      interactions: cards.interaction,
+      insecureApiUrl: deps.insecureApiUrl,
+    },
   };
 }

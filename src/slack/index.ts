@@ -29,3 +29,4 @@ export {
   type SlackEvents,
 } from "./events.ts";
 export { createSlackTurnHooks, maxInlineReplyChars, workingText } from "./turns.ts";
+export { createSlackCards } from "./cards.ts";

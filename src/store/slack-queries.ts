@@ -170,6 +170,13 @@ export function createSlackQueries(
       );
       return row?.account_id;
     },
+    async slackUserOfAccount(slackTeamId, accountId) {
+      const row = await one<{ slack_user_id: string }>(
+        "SELECT slack_user_id FROM slack_people WHERE slack_team_id = ? AND account_id = ? ORDER BY created_at LIMIT 1",
+        [slackTeamId, accountId],
+      );
+      return row?.slack_user_id;
+    },
     async createSlackLinkToken(input) {
       await driver.run(
         `INSERT INTO slack_link_tokens (token_hash, bot_id, slack_team_id, slack_user_id, expires_at, used_at, created_at)

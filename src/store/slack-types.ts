@@ -71,6 +71,8 @@ export interface SlackStore {
   /** SLST2: the first writer's place wins; answers the stored one. */
   putSlackPlace(place: Omit<SlackPlace, "createdAt">): Promise<SlackPlace>;
   slackPersonAccount(slackTeamId: string, slackUserId: string): Promise<string | undefined>;
+  /** The Slack user linked to `accountId` in a workspace (for mentions on cards). */
+  slackUserOfAccount(slackTeamId: string, accountId: string): Promise<string | undefined>;
   /** SLST3: stores a link token's hash. */
   createSlackLinkToken(input: {
     tokenHash: string;

@@ -412,6 +412,106 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     ).toBeUndefined();
   }, 600_000);
 
+  /** The newest card (a message with buttons) posted in `where`. */
+  const cardIn = (where: { channel: string; threadTs: string | null }, after: number) =>
+    waitFor(
+      () =>
+        slack
+          .callsOf("chat.postMessage")
+          .slice(after)
+          .find(
+            (call) =>
+              call.args.channel === where.channel &&
+              call.args.blocks !== undefined &&
+              (where.threadTs === null
+                ? call.args.thread_ts === undefined
+                : call.args.thread_ts === where.threadTs),
+          ),
+      { timeoutMs: 120_000, what: `a card in ${JSON.stringify(where)}` },
+    );
+  const ephemeralTo = (user: string, after: number) =>
+    waitFor(
+      () =>
+        slack
+          .callsOf("chat.postEphemeral")
+          .slice(after)
+          .find((call) => call.args.user === user)?.args.text,
+      { what: `an ephemeral to ${user}` },
+    );
+  const interactionsUrl = () => `${roost.url}/v1/slack/${botId}/interactions`;
+
+  it("an approval in a teammate's DM is a card for the teammate: a stranger's click gets an ephemeral, theirs decides", async () => {
+    const mateDm = { channel: `D${mateSlack.slice(1)}`, threadTs: null };
+    const posts = slack.callsOf("chat.postMessage").length;
+    const turns = turnsIn(mateDm).length;
+    await slack.sendEvent(eventsUrl, dm("$ rm -rf ~/old-notes", mateSlack));
+    const card = await cardIn(mateDm, posts);
+    expect(card.args.text).toContain(`For <@${mateSlack}>`);
+    const pending = await mate.call<Api.ApprovalList>("GET", "/v1/approvals?state=pending");
+    expect(pending.approvals).toHaveLength(1);
+    // The bot's owner and an unlinked person are not the credential owner: ephemerals, nothing decided.
+    let ephemerals = slack.callsOf("chat.postEphemeral").length;
+    expect(
+      (await slack.click(interactionsUrl(), { user: ownerSlack, card, actionId: "roost_approve" }))
+        .status,
+    ).toBe(200);
+    expect(await ephemeralTo(ownerSlack, ephemerals)).toContain(`This is for <@${mateSlack}>`);
+    ephemerals = slack.callsOf("chat.postEphemeral").length;
+    await slack.click(interactionsUrl(), { user: guestSlack, card, actionId: "roost_approve" });
+    expect(await ephemeralTo(guestSlack, ephemerals)).toContain("not linked");
+    expect(
+      (await mate.call<Api.ApprovalList>("GET", "/v1/approvals?state=pending")).approvals,
+    ).toHaveLength(1);
+    // A forged click (bad signature) is refused.
+    const forged = await fetch(interactionsUrl(), {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        ...slack.sign("payload={}", undefined, "cd".repeat(16)),
+      },
+      body: "payload={}",
+    });
+    expect(forged.status).toBe(401);
+    // The teammate's click answers it as the teammate.
+    await slack.click(interactionsUrl(), { user: mateSlack, card, actionId: "roost_deny" });
+    const decided = await waitFor(async () => {
+      const list = await mate.call<Api.ApprovalList>("GET", "/v1/approvals?state=denied");
+      return list.approvals.find((approval) => approval.id === pending.approvals[0]!.id);
+    });
+    expect(decided.decidedBy).toBe((await mate.call<{ id: string }>("GET", "/v1/me")).id);
+    expect(await nthReply(mateDm, turns)).toBeDefined();
+    const updated = await waitFor(() =>
+      slack.callsOf("chat.update").find((call) => call.args.ts === card.answer.ts),
+    );
+    expect(updated.args.text).toContain(`Denied by <@${mateSlack}>`);
+  }, 240_000);
+
+  it("a consent card blocks a teammate's secret in a channel until they accept", async () => {
+    await mate.call("PUT", "/v1/me/secrets/MATE_TOKEN", { value: `mt-${Date.now()}` });
+    const threadTs = nextTs();
+    const thread = { channel, threadTs };
+    const posts = slack.callsOf("chat.postMessage").length;
+    await slack.sendEvent(eventsUrl, mention("$ echo ${MATE_TOKEN} | wc -c", threadTs, mateSlack));
+    const card = await cardIn(thread, posts);
+    expect(card.args.text).toContain("consent");
+    expect(card.args.text).toContain(`For <@${mateSlack}>`);
+    const list = await owner.call<Api.ConversationList>("GET", `/v1/conversations?botId=${botId}`);
+    const conversation = list.conversations.find(
+      (c) => c.title === `Slack thread in ${channel}` && c.place === "shared" && c.id !== undefined,
+    );
+    expect(conversation).toBeDefined();
+    // The bot's owner cannot lend the teammate's secret.
+    const ephemerals = slack.callsOf("chat.postEphemeral").length;
+    await slack.click(interactionsUrl(), { user: ownerSlack, card, actionId: "roost_approve" });
+    expect(await ephemeralTo(ownerSlack, ephemerals)).toContain(`This is for <@${mateSlack}>`);
+    expect(turnsIn(thread)[0]?.final).toBeUndefined();
+    // Until the teammate accepts, nothing ran.
+    await slack.click(interactionsUrl(), { user: mateSlack, card, actionId: "roost_approve" });
+    const reply = await nthReply(thread, 0);
+    expect(reply).not.toContain("MATE_TOKEN=");
+    expect(reply).toMatch(/\d+/);
+  }, 240_000);
+
   it("a long reply goes up as a file in the thread (files.uploadV2)", async () => {
     const threadTs = nextTs();
     await slack.sendEvent(eventsUrl, mention("$ seq 1 3000", threadTs));

@@ -70,6 +70,14 @@ export interface FakeSlack {
     event: Record<string, unknown>,
     options?: { eventId?: string; retryNum?: number; secret?: string; timestampSec?: number },
   ): Promise<{ status: number; body: string; eventId: string; elapsedMs: number }>;
+  /**
+   * Posts an interactivity payload as Slack does (`payload=<json>`, form-encoded, signed): a
+   * `block_actions` click by `user` on the button `actionId` of the message `card`.
+   */
+  click(
+    url: string,
+    input: { user: string; card: SlackCall; actionId: string },
+  ): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
 }
 
@@ -311,6 +319,50 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         eventId,
         elapsedMs: performance.now() - started,
       };
+    },
+    async click(url, input) {
+      const blocks = JSON.parse(input.card.args.blocks ?? "[]") as {
+        type: string;
+        elements?: { action_id: string; value: string }[];
+      }[];
+      const button = blocks
+        .flatMap((block) => block.elements ?? [])
+        .find((element) => element.action_id === input.actionId);
+      if (button === undefined) throw new Error(`the card has no button ${input.actionId}`);
+      const payload = {
+        type: "block_actions",
+        user: { id: input.user, team_id: teamId },
+        team: { id: teamId },
+        api_app_id: "A0FAKE01",
+        channel: { id: input.card.args.channel },
+        container: {
+          type: "message",
+          message_ts: input.card.answer.ts,
+          channel_id: input.card.args.channel,
+          ...(input.card.args.thread_ts === undefined
+            ? {}
+            : { thread_ts: input.card.args.thread_ts }),
+        },
+        message: { ts: input.card.answer.ts, text: input.card.args.text },
+        trigger_id: "1.2.3",
+        response_url: `${apiUrl.replace(/\/api\/$/, "")}/response`,
+        actions: [
+          {
+            action_id: input.actionId,
+            block_id: "roost_approval",
+            value: button.value,
+            type: "button",
+            action_ts: "1.1",
+          },
+        ],
+      };
+      const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...sign(body) },
+        body,
+      });
+      return { status: response.status, body: await response.text() };
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
