@@ -463,6 +463,7 @@ export async function startPlatform(
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
+        slack.tools,
         helpers.tools,
         createEscalateTool(usage),
         createWebToolSource(config, {

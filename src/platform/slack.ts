@@ -11,6 +11,7 @@ import {
   createSlackCards,
   createSlackEvents,
   createSlackLinks,
+  createSlackReactTool,
   createSlackTurnHooks,
 } from "../slack/index.ts";
 import type { Store } from "../store/index.ts";
@@ -55,6 +56,8 @@ export function createSlackWiring(deps: {
   const cards = createSlackCards({ store, links, logger, approvals: () => approvals });
   return {
     hooks,
+    /** The `react` tool, offered in Slack conversations (slack/ SLK18). */
+    tools: createSlackReactTool({ store, links }),
     /** Approval and consent cards: wraps the approvals' notifier (slack/ SLK14–SLK17). */
     withCards: cards.withCards,
     /** The approvals service the cards' buttons answer through (made after this wiring). */

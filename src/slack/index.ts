@@ -30,3 +30,4 @@ export {
 } from "./events.ts";
 export { createSlackTurnHooks, maxInlineReplyChars, workingText } from "./turns.ts";
 export { createSlackCards } from "./cards.ts";
+export { createSlackReactTool } from "./react-tool.ts";

@@ -529,6 +529,23 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     expect(slack.uploads.get(file!.id)).toContain("2999");
   }, 180_000);
 
+  it("an emoji reaction is a result: the react tool reacts to the Slack message the turn answers", async () => {
+    const threadTs = nextTs();
+    await slack.sendEvent(eventsUrl, mention('call react {"emoji":"eyes"}', threadTs));
+    const reaction = await waitFor(
+      () => slack.callsOf("reactions.add").find((call) => call.args.timestamp === threadTs),
+      { timeoutMs: 120_000, what: "a reaction" },
+    );
+    expect(reaction.args).toMatchObject({ channel, name: "eyes" });
+    await nthReply({ channel, threadTs }, 0);
+    // Outside Slack the tool is not offered.
+    const chat = await owner.createConversation(botId);
+    await owner.send(chat.id, 'call react {"emoji":"eyes"}');
+    const steps = await owner.waitForSteps(chat.id, "reply", 1, 120_000);
+    expect(steps.some((step) => step.kind === "tool")).toBe(false);
+    expect(slack.callsOf("reactions.add")).toHaveLength(1);
+  }, 240_000);
+
   it("Slack errors show on the link and in the log once; a rate limit is retried after retry-after", async () => {
     const path = `/v1/bots/${botId}/slack`;
     slack.revoke(true);
