@@ -353,6 +353,7 @@ export async function startPlatform(
       runUsage: usage,
       logger,
     });
+    slack.useRoutines(routines); // listener routines on Slack messages
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);

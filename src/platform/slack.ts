@@ -7,10 +7,12 @@ import type { EventHub } from "../events/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { SecretCipher } from "../secrets/index.ts";
 import type { ApprovalsService } from "../policy/index.ts";
+import type { RoutineService } from "../routines/index.ts";
 import {
   createSlackCards,
   createSlackEvents,
   createSlackLinks,
+  createSlackListeners,
   createSlackReactTool,
   createSlackTurnHooks,
 } from "../slack/index.ts";
@@ -29,11 +31,14 @@ export function createSlackWiring(deps: {
 }) {
   const { store, events, kicker, logger } = deps;
   const links = createSlackLinks({ store, cipher: deps.cipher, logger });
+  let routines: RoutineService | undefined;
+  const hear = createSlackListeners({ routines: () => routines, logger });
   const slackEvents = createSlackEvents({
     store,
     links,
     logger,
     clock: Date.now,
+    hear,
     personLinkUrl: (token) => `${deps.baseUrl()}/slack/link#${token}`,
     async post(input) {
       const { message, created, waiter } = await store.appendMessage(input);
@@ -63,6 +68,10 @@ export function createSlackWiring(deps: {
     /** The approvals service the cards' buttons answer through (made after this wiring). */
     useApprovals(service: ApprovalsService) {
       approvals = service;
+    },
+    /** The routines service listener routines start runs through (made after this wiring). */
+    useRoutines(service: RoutineService) {
+      routines = service;
     },
     api: {
       links,

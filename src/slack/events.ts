@@ -24,6 +24,7 @@ import { RoostError } from "../errors/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Bot, Conversation, SlackLink, SlackPlace, Store } from "../store/index.ts";
 import { botAccessOf, mayUseConversation } from "../teams/index.ts";
+import type { HeardMessage } from "./listeners.ts";
 import type { SlackLinks } from "./service.ts";
 
 /** How far a request's timestamp may be from now. @default 5 minutes (Slack's own advice) */
@@ -53,6 +54,8 @@ export interface SlackEventDependencies {
     text: string;
     clientMessageId: string;
   }): Promise<{ created: boolean }>;
+  /** Listener routines (listeners.ts): told every channel message the bot hears. */
+  hear?: (bot: Bot, message: HeardMessage) => Promise<unknown>;
   /** Where people open their sign-in link (the web app). */
   personLinkUrl(token: string): string;
   logger: Logger;
@@ -336,6 +339,27 @@ export function createSlackEvents(deps: SlackEventDependencies) {
         num: headers.retryNum,
         reason: headers.retryReason,
       }); // SLK8: stored before the answer
+      const event = payload.event;
+      // Listener routines hear channel messages (not DMs, not the bot's own, not edits); a
+      // failure answers 500, so Slack retries, and the runs are idempotent (listeners.ts SLK20).
+      if (
+        deps.hear !== undefined &&
+        event.type === "message" &&
+        event.channel_type !== "im" &&
+        event.bot_id === undefined &&
+        event.subtype === undefined &&
+        event.user !== undefined &&
+        event.user !== opened.link.botUserId &&
+        event.channel !== undefined &&
+        event.ts !== undefined
+      )
+        await deps.hear(opened.bot, {
+          channel: event.channel,
+          user: event.user,
+          text: event.text ?? "",
+          ts: event.ts,
+          threadTs: event.thread_ts ?? null,
+        });
       return { status: 200, body: { ok: true } };
     },
     authenticate,

@@ -31,3 +31,4 @@ export {
 export { createSlackTurnHooks, maxInlineReplyChars, workingText } from "./turns.ts";
 export { createSlackCards } from "./cards.ts";
 export { createSlackReactTool } from "./react-tool.ts";
+export { createSlackListeners, type HeardMessage } from "./listeners.ts";

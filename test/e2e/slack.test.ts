@@ -546,6 +546,75 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     expect(slack.callsOf("reactions.add")).toHaveLength(1);
   }, 240_000);
 
+  it("listener routines hear Slack messages: a phrase case-insensitively, or new top-level messages; only after saving, once", async () => {
+    const badPhrase = await attempt(owner, "POST", `/v1/bots/${botId}/routines`, {
+      name: "x",
+      instruction: "x",
+      trigger: { type: "slack", phrase: " " },
+    });
+    expect(badPhrase.status).toBe(400);
+    expect(badPhrase.body).toContain("phrase");
+    const phrase = await owner.call<{ id: string }>("POST", `/v1/bots/${botId}/routines`, {
+      name: "deploys",
+      instruction: "Say what failed.",
+      trigger: { type: "slack", phrase: "Deploy Failed" },
+    });
+    const everything = await owner.call<{ id: string }>("POST", `/v1/bots/${botId}/routines`, {
+      name: "all new messages",
+      instruction: "Note it.",
+      trigger: { type: "slack" },
+    });
+    let sub = 0;
+    const nowTs = () =>
+      `${Math.floor(Date.now() / 1000) + 1}.${String((sub += 1)).padStart(6, "0")}`;
+    const said = (text: string, ts: string, threadTs?: string) => ({
+      type: "message",
+      channel_type: "channel",
+      channel: "C0OPS",
+      user: mateSlack,
+      text,
+      ts,
+      ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+    });
+    const top = nowTs();
+    const first = await slack.sendEvent(eventsUrl, said("the deploy FAILED again", top));
+    expect(first.status).toBe(200);
+    await slack.sendEvent(eventsUrl, said("the deploy FAILED again", top), {
+      eventId: first.eventId,
+      retryNum: 1,
+    });
+    await slack.sendEvent(eventsUrl, said("deploy failed in a thread", nowTs(), top));
+    await slack.sendEvent(eventsUrl, said("a reply without it", nowTs(), top));
+    // Sent before the routines were saved: heard by neither.
+    await slack.sendEvent(eventsUrl, said("deploy failed long ago", nextTs()));
+    const runsOf = (id: string) =>
+      owner
+        .call<{ runs: Api.RoutineRun[] }>("GET", `/v1/routines/${id}/runs`)
+        .then((list) => list.runs);
+    await waitFor(
+      async () =>
+        (await runsOf(phrase.id)).length >= 2 && (await runsOf(everything.id)).length >= 1,
+      {
+        timeoutMs: 60_000,
+        what: "the listener runs",
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await runsOf(phrase.id)).toHaveLength(2);
+    const [heard] = await runsOf(everything.id);
+    expect(await runsOf(everything.id)).toHaveLength(1);
+    // The message reaches the run as untrusted outside content.
+    const conversationId = await waitFor(
+      async () => (await runsOf(everything.id))[0]?.conversationId ?? undefined,
+    );
+    const messages = (await owner.steps(conversationId)).filter((step) => step.kind === "message");
+    expect(String(messages[0]?.payload.text)).toContain("the deploy FAILED again");
+    expect(String(messages[0]?.payload.text)).toContain("untrusted");
+    expect(heard?.kind).toBe("webhook");
+    for (const id of [phrase.id, everything.id])
+      await owner.call("DELETE", `/v1/routines/${id}`).catch(() => undefined);
+  }, 180_000);
+
   it("Slack errors show on the link and in the log once; a rate limit is retried after retry-after", async () => {
     const path = `/v1/bots/${botId}/slack`;
     slack.revoke(true);
