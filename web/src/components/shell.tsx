@@ -7,6 +7,7 @@ import { ChatView } from "./chat-view.tsx";
 import { NewChat } from "./new-chat.tsx";
 import { SkillPage, SkillsPage } from "./skills.tsx";
 import { TeamJoinPage, TeamsPage } from "./teams.tsx";
+import { SlackLinkPage } from "./slack-link.tsx";
 import { Sidebar } from "./sidebar.tsx";
 import { UsagePanel } from "./usage-panel.tsx";
 import { EmptyState, Header } from "./ui.tsx";
@@ -131,6 +132,9 @@ export function Shell() {
       break;
     case "team-join":
       view = <TeamJoinPage onMenu={openNav} />;
+      break;
+    case "slack-link":
+      view = <SlackLinkPage onMenu={openNav} />;
       break;
     case "not-found":
       view = (

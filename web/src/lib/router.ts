@@ -12,6 +12,7 @@
  *   /skills/:name         one skill: its instructions, files, edit, delete
  *   /teams                the caller's teams: create one, members, invitation links
  *   /teams/join#<token>   accept an invitation link (the token stays in the fragment)
+ *   /slack/link#<token>   open a Slack person's sign-in link (docs/slack.md)
  */
 import { useSyncExternalStore } from "react";
 
@@ -27,6 +28,7 @@ export type Route =
   | { name: "skill"; skillName: string }
   | { name: "teams" }
   | { name: "team-join" }
+  | { name: "slack-link" }
   | { name: "not-found"; path: string };
 
 export type MemoryTab = "facts" | "history" | "inbox";
@@ -56,6 +58,8 @@ export function parseRoute(path: string): Route {
   if (parts[0] === "teams" && parts.length === 1) return { name: "teams" };
   if (parts[0] === "teams" && parts[1] === "join" && parts.length === 2)
     return { name: "team-join" };
+  if (parts[0] === "slack" && parts[1] === "link" && parts.length === 2)
+    return { name: "slack-link" };
   if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
     return { name: "skill", skillName: parts[1] };
   return { name: "not-found", path };
