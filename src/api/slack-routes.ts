@@ -85,6 +85,15 @@ const linkBody = (insecure: boolean) =>
       )
       .nullable()
       .optional(),
+    appToken: z
+      .string({ error: "appToken must be the app-level token (xapp-…) for Socket Mode, or null" })
+      .max(500)
+      .regex(/^xapp-[\w-]+$/, {
+        error:
+          "appToken must be the app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)",
+      })
+      .nullable()
+      .optional(),
   });
 const personBody = z.strictObject({
   token: text("token", { min: 1, max: 200 }).refine(
@@ -167,6 +176,7 @@ export function registerSlackRoutes(app: SlackApp, deps: SlackRouteDependencies)
         botToken: input.botToken,
         signingSecret: input.signingSecret,
         apiUrl: input.apiUrl ?? null,
+        appToken: input.appToken ?? null,
       },
       baseUrl(context),
     );

@@ -859,6 +859,11 @@ export async function startPlatform(
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();
     cleanups.push(async () => clearInterval(sweepTimer));
+    // Slack's Socket Mode links connect from every node (slack/ SLK23); closed before the store.
+    void slack.sockets
+      .startAll()
+      .catch((error: unknown) => logger.warn("slack socket mode did not start", { error }));
+    cleanups.push(() => slack.sockets.close());
 
     return {
       url,

@@ -14,6 +14,7 @@ import {
   createSlackLinks,
   createSlackListeners,
   createSlackReactTool,
+  createSlackSockets,
   createSlackTurnHooks,
 } from "../slack/index.ts";
 import type { Store } from "../store/index.ts";
@@ -30,7 +31,13 @@ export function createSlackWiring(deps: {
   insecureApiUrl: boolean;
 }) {
   const { store, events, kicker, logger } = deps;
-  const links = createSlackLinks({ store, cipher: deps.cipher, logger });
+  // A link made or removed through this node (re)connects its Socket Mode (slack/ SLK23).
+  const links = createSlackLinks({
+    store,
+    cipher: deps.cipher,
+    logger,
+    onChange: (botId) => void sockets.sync(botId),
+  });
   let routines: RoutineService | undefined;
   const hear = createSlackListeners({ routines: () => routines, logger });
   const slackEvents = createSlackEvents({
@@ -59,8 +66,17 @@ export function createSlackWiring(deps: {
   const hooks = createSlackTurnHooks({ store, links });
   let approvals: ApprovalsService | undefined;
   const cards = createSlackCards({ store, links, logger, approvals: () => approvals });
+  const sockets = createSlackSockets({
+    store,
+    links,
+    logger,
+    onEvent: (botId, payload, retry) => slackEvents.fromSocket(botId, payload, retry),
+    onInteraction: (botId, payload) => cards.interactionPayload(botId, payload),
+  });
   return {
     hooks,
+    /** Socket Mode connections (slack/socket-mode.ts). */
+    sockets,
     /** The `react` tool, offered in Slack conversations (slack/ SLK18). */
     tools: createSlackReactTool({ store, links }),
     /** Approval and consent cards: wraps the approvals' notifier (slack/ SLK14–SLK17). */

@@ -21,6 +21,8 @@ export interface SlackLinkStatus {
   interactionsUrl: string;
   /** `ok`, or `error` with the last error a Slack call answered (revoked token, missing scope…). */
   state: "ok" | "error";
+  /** Events come over Socket Mode (an app-level token is set) as well as the HTTP URL. */
+  socketMode: boolean;
   lastError: { message: string; at: string; retryAfterMs: number | null } | null;
   linkedAt: string;
 }

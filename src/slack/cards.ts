@@ -135,12 +135,18 @@ export function createSlackCards(deps: SlackCardDependencies) {
   async function interaction(botId: string, body: string): Promise<void> {
     const raw = new URLSearchParams(body).get("payload");
     if (raw === null) return;
-    let payload: BlockActions;
+    let payload: unknown;
     try {
-      payload = JSON.parse(raw) as BlockActions;
+      payload = JSON.parse(raw);
     } catch {
       return;
     }
+    await interactionPayload(botId, payload);
+  }
+
+  /** A parsed interactivity payload (from the HTTP URL, or Socket Mode's `interactive`). */
+  async function interactionPayload(botId: string, parsed: unknown): Promise<void> {
+    const payload = (parsed ?? {}) as BlockActions;
     if (payload.type !== "block_actions") return;
     const action = payload.actions?.[0];
     const decision =
@@ -203,5 +209,5 @@ export function createSlackCards(deps: SlackCardDependencies) {
         );
   }
 
-  return { withCards, interaction };
+  return { withCards, interaction, interactionPayload };
 }

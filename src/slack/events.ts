@@ -62,6 +62,13 @@ export interface SlackEventDependencies {
   clock: () => number;
 }
 
+interface EventPayload {
+  type?: string;
+  challenge?: string;
+  team_id?: string;
+  event?: SlackEvent;
+}
+
 interface SlackEvent {
   type?: string;
   subtype?: string;
@@ -300,6 +307,44 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       });
   }
 
+  /** An authenticated `event_callback` (from the HTTP URL or Socket Mode): its message stored. */
+  async function dispatch(
+    opened: { link: SlackLink; token: string; bot: Bot },
+    payload: EventPayload,
+    retry: { num: string | undefined; reason: string | undefined },
+  ): Promise<void> {
+    if (payload.type !== "event_callback" || payload.event === undefined) return;
+    if (payload.team_id !== undefined && payload.team_id !== opened.link.slackTeamId) {
+      logger.info("slack event of another workspace ignored", {
+        botId: opened.bot.id,
+        teamId: payload.team_id,
+      });
+      return;
+    }
+    await handleMessage(opened, payload.event, retry); // SLK8: stored before the answer
+    const event = payload.event;
+    // Listener routines hear channel messages (not DMs, not the bot's own, not edits); a
+    // failure answers 500, so Slack retries, and the runs are idempotent (listeners.ts SLK20).
+    if (
+      deps.hear !== undefined &&
+      event.type === "message" &&
+      event.channel_type !== "im" &&
+      event.bot_id === undefined &&
+      event.subtype === undefined &&
+      event.user !== undefined &&
+      event.user !== opened.link.botUserId &&
+      event.channel !== undefined &&
+      event.ts !== undefined
+    )
+      await deps.hear(opened.bot, {
+        channel: event.channel,
+        user: event.user,
+        text: event.text ?? "",
+        ts: event.ts,
+        threadTs: event.thread_ts ?? null,
+      });
+  }
+
   return {
     /** `POST /v1/slack/{bot}/events` */
     async events(
@@ -321,7 +366,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
               "the request's x-slack-signature does not match this bot's signing secret, or its timestamp is stale",
           },
         };
-      let payload: { type?: string; challenge?: string; team_id?: string; event?: SlackEvent };
+      let payload: EventPayload;
       try {
         payload = JSON.parse(body) as typeof payload;
       } catch {
@@ -329,40 +374,24 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       }
       if (payload.type === "url_verification")
         return { status: 200, body: { challenge: String(payload.challenge ?? "") } };
-      if (payload.type !== "event_callback" || payload.event === undefined)
-        return { status: 200, body: { ok: true } };
-      if (payload.team_id !== undefined && payload.team_id !== opened.link.slackTeamId) {
-        logger.info("slack event of another workspace ignored", { botId, teamId: payload.team_id });
-        return { status: 200, body: { ok: true } };
-      }
-      await handleMessage(opened, payload.event, {
-        num: headers.retryNum,
-        reason: headers.retryReason,
-      }); // SLK8: stored before the answer
-      const event = payload.event;
-      // Listener routines hear channel messages (not DMs, not the bot's own, not edits); a
-      // failure answers 500, so Slack retries, and the runs are idempotent (listeners.ts SLK20).
-      if (
-        deps.hear !== undefined &&
-        event.type === "message" &&
-        event.channel_type !== "im" &&
-        event.bot_id === undefined &&
-        event.subtype === undefined &&
-        event.user !== undefined &&
-        event.user !== opened.link.botUserId &&
-        event.channel !== undefined &&
-        event.ts !== undefined
-      )
-        await deps.hear(opened.bot, {
-          channel: event.channel,
-          user: event.user,
-          text: event.text ?? "",
-          ts: event.ts,
-          threadTs: event.thread_ts ?? null,
-        });
+      await dispatch(opened, payload, { num: headers.retryNum, reason: headers.retryReason });
       return { status: 200, body: { ok: true } };
     },
     authenticate,
+    /**
+     * An Events API payload that came over Socket Mode: the connection is authenticated by the
+     * app-level token, so there is no signature to check (SLK22).
+     */
+    async fromSocket(
+      botId: string,
+      payload: unknown,
+      retry: { num: string | undefined; reason: string | undefined },
+    ): Promise<void> {
+      const opened = await links.open(botId);
+      const bot = opened === undefined ? undefined : await store.getBot(botId);
+      if (opened === undefined || bot === undefined) return;
+      await dispatch({ ...opened, bot }, payload as EventPayload, retry);
+    },
   };
 }
 

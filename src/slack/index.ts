@@ -32,3 +32,4 @@ export { createSlackTurnHooks, maxInlineReplyChars, workingText } from "./turns.
 export { createSlackCards } from "./cards.ts";
 export { createSlackReactTool } from "./react-tool.ts";
 export { createSlackListeners, type HeardMessage } from "./listeners.ts";
+export { createSlackSockets } from "./socket-mode.ts";

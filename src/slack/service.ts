@@ -24,11 +24,18 @@ export const slackInteractionsPath = (botId: string) => `/v1/slack/${botId}/inte
 
 const tokenRow = (botId: string) => `slack:${botId}:token`;
 const secretRow = (botId: string) => `slack:${botId}:secret`;
+const appTokenRow = (botId: string) => `slack:${botId}:app`;
 
 export interface SlackLinks {
   link(
     bot: Bot,
-    input: { botToken: string; signingSecret: string; apiUrl: string | null },
+    input: {
+      botToken: string;
+      signingSecret: string;
+      apiUrl: string | null;
+      /** Socket Mode's app-level token (`xapp-…`); null: the HTTP Events API only. */
+      appToken: string | null;
+    },
     baseUrl: string,
   ): Promise<Api.SlackLinked>;
   status(botId: string, baseUrl: string): Promise<Api.SlackLinkStatus | undefined>;
@@ -36,7 +43,9 @@ export interface SlackLinks {
   /** The link with its token and secret opened (SLK3: for this process only). */
   open(
     botId: string,
-  ): Promise<{ link: SlackLink; token: string; signingSecret: string } | undefined>;
+  ): Promise<
+    { link: SlackLink; token: string; signingSecret: string; appToken: string | null } | undefined
+  >;
   /** A client for the link that records its errors (SLK5). */
   clientOf(link: SlackLink, token: string): SlackClient;
 }
@@ -45,6 +54,8 @@ export interface SlackLinkDependencies {
   store: Store;
   cipher: SecretCipher;
   logger: Logger;
+  /** Told after a link is made, replaced or removed (Socket Mode connects or disconnects). */
+  onChange?: (botId: string) => void;
   /** @default createSlackClient */
   createClient?: typeof createSlackClient;
 }
@@ -68,6 +79,7 @@ export function statusView(link: SlackLink, baseUrl: string): Api.SlackLinkStatu
             at: iso(link.lastErrorAt ?? 0),
             retryAfterMs: link.retryAfterMs,
           },
+    socketMode: link.sealedAppToken !== null,
     linkedAt: iso(link.updatedAt),
   };
 }
@@ -150,7 +162,10 @@ export function createSlackLinks(deps: SlackLinkDependencies): SlackLinks {
         apiUrl: input.apiUrl,
         sealedToken: cipher.seal(input.botToken, tokenRow(bot.id)), // SLK3
         sealedSecret: cipher.seal(input.signingSecret, secretRow(bot.id)), // SLK3
+        sealedAppToken:
+          input.appToken === null ? null : cipher.seal(input.appToken, appTokenRow(bot.id)), // SLK3
       });
+      deps.onChange?.(bot.id);
       const status = statusView(link, baseUrl);
       return { eventsUrl: status.eventsUrl, interactionsUrl: status.interactionsUrl, status };
     },
@@ -158,7 +173,11 @@ export function createSlackLinks(deps: SlackLinkDependencies): SlackLinks {
       const link = await store.getSlackLink(botId);
       return link === undefined ? undefined : statusView(link, baseUrl);
     },
-    unlink: (botId) => store.deleteSlackLink(botId),
+    async unlink(botId) {
+      const removed = await store.deleteSlackLink(botId);
+      if (removed) deps.onChange?.(botId);
+      return removed;
+    },
     async open(botId) {
       const link = await store.getSlackLink(botId);
       if (link === undefined) return undefined;
@@ -166,6 +185,10 @@ export function createSlackLinks(deps: SlackLinkDependencies): SlackLinks {
         link,
         token: cipher.open(link.sealedToken, tokenRow(botId)),
         signingSecret: cipher.open(link.sealedSecret, secretRow(botId)),
+        appToken:
+          link.sealedAppToken === null
+            ? null
+            : cipher.open(link.sealedAppToken, appTokenRow(botId)),
       };
     },
     clientOf,

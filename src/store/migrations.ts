@@ -678,6 +678,7 @@ export const migrations: readonly Migration[] = [
         api_url TEXT,
         sealed_token TEXT NOT NULL,
         sealed_secret TEXT NOT NULL,
+        sealed_app_token TEXT,
         last_error TEXT,
         last_error_at BIGINT,
         retry_after_ms BIGINT,

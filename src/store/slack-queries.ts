@@ -12,6 +12,7 @@ interface LinkRow {
   api_url: string | null;
   sealed_token: string;
   sealed_secret: string;
+  sealed_app_token: string | null;
   last_error: string | null;
   last_error_at: number | string | null;
   retry_after_ms: number | string | null;
@@ -43,6 +44,7 @@ const toLink = (row: LinkRow): SlackLink => ({
   apiUrl: row.api_url,
   sealedToken: row.sealed_token,
   sealedSecret: row.sealed_secret,
+  sealedAppToken: row.sealed_app_token,
   lastError: row.last_error,
   lastErrorAt: orNull(row.last_error_at),
   retryAfterMs: orNull(row.retry_after_ms),
@@ -94,12 +96,12 @@ export function createSlackQueries(
         // SLST1: one row per bot; a relink replaces the token, secret and workspace.
         await tx.run(
           `INSERT INTO slack_links (bot_id, account_id, slack_team_id, slack_team_name, bot_user_id, api_url,
-             sealed_token, sealed_secret, last_error, last_error_at, retry_after_ms, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?)
+             sealed_token, sealed_secret, sealed_app_token, last_error, last_error_at, retry_after_ms, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?)
            ON CONFLICT (bot_id) DO UPDATE SET account_id = excluded.account_id,
              slack_team_id = excluded.slack_team_id, slack_team_name = excluded.slack_team_name,
              bot_user_id = excluded.bot_user_id, api_url = excluded.api_url,
-             sealed_token = excluded.sealed_token, sealed_secret = excluded.sealed_secret,
+             sealed_token = excluded.sealed_token, sealed_secret = excluded.sealed_secret, sealed_app_token = excluded.sealed_app_token,
              last_error = NULL, last_error_at = NULL, retry_after_ms = NULL, updated_at = excluded.updated_at`,
           [
             link.botId,
@@ -110,6 +112,7 @@ export function createSlackQueries(
             link.apiUrl,
             link.sealedToken,
             link.sealedSecret,
+            link.sealedAppToken,
             at,
             at,
           ],
@@ -124,6 +127,12 @@ export function createSlackQueries(
       return (await getSlackLink(link.botId))!;
     },
     getSlackLink,
+    async listSocketModeSlackLinks() {
+      const rows = await driver.all<LinkRow>(
+        "SELECT * FROM slack_links WHERE sealed_app_token IS NOT NULL ORDER BY bot_id",
+      );
+      return rows.map(toLink);
+    },
     async deleteSlackLink(botId) {
       return driver.transaction(async (tx) => {
         const rows = await tx.all<LinkRow>("SELECT * FROM slack_links WHERE bot_id = ?", [botId]);

@@ -30,6 +30,7 @@ const link = (botId: string, accountId: string) => ({
   apiUrl: null,
   sealedToken: "v1:token",
   sealedSecret: "v1:secret",
+  sealedAppToken: null,
 });
 
 describe.each(openers)("slack on %s", (_name, open) => {
@@ -49,6 +50,16 @@ describe.each(openers)("slack on %s", (_name, open) => {
         const { ann, botId } = await owners(store);
         await store.putSlackLink(link(botId, ann));
         await store.putSlackLink({ ...link(botId, ann), slackTeamId: "T2", sealedToken: "v1:new" });
+        expect(await store.listSocketModeSlackLinks()).toEqual([]);
+        await store.putSlackLink({
+          ...link(botId, ann),
+          slackTeamId: "T2",
+          sealedToken: "v1:new",
+          sealedAppToken: "v1:app",
+        });
+        expect((await store.listSocketModeSlackLinks()).map((found) => found.botId)).toEqual([
+          botId,
+        ]);
         const stored = await store.getSlackLink(botId);
         expect(stored).toMatchObject({ slackTeamId: "T2", sealedToken: "v1:new", lastError: null });
         const error = { message: "slack: chat.update answered token_revoked", retryAfterMs: null };
@@ -58,7 +69,7 @@ describe.each(openers)("slack on %s", (_name, open) => {
         expect(await store.setSlackLinkError(botId, null)).toBe(true);
         expect(await store.setSlackLinkError(botId, null)).toBe(false);
         const actions = (await store.listAudit({ accountId: ann })).map((entry) => entry.action);
-        expect(actions.filter((action) => action === "slack.link")).toHaveLength(2);
+        expect(actions.filter((action) => action === "slack.link")).toHaveLength(3);
         await store.deleteBot({ id: botId, actorAccountId: ann });
         expect(await store.getSlackLink(botId)).toBeUndefined();
       }),

@@ -27,6 +27,8 @@ export interface SlackLink {
   apiUrl: string | null;
   sealedToken: string;
   sealedSecret: string;
+  /** Socket Mode's app-level token (`xapp-…`), sealed; null: the HTTP Events API only. */
+  sealedAppToken: string | null;
   /** The last error a Slack call answered (revoked token, missing scope, rate limit). */
   lastError: string | null;
   lastErrorAt: number | null;
@@ -59,6 +61,8 @@ export interface SlackStore {
     link: Omit<SlackLink, "createdAt" | "updatedAt" | "lastError" | "lastErrorAt" | "retryAfterMs">,
   ): Promise<SlackLink>;
   getSlackLink(botId: string): Promise<SlackLink | undefined>;
+  /** Every link that has a Socket Mode app token (each node connects them at start). */
+  listSocketModeSlackLinks(): Promise<SlackLink[]>;
   /** Answers whether a link was removed; the bot's places and people stay (a relink resumes). */
   deleteSlackLink(botId: string): Promise<boolean>;
   /** Records (or with null clears) the link's last error; answers whether it changed. */

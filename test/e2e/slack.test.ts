@@ -615,6 +615,36 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
       await owner.call("DELETE", `/v1/routines/${id}`).catch(() => undefined);
   }, 180_000);
 
+  it("Socket Mode: an event over the app-level WebSocket is acknowledged once stored, and answered in its thread once", async () => {
+    const socketBot = await owner.call<Api.Bot>("POST", "/v1/bots", {
+      name: "socket",
+      model: "demo",
+    });
+    const path = `/v1/bots/${socketBot.id}/slack`;
+    const bad = await attempt(owner, "PUT", path, { ...linkBody(), appToken: slack.token });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toContain("xapp-");
+    const linked = await owner.call<Api.SlackLinked>("PUT", path, {
+      ...linkBody(),
+      appToken: slack.appToken,
+    });
+    expect(linked.status.socketMode).toBe(true);
+    expect(JSON.stringify(linked)).not.toContain(slack.appToken);
+    await slack.socketConnected();
+    const ts = nextTs();
+    const where = { channel: "C0SOCKET", threadTs: ts };
+    const event = mention("hello over-socket", ts, ownerSlack, { channel: "C0SOCKET" });
+    const sent = await slack.socketEvent(event);
+    expect(sent.ackMs).toBeLessThan(3000);
+    // Slack sends an envelope again when it thinks the ack was lost.
+    await slack.socketEvent(event, { envelopeId: sent.envelopeId, retryAttempt: 1 });
+    expect(await nthReply(where, 0)).toContain("hello over-socket");
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(turnsIn(where)).toHaveLength(1);
+    expect(turnsIn(where)[0]!.finals).toHaveLength(1);
+    await owner.call("DELETE", path).catch(() => undefined);
+  }, 180_000);
+
   it("Slack errors show on the link and in the log once; a rate limit is retried after retry-after", async () => {
     const path = `/v1/bots/${botId}/slack`;
     slack.revoke(true);

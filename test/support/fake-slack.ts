@@ -12,6 +12,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
 
 /** One Web API call Slack answered ok, with its arguments as Slack parsed them. */
 export interface SlackCall {
@@ -24,6 +25,7 @@ export interface SlackCall {
 
 const scopeOf: Record<string, string | null> = {
   "auth.test": null,
+  "apps.connections.open": null,
   "chat.postMessage": "chat:write",
   "chat.update": "chat:write",
   "chat.postEphemeral": "chat:write",
@@ -48,6 +50,8 @@ export interface FakeSlack {
   readonly botUserId: string;
   readonly token: string;
   readonly signingSecret: string;
+  /** Socket Mode's app-level token (`xapp-…`); only apps.connections.open takes it. */
+  readonly appToken: string;
   /** Every call Slack answered ok, oldest first. */
   readonly calls: SlackCall[];
   /** Bytes uploaded to each file's upload URL, by file id. */
@@ -78,6 +82,16 @@ export interface FakeSlack {
     url: string,
     input: { user: string; card: SlackCall; actionId: string },
   ): Promise<{ status: number; body: string }>;
+  /** Waits until a Socket Mode client is connected (it opened apps.connections.open's URL). */
+  socketConnected(timeoutMs?: number): Promise<void>;
+  /**
+   * Sends an `events_api` envelope over Socket Mode (the newest connection) and answers when the
+   * client acknowledged it (`{envelope_id}`), with how long that took.
+   */
+  socketEvent(
+    event: Record<string, unknown>,
+    options?: { envelopeId?: string; retryAttempt?: number },
+  ): Promise<{ envelopeId: string; ackMs: number }>;
   close(): Promise<void>;
 }
 
@@ -92,6 +106,30 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const botUserId = "U0BOT001";
   const token = `xoxb-${randomBytes(12).toString("hex")}`;
   const signingSecret = randomBytes(16).toString("hex");
+  const appToken = `xapp-1-${randomBytes(12).toString("hex")}`;
+  const sockets: WebSocket[] = [];
+  const acks = new Map<string, () => void>();
+  const wss = new WebSocketServer({ noServer: true });
+  wss.on("connection", (socket) => {
+    sockets.push(socket);
+    // Slack's hello, then pings (the SDK closes a connection that hears none for 30 s).
+    socket.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: sockets.length,
+        connection_info: { app_id: "A0FAKE01" },
+      }),
+    );
+    const pinger = setInterval(() => socket.ping(), 5000);
+    socket.on("close", () => {
+      clearInterval(pinger);
+      sockets.splice(sockets.indexOf(socket), 1);
+    });
+    socket.on("message", (data: Buffer) => {
+      const message = JSON.parse(data.toString("utf8")) as { envelope_id?: string };
+      if (message.envelope_id !== undefined) acks.get(message.envelope_id)?.();
+    });
+  });
   const calls: SlackCall[] = [];
   const uploads = new Map<string, string>();
   const failures = new Map<
@@ -150,6 +188,20 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       if (!(method in scopeOf))
         return answer(response, 200, { ok: false, error: "unknown_method" });
       if (bearer === undefined) return answer(response, 200, { ok: false, error: "not_authed" });
+      if (method === "apps.connections.open") {
+        // Only the app-level token opens a connection; a bot token is refused as Slack does.
+        if (bearer !== appToken)
+          return answer(response, 200, {
+            ok: false,
+            error: bearer.startsWith("xoxb-") ? "not_allowed_token_type" : "invalid_auth",
+          });
+        const ticket = randomBytes(8).toString("hex");
+        calls.push({ method, args, answer: { ok: true }, at: Date.now() });
+        return answer(response, 200, {
+          ok: true,
+          url: `${apiUrl.replace(/^http/, "ws").replace(/\/api\/$/, "")}/socket/${ticket}`,
+        });
+      }
       if (bearer !== token) return answer(response, 200, { ok: false, error: "invalid_auth" });
       if (revoked) return answer(response, 200, { ok: false, error: "token_revoked" });
       const failing = failures.get(method);
@@ -256,6 +308,10 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       response.end(String(error));
     });
   });
+  server.on("upgrade", (request, socket, head) => {
+    if (!(request.url ?? "").startsWith("/socket/")) return socket.destroy();
+    wss.handleUpgrade(request, socket, head, (ws) => wss.emit("connection", ws, request));
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`;
 
@@ -274,6 +330,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     botUserId,
     token,
     signingSecret,
+    appToken,
     calls,
     uploads,
     callsOf: (method) => calls.filter((call) => call.method === method),
@@ -364,6 +421,44 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       });
       return { status: response.status, body: await response.text() };
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    async socketConnected(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (sockets.length === 0) {
+        if (Date.now() > deadline) throw new Error("no Socket Mode client connected");
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+    async socketEvent(event, options = {}) {
+      const socket = sockets.at(-1);
+      if (socket === undefined) throw new Error("no Socket Mode client connected");
+      const envelopeId = options.envelopeId ?? randomBytes(8).toString("hex");
+      const acked = new Promise<void>((resolve) => acks.set(envelopeId, resolve));
+      const started = performance.now();
+      socket.send(
+        JSON.stringify({
+          envelope_id: envelopeId,
+          type: "events_api",
+          accepts_response_payload: false,
+          retry_attempt: options.retryAttempt ?? 0,
+          retry_reason: options.retryAttempt === undefined ? "" : "timeout",
+          payload: {
+            token: "deprecated",
+            team_id: teamId,
+            api_app_id: "A0FAKE01",
+            event,
+            type: "event_callback",
+            event_id: `Ev${envelopeId.toUpperCase()}`,
+            event_time: Math.floor(Date.now() / 1000),
+          },
+        }),
+      );
+      await acked;
+      return { envelopeId, ackMs: performance.now() - started };
+    },
+    async close() {
+      for (const socket of sockets) socket.terminate();
+      wss.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }
