@@ -11,6 +11,17 @@
 import { ErrorCode, WebClient, type WebAPICallResult } from "@slack/web-api";
 import { RoostError } from "../errors/index.ts";
 
+/** A silent logger for the SDKs: their lines are not Roost's (and must never carry a token). */
+export const quietSlackLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  setLevel: () => undefined,
+  getLevel: () => "error" as never,
+  setName: () => undefined,
+};
+
 /** Slack's own API, when a link names none. */
 export const defaultSlackApiUrl = "https://slack.com/api/";
 
@@ -117,7 +128,7 @@ export function createSlackClient(options: { token: string; apiUrl: string | nul
     retryConfig: { retries: 0 }, // SLK1
     rejectRateLimitedCalls: true, // SLK1
     timeout: 10_000,
-    logLevel: undefined,
+    logger: quietSlackLogger, // SLK2
   });
   return {
     async call(method, args) {

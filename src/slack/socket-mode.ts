@@ -12,7 +12,7 @@
 import { SocketModeClient } from "@slack/socket-mode";
 import type { Logger } from "../log/index.ts";
 import type { Store } from "../store/index.ts";
-import { defaultSlackApiUrl } from "./client.ts";
+import { defaultSlackApiUrl, quietSlackLogger } from "./client.ts";
 import type { SlackLinks } from "./service.ts";
 
 interface Envelope {
@@ -22,17 +22,6 @@ interface Envelope {
   retry_num?: number;
   retry_reason?: string;
 }
-
-/** A silent logger for the SDK: its lines are not ours (and must never carry a token). */
-const quiet = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  setLevel: () => undefined,
-  getLevel: () => "error" as never,
-  setName: () => undefined,
-};
 
 export function createSlackSockets(deps: {
   store: Store;
@@ -64,7 +53,7 @@ export function createSlackSockets(deps: {
     const apiUrl = opened.link.apiUrl ?? defaultSlackApiUrl;
     const client = new SocketModeClient({
       appToken: opened.appToken,
-      logger: quiet,
+      logger: quietSlackLogger,
       clientOptions: { slackApiUrl: apiUrl.endsWith("/") ? apiUrl : `${apiUrl}/` },
     });
     client.on("slack_event", (envelope: Envelope) => {
