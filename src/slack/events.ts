@@ -135,7 +135,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
   async function placeConversation(
     bot: Bot,
     key: string,
-    make: { accountId: string; place: Conversation["place"]; title: string },
+    make: { accountId: string; place: Conversation["place"]; title: () => Promise<string> },
     where: { channel: string; threadTs: string | null },
   ): Promise<{ place: SlackPlace; conversation: Conversation }> {
     const existing = await store.getSlackPlace(bot.id, key);
@@ -146,7 +146,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     const made = await store.createConversation({
       accountId: make.accountId,
       botId: bot.id,
-      title: make.title,
+      title: await make.title(),
       place: make.place,
     });
     const place = await store.putSlackPlace({
@@ -165,6 +165,18 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     if (conversation === undefined)
       throw new RoostError("conflict", "a Slack place lost its conversation");
     return { place, conversation };
+  }
+
+  /** A Slack person's name for a conversation's title (`users.info`); their id when it fails. */
+  async function nameOf(opened: { link: SlackLink; token: string }, user: string) {
+    try {
+      const answer = await links
+        .clientOf(opened.link, opened.token)
+        .call<{ user?: { real_name?: string; name?: string } }>("users.info", { user });
+      return answer.user?.real_name ?? answer.user?.name ?? user;
+    } catch {
+      return user;
+    }
   }
 
   /** A one-time sign-in link for a Slack person (SLST3), told to them where they asked. */
@@ -229,6 +241,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     if (event.bot_id !== undefined || event.subtype !== undefined) return; // SLK10
     if (event.user === undefined || event.channel === undefined || event.ts === undefined) return;
     if (event.user === link.botUserId) return; // SLK10
+    const slackUser = event.user;
     const team = link.slackTeamId;
     const isDm = event.type === "message" && event.channel_type === "im";
     const isMention = event.type === "app_mention";
@@ -271,7 +284,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
         {
           accountId: own ? linked : bot.accountId,
           place: own ? "direct" : "shared",
-          title: `Slack DM with ${event.user}`,
+          title: async () => `Slack DM with ${await nameOf(opened, slackUser)}`,
         },
         { channel: event.channel, threadTs: null },
       );
@@ -287,7 +300,11 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       found = await placeConversation(
         bot,
         key,
-        { accountId: bot.accountId, place: "shared", title: `Slack thread in ${event.channel}` },
+        {
+          accountId: bot.accountId,
+          place: "shared",
+          title: async () => `Slack thread in ${event.channel}`,
+        },
         { channel: event.channel, threadTs },
       );
       if (linked !== undefined && (await mayUseConversation(store, linked, found.conversation)))

@@ -393,22 +393,22 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
 
     // The conversations say so: the teammate's DM is their own direct chat; the thread is shared.
     const mine = await mate.call<Api.ConversationList>("GET", `/v1/conversations?botId=${botId}`);
-    expect(mine.conversations.find((c) => c.title === `Slack DM with ${mateSlack}`)?.place).toBe(
-      "direct",
-    );
+    expect(
+      mine.conversations.find((c) => c.title === `Slack DM with Person ${mateSlack}`)?.place,
+    ).toBe("direct");
     const ownerList = await owner.call<Api.ConversationList>(
       "GET",
       `/v1/conversations?botId=${botId}`,
     );
     expect(
-      ownerList.conversations.find((c) => c.title === `Slack DM with ${ownerSlack}`)?.place,
+      ownerList.conversations.find((c) => c.title === `Slack DM with Person ${ownerSlack}`)?.place,
     ).toBe("direct");
     expect(
-      ownerList.conversations.find((c) => c.title === `Slack DM with ${guestSlack}`)?.place,
+      ownerList.conversations.find((c) => c.title === `Slack DM with Person ${guestSlack}`)?.place,
     ).toBe("shared");
     // The owner cannot read the teammate's own chat.
     expect(
-      ownerList.conversations.find((c) => c.title === `Slack DM with ${mateSlack}`),
+      ownerList.conversations.find((c) => c.title === `Slack DM with Person ${mateSlack}`),
     ).toBeUndefined();
   }, 600_000);
 
@@ -700,4 +700,31 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     expect(turns).toHaveLength(1);
     expect(turns[0]!.finals).toHaveLength(1);
   }, 300_000);
+  it("a flood of Slack requests is cut at 1200 a minute per bot, before any work", async () => {
+    const url = `${roost.url}/v1/slack/bot_flood/events`;
+    const statuses: number[] = [];
+    const started = Date.now();
+    for (let batch = 0; batch < 30; batch++)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, () =>
+            fetch(url, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: "{}",
+            }).then((response) => response.status),
+          ),
+        )),
+      );
+    // The bucket holds 1200 and refills 20 a second while the flood runs.
+    const refilled = Math.ceil(((Date.now() - started) / 1000) * 20) + 1;
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(1200 + refilled);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(
+      1500 - 1200 - refilled,
+    );
+    // Another bot's URL is not cut by this one's flood.
+    expect(
+      (await slack.sendEvent(eventsUrl, mention("hello after the flood", nextTs()))).status,
+    ).toBe(200);
+  }, 120_000);
 });
