@@ -319,6 +319,11 @@ export async function startPlatform(
       { store, events, ingress, kicker, platformPorts: () => platformPorts, logger },
       options.results,
     );
+    // Slack's draft cards send through the results' draft sender (slack/ SLK24).
+    slack.useDraftSender(async (request, attempt) => {
+      const result = await results.api.drafts.send(request, attempt);
+      return result.ok ? { ok: true } : { ok: false, message: result.message };
+    });
     // Routines: a scheduler object per routine in Restate; runs are delivered messages.
     const extraNotifier = options.notifier;
     const notifier: Notifier =
@@ -536,7 +541,7 @@ export async function startPlatform(
         createRunSettler(store),
         results.afterTurn,
         helpers.afterTurn,
-        slack.hooks.afterTurn,
+        ...slack.hooks.afterTurn,
       ],
       logger: logger.child({ component: "loop" }),
     });

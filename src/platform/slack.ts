@@ -9,6 +9,7 @@ import type { SecretCipher } from "../secrets/index.ts";
 import type { ApprovalsService } from "../policy/index.ts";
 import type { RoutineService } from "../routines/index.ts";
 import {
+  type DraftSend,
   createSlackCards,
   createSlackEvents,
   createSlackLinks,
@@ -63,9 +64,22 @@ export function createSlackWiring(deps: {
       return { created };
     },
   });
-  const hooks = createSlackTurnHooks({ store, links });
+  const turnHooks = createSlackTurnHooks({ store, links });
   let approvals: ApprovalsService | undefined;
-  const cards = createSlackCards({ store, links, logger, approvals: () => approvals });
+  let sendDraft: DraftSend | undefined;
+  const cards = createSlackCards({
+    store,
+    links,
+    logger,
+    events,
+    approvals: () => approvals,
+    sendDraft: () => sendDraft,
+  });
+  const hooks = {
+    beforeModelCall: turnHooks.beforeModelCall,
+    /** The reply in the thread, then the turn's drafts as cards. */
+    afterTurn: [turnHooks.afterTurn, cards.afterTurn],
+  };
   const sockets = createSlackSockets({
     store,
     links,
@@ -88,6 +102,10 @@ export function createSlackWiring(deps: {
     /** The routines service listener routines start runs through (made after this wiring). */
     useRoutines(service: RoutineService) {
       routines = service;
+    },
+    /** The draft sender the draft cards' Send button uses (made after this wiring). */
+    useDraftSender(send: DraftSend) {
+      sendDraft = send;
     },
     api: {
       links,

@@ -29,7 +29,7 @@ export {
   type SlackEvents,
 } from "./events.ts";
 export { createSlackTurnHooks, maxInlineReplyChars, workingText } from "./turns.ts";
-export { createSlackCards } from "./cards.ts";
+export { createSlackCards, type DraftSend } from "./cards.ts";
 export { createSlackReactTool } from "./react-tool.ts";
 export { createSlackListeners, type HeardMessage } from "./listeners.ts";
 export { createSlackSockets } from "./socket-mode.ts";

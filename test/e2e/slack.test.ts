@@ -512,6 +512,59 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     expect(reply).toMatch(/\d+/);
   }, 240_000);
 
+  it("a draft in a person's own DM is a card with Send and Discard for them only", async () => {
+    const ownerDm = { channel: `D${ownerSlack.slice(1)}`, threadTs: null };
+    const posts = slack.callsOf("chat.postMessage").length;
+    await slack.sendEvent(eventsUrl, dm("draft message bob: the report is late", ownerSlack));
+    const card = await cardIn(ownerDm, posts);
+    expect(card.args.text).toContain("Draft message to bob");
+    expect(card.args.text).toContain(`For <@${ownerSlack}>`);
+    const [draft] = (await owner.call<{ drafts: Api.Draft[] }>("GET", "/v1/drafts?status=pending"))
+      .drafts;
+    expect(draft?.to).toBe("bob");
+    // Someone else's click: an ephemeral, and the draft still waits.
+    const ephemerals = slack.callsOf("chat.postEphemeral").length;
+    await slack.click(interactionsUrl(), {
+      user: mateSlack,
+      card,
+      actionId: "roost_draft_discard",
+    });
+    expect(await ephemeralTo(mateSlack, ephemerals)).toContain(`This is for <@${ownerSlack}>`);
+    expect((await owner.call<Api.Draft>("GET", `/v1/drafts/${draft!.id}`)).status).toBe("pending");
+    // The owner's Discard discards it, and the card says so.
+    await slack.click(interactionsUrl(), {
+      user: ownerSlack,
+      card,
+      actionId: "roost_draft_discard",
+    });
+    await waitFor(
+      async () =>
+        (await owner.call<Api.Draft>("GET", `/v1/drafts/${draft!.id}`)).status === "discarded",
+    );
+    const updated = await waitFor(() =>
+      slack.callsOf("chat.update").find((call) => call.args.ts === card.answer.ts),
+    );
+    expect(updated.args.text).toContain(`Discarded by <@${ownerSlack}>`);
+
+    // Send goes through the results' sender: with no channel configured it fails, saying so.
+    const later = slack.callsOf("chat.postMessage").length;
+    await slack.sendEvent(eventsUrl, dm("draft message carol: see you", ownerSlack));
+    const second = await cardIn(ownerDm, later);
+    await slack.click(interactionsUrl(), {
+      user: ownerSlack,
+      card: second,
+      actionId: "roost_draft_send",
+    });
+    const sent = await waitFor(() =>
+      slack.callsOf("chat.update").find((call) => call.args.ts === second.answer.ts),
+    );
+    expect(sent.args.text).toMatch(new RegExp(`^(Sent|Not sent: .+) by <@${ownerSlack}>`));
+    const after = (await owner.call<{ drafts: Api.Draft[] }>("GET", "/v1/drafts")).drafts.find(
+      (d) => d.to === "carol",
+    );
+    expect(after?.status).not.toBe("pending");
+  }, 180_000);
+
   it("a long reply goes up as a file in the thread (files.uploadV2)", async () => {
     const threadTs = nextTs();
     await slack.sendEvent(eventsUrl, mention("$ seq 1 3000", threadTs));
