@@ -29,6 +29,8 @@ import type { SlackLinks } from "./service.ts";
 
 /** How far a request's timestamp may be from now. @default 5 minutes (Slack's own advice) */
 export const maxSignatureSkewMs = 5 * 60 * 1000;
+/** How long a DM's first message waits for its person's name. @default 1000 */
+export const nameLookupMs = 1000;
 /** How long a person's sign-in link works. @default 1 hour */
 export const personLinkTtlMs = 60 * 60 * 1000;
 /** How long the code shown when a link is opened works. @default 10 minutes */
@@ -167,15 +169,24 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     return { place, conversation };
   }
 
-  /** A Slack person's name for a conversation's title (`users.info`); their id when it fails. */
+  /**
+   * A Slack person's name for a conversation's title (`users.info`); their id when it fails or
+   * takes longer than `nameLookupMs` (SLK8: the answer to Slack must not wait on it).
+   */
   async function nameOf(opened: { link: SlackLink; token: string }, user: string) {
+    const lookup = links
+      .clientOf(opened.link, opened.token)
+      .call<{ user?: { real_name?: string; name?: string } }>("users.info", { user })
+      .then((answer) => answer.user?.real_name ?? answer.user?.name ?? user)
+      .catch(() => user);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(user), nameLookupMs);
+    });
     try {
-      const answer = await links
-        .clientOf(opened.link, opened.token)
-        .call<{ user?: { real_name?: string; name?: string } }>("users.info", { user });
-      return answer.user?.real_name ?? answer.user?.name ?? user;
-    } catch {
-      return user;
+      return await Promise.race([lookup, late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -254,7 +265,8 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     const text = stripLeadingMention(event.text ?? "", link.botUserId); // SLK10
     if (text === "") return;
     const person = { user: event.user, channel: event.channel, ...event };
-    // Linking answers in Slack before the 200; a failed answer is on the link (SLK5), not a retry.
+    // Linking answers in Slack after the 200 (SLK8); a failed answer is on the link (SLK5) and
+    // logged, and the person asks again.
     const answered = (work: Promise<void>) =>
       work.catch((error: unknown) =>
         logger.warn("could not answer a Slack person's link request", {
@@ -263,12 +275,12 @@ export function createSlackEvents(deps: SlackEventDependencies) {
         }),
       );
     if (/^link( my account)?$/i.test(text)) {
-      await answered(offerPersonLink(link, opened.token, person));
+      void answered(offerPersonLink(link, opened.token, person)); // SLK8: not before the 200
       return;
     }
     const confirm = /^confirm\s+([A-Za-z0-9]{10})$/.exec(text);
     if (confirm !== null) {
-      await answered(confirmPerson(link, opened.token, person, confirm[1]!.toUpperCase()));
+      void answered(confirmPerson(link, opened.token, person, confirm[1]!.toUpperCase())); // SLK8
       return;
     }
     const linked = await store.slackPersonAccount(team, event.user);
