@@ -12,7 +12,8 @@
  *   SLK12 a rate limit or an outage of Slack is retried by the step with Slack's `retry-after`
  *         (DUR1); a terminal error (revoked token, missing scope) is kept on the link (SLK5) and
  *         the turn's reply stays in Roost, where the person can read it.
- *   SLK13 conversations with no Slack place are not touched (one store read per turn).
+ *   SLK13 conversations with no Slack place are not touched (one store read per model call and
+ *         one at the turn's end, each in its journaled step).
  */
 import type { DurableContext } from "../engine/index.ts";
 import type { ModelCallInfo, SettledTurn } from "../loop/index.ts";
