@@ -100,5 +100,52 @@ describe.skipIf(!existsSync(chromiumPath))(
         .waitFor({ timeout: 60_000 });
       await again.close();
     }, 180_000);
+    it("the bot's settings link it to Slack and show the error a Slack call answered", async () => {
+      const token = await roost.token();
+      const api = apiClient(roost.url, () => token);
+      const bot = await api.createBot("Settings bot", "demo");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/bots/${bot.id}/edit`);
+      const section = page.getByRole("region", { name: "Slack" });
+      await section.getByText("Not linked.").waitFor({ timeout: 60_000 });
+      await section.getByLabel("Bot User OAuth Token").fill(slack.token);
+      await section.getByLabel("Signing Secret").fill(slack.signingSecret);
+      await section.getByLabel("API URL (optional)").fill(slack.apiUrl);
+      await section.getByRole("button", { name: "Link to Slack" }).click();
+      await section.getByText("Linked to Fake Co").waitFor({ timeout: 60_000 });
+      const eventsUrl = `${roost.url}/v1/slack/${bot.id}/events`;
+      await section.getByText(eventsUrl).waitFor();
+      expect(await page.content()).not.toContain(slack.token);
+
+      // Slack revokes the token; the bot's next turn in Slack meets it, and the settings show it.
+      slack.revoke(true);
+      try {
+        await slack.sendEvent(eventsUrl, {
+          type: "message",
+          channel_type: "im",
+          channel: "D0WEB0002",
+          user: "U0WEB0002",
+          text: "hello",
+          ts: `${Math.floor(Date.now() / 1000)}.000777`,
+        });
+        await waitFor(
+          async () =>
+            (await api.call<Api.SlackLinkStatus>("GET", `/v1/bots/${bot.id}/slack`)).state ===
+            "error",
+          { timeoutMs: 60_000, what: "the link's error" },
+        );
+        await section.getByRole("button", { name: "Refresh" }).click();
+        await section
+          .getByRole("status")
+          .getByText(/token_revoked/)
+          .waitFor({ timeout: 60_000 });
+        await screenshot(page, "slack-settings-error");
+      } finally {
+        slack.revoke(false);
+      }
+      await section.getByRole("button", { name: "Unlink" }).click();
+      await section.getByText("Not linked.").waitFor({ timeout: 60_000 });
+      await page.close();
+    }, 180_000);
   },
 );

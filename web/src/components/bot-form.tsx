@@ -6,6 +6,7 @@ import type { Bot, SkillSummary, Team } from "../api/types.ts";
 import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { McpServersSection } from "./mcp-servers.tsx";
+import { SlackSection } from "./slack-settings.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -56,6 +57,7 @@ export function BotForm(
               />
               <RoutinesSection botId={loaded.id} />
               <McpServersSection botId={loaded.id} />
+              {loaded.own !== false && <SlackSection botId={loaded.id} />}
             </>
           )}
         </div>
