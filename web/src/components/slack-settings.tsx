@@ -32,7 +32,10 @@ export function SlackSection({ botId }: { botId: string }) {
     event.preventDefault();
     const element = event.currentTarget;
     const form = new FormData(element);
-    const field = (name: string) => String(form.get(name) ?? "").trim();
+    const field = (name: string) => {
+      const value = form.get(name);
+      return typeof value === "string" ? value.trim() : "";
+    };
     setBusy(true);
     try {
       const response = await api.send("PUT", path, {
