@@ -50,6 +50,11 @@ import { registerApprovalRoutes } from "./approval-routes.ts";
 import type { SecretsService } from "../secrets/index.ts";
 import { registerSecretRoutes } from "./secret-routes.ts";
 import { registerTeamRoutes } from "./team-routes.ts";
+import {
+  registerSlackRoutes,
+  registerSlackWebhookRoutes,
+  type SlackRouteDependencies,
+} from "./slack-routes.ts";
 import { mayPublish, mayUseConversation, usableBotOf } from "../teams/index.ts";
 import type { BlobStore } from "../blobs/index.ts";
 import { deleteAttachmentBlobs, registerAttachmentRoutes } from "./attachment-routes.ts";
@@ -123,6 +128,8 @@ export interface ApiDependencies {
   mcp?: McpService;
   /** Model providers from Settings → Models (absent: no provider routes, no accounts list). */
   providers?: ProviderSettings;
+  /** Slack links and Slack's own URLs (absent: no Slack routes; docs/slack.md). */
+  slack?: Omit<SlackRouteDependencies, "store" | "clock" | "publicUrl">;
   /** Helpers of conversations (absent: no helpers route; interrupts do not offer to stop them). */
   helpers?: HelpersService;
   /**
@@ -457,6 +464,18 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       mcp: deps.mcp,
     });
 
+  // SAPI3: Slack's requests carry Slack's signature, not an API token.
+  const slackRoutes =
+    deps.slack === undefined
+      ? undefined
+      : {
+          ...deps.slack,
+          store,
+          clock,
+          ...(deps.publicUrl === undefined ? {} : { publicUrl: deps.publicUrl }),
+        };
+  if (slackRoutes !== undefined) registerSlackWebhookRoutes(app as unknown as Hono, slackRoutes);
+
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
     const match = header === undefined ? null : /^Bearer\s+(\S+)$/i.exec(header);
@@ -690,6 +709,8 @@ export function createApi(deps: ApiDependencies): Hono<{ Variables: Variables }>
       store,
       secrets: deps.secrets,
     });
+  if (slackRoutes !== undefined)
+    registerSlackRoutes(app as unknown as Parameters<typeof registerSlackRoutes>[0], slackRoutes);
   registerTeamRoutes(app as unknown as Parameters<typeof registerTeamRoutes>[0], {
     store,
     clock,

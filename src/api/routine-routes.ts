@@ -69,10 +69,22 @@ const triggerSchema = z.union(
       timezone: timezone.optional(),
     }),
     z.strictObject({ type: z.literal("webhook") }),
+    // A Slack listener (docs/slack.md "Listeners").
+    z.strictObject({
+      type: z.literal("slack"),
+      phrase: z
+        .string({ error: "phrase must be text" })
+        .trim()
+        .min(1, {
+          error: "phrase must not be empty; leave it out to hear every new top-level message",
+        })
+        .max(200, { error: "phrase is at most 200 characters" })
+        .optional(),
+    }),
   ],
   {
     error:
-      'trigger must be {"type":"schedule","cron":"0 9 * * 1-5","timezone"?}, {"type":"schedule","everyMs":N}, {"type":"schedule","preset":"hourly|daily|weekdays|weekly|monthly",...} or {"type":"webhook"}',
+      'trigger must be {"type":"schedule","cron":"0 9 * * 1-5","timezone"?}, {"type":"schedule","everyMs":N}, {"type":"schedule","preset":"hourly|daily|weekdays|weekly|monthly",...}, {"type":"webhook"} or {"type":"slack","phrase"?}',
   },
 );
 const targetSchema = z.union(

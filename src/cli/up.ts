@@ -13,6 +13,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_MEMORY_PASS",
     default: "on",
   },
+  "slack-insecure-api-url": {
+    type: "string",
+    value: "BOOL",
+    description: "let a Slack link's apiUrl be plain http (tests, a local gateway; on or off)",
+    env: "ROOST_SLACK_INSECURE_API_URL",
+    default: "off",
+  },
   timezone: {
     type: "string",
     value: "ZONE",

@@ -108,6 +108,11 @@ export interface RoostConfig {
   rateLimits: RateLimitsConfig;
   /** Run the memory pass after every turn (the bot's model reads the turn and updates memory). @default true */
   memoryPass: boolean;
+  /**
+   * Let a Slack link's `apiUrl` be plain http (tests, a gateway on the same host); otherwise it
+   * must be https (docs/slack.md). @default false
+   */
+  slackInsecureApiUrl: boolean;
   compaction: CompactionConfig;
   previews: PreviewsConfig;
   routines: RoutinesConfig;
@@ -703,6 +708,12 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     log: resolveLog(source),
     timezone: resolveTimezone(source),
     memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
+    slackInsecureApiUrl: boolean(
+      source,
+      "slack-insecure-api-url",
+      "ROOST_SLACK_INSECURE_API_URL",
+      false,
+    ),
     compaction: resolveCompaction(source),
     prices: resolvePrices(source),
     rateLimits: {

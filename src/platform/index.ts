@@ -117,6 +117,7 @@ import { resolveNodeId } from "./node-id.ts";
 import { secureDataDir } from "./data-dir.ts";
 import { createKicker, lazyIngress } from "./kicker.ts";
 import { createResults, type ResultsOptions } from "./results.ts";
+import { createSlackWiring } from "./slack.ts";
 import { createHelpers } from "../helpers/index.ts";
 import type { Notifier } from "../notifications/index.ts";
 import { createLogger, registerLogRedaction, type Logger } from "../log/index.ts";
@@ -394,12 +395,27 @@ export async function startPlatform(
     const ingress = lazyIngress(ingressUrl);
     const kicker = createKicker(ingress, store, events, logger.child({ component: "kicker" }));
     const controlPlane = createControlPlaneClient(ingress);
+    // Slack as a channel: links, the Events API in, each turn shown in its thread (docs/slack.md).
+    const slack = createSlackWiring({
+      store,
+      events,
+      kicker,
+      cipher,
+      logger: logger.child({ component: "slack" }),
+      baseUrl: () => config.publicUrl ?? url,
+      insecureApiUrl: config.slackInsecureApiUrl,
+    });
     // Results: bot-to-bot messages, no_reply, drafts, notifications (docs/results.md).
     const results = createResults(
       config,
       { store, events, ingress, kicker, platformPorts: () => platformPorts, logger },
       options.results,
     );
+    // Slack's draft cards send through the results' draft sender (slack/ SLK24).
+    slack.useDraftSender(async (request, attempt) => {
+      const result = await results.api.drafts.send(request, attempt);
+      return result.ok ? { ok: true } : { ok: false, message: result.message };
+    });
     // Routines: a scheduler object per routine in Restate; runs are delivered messages.
     const extraNotifier = options.notifier;
     const notifier: Notifier =
@@ -434,6 +450,7 @@ export async function startPlatform(
       runUsage: usage,
       logger,
     });
+    slack.useRoutines(routines); // listener routines on Slack messages
     // What bots remember: the memory tool, the prompt's memory section, the post-turn pass.
     const memory = createMemoryService(store);
     const ranker = createLexicalRanker(store);
@@ -452,7 +469,7 @@ export async function startPlatform(
       store,
       redact: secretRedaction.redact, // REV2: what the reviewer sees and the card shows
       events,
-      notifier,
+      notifier: slack.withCards(notifier), // approval and consent cards in Slack threads
       release: (waiterId, value) => kicker.wake(waiterId, value),
       resolveModel: (spec) => resolveModel(spec),
       checkModel: (spec) => {
@@ -461,6 +478,7 @@ export async function startPlatform(
       timeoutMs: config.approvalTimeoutMs,
       logger: logger.child({ component: "approvals" }),
     });
+    slack.useApprovals(approvals);
     // MCP servers (docs/mcp.md): command servers on the computer, HTTP servers from here, through
     // a fetch that obeys the account's egress policy (MCPF1).
     const mcpHttp = createHttpMcpClients();
@@ -541,6 +559,7 @@ export async function startPlatform(
         createMemoryTools(memory, store),
         createSkillTools({ store, skills }),
         ...results.tools,
+        slack.tools,
         helpers.tools,
         createEscalateTool(usage),
         createWebToolSource(config, {
@@ -597,6 +616,7 @@ export async function startPlatform(
       beforeModelCall: [
         helpers.beforeModelCall,
         (durable, call) => usage.beforeModelCall(durable, call),
+        slack.hooks.beforeModelCall,
       ],
       afterModelCall: [(durable, call) => usage.afterModelCall(durable, call)],
       // Compaction's first step: the memory pass over the part about to be summarised, awaited.
@@ -620,6 +640,7 @@ export async function startPlatform(
         results.afterTurn,
         helpers.afterTurn,
         createTitleHook({ store, events, resolveModel }),
+        ...slack.hooks.afterTurn,
       ],
       logger: logger.child({ component: "loop" }),
     });
@@ -838,6 +859,7 @@ export async function startPlatform(
       approvals,
       secrets,
       mcp,
+      slack: slack.api,
       store,
       events,
       kick: (conversationId, messageId, waiter) => kicker.kick(conversationId, messageId, waiter),
@@ -984,6 +1006,11 @@ export async function startPlatform(
     const sweepTimer = setInterval(() => void sweep(), sweepIntervalMs);
     sweepTimer.unref();
     cleanups.push(async () => clearInterval(sweepTimer));
+    // Slack's Socket Mode links connect from every node (slack/ SLK23); closed before the store.
+    void slack.sockets
+      .startAll()
+      .catch((error: unknown) => logger.warn("slack socket mode did not start", { error }));
+    cleanups.push(() => slack.sockets.close());
 
     return {
       url,

@@ -9,6 +9,7 @@ export type * from "./teams-api.ts";
 import type { BotTeam, ConversationPlace } from "./teams-api.ts";
 export type * from "./mcp-api.ts";
 export type * from "./providers-api.ts";
+export type * from "./slack-api.ts";
 
 export interface Me {
   id: string;
@@ -642,7 +643,13 @@ export type RoutineTrigger =
       dayOfMonth?: number;
       timezone?: string;
     }
-  | { type: "webhook" };
+  | { type: "webhook" }
+  /**
+   * A listener on the bot's Slack channels (docs/slack.md "Listeners"): a message containing
+   * `phrase` (case-insensitive), or with no phrase every new top-level message; only messages
+   * sent after the routine was saved count.
+   */
+  | { type: "slack"; phrase?: string };
 /** Where a run's message goes. */
 export type RoutineTarget =
   { kind: "new_conversation" } | { kind: "conversation"; conversationId: string };

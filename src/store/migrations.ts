@@ -708,4 +708,60 @@ export const migrations: readonly Migration[] = [
       `ALTER TABLE messages ADD COLUMN attachments TEXT`,
     ],
   },
+  {
+    version: 27,
+    statements: [
+      // Slack (slack-types.ts, SLST1–SLST4, docs/slack.md): a bot's link to a Slack app, its
+      // token and signing secret sealed (src/secrets/crypto.ts); the rest is no secret.
+      `CREATE TABLE slack_links (
+        bot_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        slack_team_id TEXT NOT NULL,
+        slack_team_name TEXT NOT NULL,
+        bot_user_id TEXT NOT NULL,
+        api_url TEXT,
+        sealed_token TEXT NOT NULL,
+        sealed_secret TEXT NOT NULL,
+        sealed_app_token TEXT,
+        last_error TEXT,
+        last_error_at BIGINT,
+        retry_after_ms BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)`,
+      // One conversation per thread, one per person's DM (SLST2).
+      `CREATE TABLE slack_places (
+        bot_id TEXT NOT NULL,
+        place_key TEXT NOT NULL,
+        conversation_id TEXT NOT NULL UNIQUE,
+        channel TEXT NOT NULL,
+        thread_ts TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (bot_id, place_key))`,
+      // A Slack person linked to a Roost account, per workspace (SLST3).
+      `CREATE TABLE slack_people (
+        slack_team_id TEXT NOT NULL,
+        slack_user_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (slack_team_id, slack_user_id))`,
+      `CREATE TABLE slack_link_tokens (
+        token_hash TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        slack_team_id TEXT NOT NULL,
+        slack_user_id TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        account_id TEXT,
+        code_hash TEXT,
+        confirmed_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      // The "working…" message of a turn, updated as it goes and with its reply (SLST4).
+      `CREATE TABLE slack_turns (
+        turn_id TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        working_ts TEXT,
+        replied_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

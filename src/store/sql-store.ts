@@ -15,6 +15,7 @@ import { createScreenLeaseQueries } from "./screen-lease-queries.ts";
 import { createWorkerLocationQueries } from "./worker-location-queries.ts";
 import { createSecretQueries } from "./secret-queries.ts";
 import { createTeamQueries } from "./team-queries.ts";
+import { createSlackQueries } from "./slack-queries.ts";
 import { createAttachmentQueries, deleteAttachmentsOf } from "./attachment-queries.ts";
 import { createMcpQueries } from "./mcp-queries.ts";
 import { createProviderQueries } from "./provider-queries.ts";
@@ -365,6 +366,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
     ...createApprovalQueries(driver, now),
     ...createSecretQueries(driver, now, insertAudit),
     ...createTeamQueries(driver, now, ids, insertAudit),
+    ...createSlackQueries(driver, now, insertAudit),
     ...createAttachmentQueries(driver, now),
     ...createMcpQueries(driver, now, insertAudit),
     ...createScreenLeaseQueries(driver, now, insertAudit),
@@ -668,6 +670,10 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         // Its secrets (SST1): their sealed values are of no use to anyone else.
         await tx.run("DELETE FROM secrets WHERE scope = 'bot' AND owner_id = ?", [id]);
         await tx.run("DELETE FROM mcp_servers WHERE scope = 'bot' AND owner_id = ?", [id]);
+        // SLST1: the bot's Slack link (its sealed token), places and open sign-in links go too.
+        await tx.run("DELETE FROM slack_links WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_places WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_link_tokens WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);
         await insertAudit(tx, {
           accountId: actorAccountId,

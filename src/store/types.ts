@@ -35,6 +35,7 @@ import type { WorkerLocationStore } from "./worker-location-types.ts";
 import type { UsageStore } from "./usage-types.ts";
 import type { ApprovalStore } from "./approval-types.ts";
 import type { TeamStore } from "./team-types.ts";
+import type { SlackStore } from "./slack-types.ts";
 import type { AttachmentStore } from "./attachment-types.ts";
 import type { SearchStore } from "./search-types.ts";
 
@@ -51,6 +52,7 @@ export type * from "./screen-lease-types.ts";
 export type * from "./usage-types.ts";
 export type * from "./approval-types.ts";
 export type * from "./team-types.ts";
+export type * from "./slack-types.ts";
 export type * from "./attachment-types.ts";
 export type * from "./provider-types.ts";
 export type * from "./search-types.ts";
@@ -221,6 +223,7 @@ export interface Store
     ApprovalStore,
     SecretStore,
     TeamStore,
+    SlackStore,
     AttachmentStore,
     McpStore,
     ScreenLeaseStore,

@@ -25,6 +25,7 @@ import type { HelperList } from "./types.ts";
 import type { Upload } from "./types.ts";
 import type {
   AcceptedInvitation,
+  SlackPersonOpened,
   CreatedInvitation,
   TeamDetail,
   TeamList,
@@ -345,6 +346,8 @@ export function createApiClient(options: ApiClientOptions) {
       json<CreatedInvitation>("POST", `/v1/teams/${enc(id)}/invitations`, { json: { role } }),
     acceptInvitation: (token: string) =>
       json<AcceptedInvitation>("POST", `/v1/invitations/${enc(token)}/accept`),
+    openSlackLink: (token: string) =>
+      json<SlackPersonOpened>("POST", "/v1/slack/people", { json: { token } }),
     getSkill: (name: string, signal?: AbortSignal) =>
       json<SkillDetail>("GET", `/v1/skills/${enc(name)}`, { signal }),
     createSkill: (input: { name: string; description: string; body: string }) =>

@@ -7,6 +7,7 @@ import { navigate, onLinkClick, paths } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 import { McpServersSection } from "./mcp-servers.tsx";
 import { ModelPicker, modelErrorText } from "./model-picker.tsx";
+import { SlackSection } from "./slack-settings.tsx";
 import { RoutinesSection } from "./routines.tsx";
 import { EmptyState, Header } from "./ui.tsx";
 
@@ -45,6 +46,7 @@ export function BotForm(
               <BotFields key={loaded.id} bot={loaded} onSaved={upsertBot} api={api} />
               <RoutinesSection botId={loaded.id} />
               <McpServersSection botId={loaded.id} />
+              {loaded.own !== false && <SlackSection botId={loaded.id} />}
             </>
           )}
         </div>

@@ -27,6 +27,8 @@ const presetLabels: Record<Choice, string> = {
 
 export function describeTrigger(trigger: RoutineTrigger): string {
   if (trigger.type === "webhook") return "Webhook";
+  if (trigger.type === "slack")
+    return trigger.phrase === undefined ? "Slack: new messages" : `Slack: “${trigger.phrase}”`;
   if ("cron" in trigger) return `cron ${trigger.cron}`;
   if ("everyMs" in trigger) return `every ${Math.round(trigger.everyMs / 60_000)} min`;
   const at = trigger.at ?? "09:00";

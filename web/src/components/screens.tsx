@@ -50,6 +50,12 @@ export const TeamsPage = screen<OnMenu>(async () => (await import("./teams.tsx")
 export const TeamJoinPage = screen<OnMenu>(async () => {
   return (await import("./teams.tsx")).TeamJoinPage;
 });
+export const SettingsPage = screen<React.ComponentProps<typeof import("./settings.tsx").default>>(
+  async () => (await import("./settings.tsx")).default,
+);
+export const SlackLinkPage = screen<OnMenu>(async () => {
+  return (await import("./slack-link.tsx")).SlackLinkPage;
+});
 
 /** Starts loading the code of the screen `route` shows; failures surface when it renders. */
 export function preloadScreen(route: Route): void {
@@ -75,6 +81,10 @@ export function preloadScreen(route: Route): void {
         return TeamsPage.preload();
       case "team-join":
         return TeamJoinPage.preload();
+      case "settings":
+        return SettingsPage.preload();
+      case "slack-link":
+        return SlackLinkPage.preload();
       case "not-found":
         return undefined;
     }

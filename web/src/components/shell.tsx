@@ -1,5 +1,5 @@
 /** The signed-in layout: a sidebar of bots and chats, and the routed view beside it. */
-import { lazy, Suspense, useCallback, useEffect, useState } from "react";
+import { Suspense, useCallback, useEffect, useState } from "react";
 import { navigate, paths, useRoute } from "../lib/router.ts";
 import { useSession } from "../state/session.tsx";
 // Each screen is its own chunk (screens.tsx): the first load stays within its budget.
@@ -8,8 +8,10 @@ import {
   ChatView,
   MemoryPanel,
   NewChat,
+  SettingsPage,
   SkillPage,
   SkillsPage,
+  SlackLinkPage,
   TeamJoinPage,
   TeamsPage,
   UsagePanel,
@@ -17,9 +19,6 @@ import {
 import { Sidebar } from "./sidebar.tsx";
 import { Switcher } from "./switcher.tsx";
 import { EmptyState, Header } from "./ui.tsx";
-
-// Its own chunk, like the screens: the settings are opened now and then.
-const SettingsPage = lazy(() => import("./settings.tsx"));
 
 export function Shell() {
   const route = useRoute();
@@ -129,11 +128,10 @@ export function Shell() {
       view = <TeamJoinPage onMenu={openNav} />;
       break;
     case "settings":
-      view = (
-        <Suspense fallback={<EmptyState title="Loading…" />}>
-          <SettingsPage section={route.section} onMenu={openNav} />
-        </Suspense>
-      );
+      view = <SettingsPage section={route.section} onMenu={openNav} />;
+      break;
+    case "slack-link":
+      view = <SlackLinkPage onMenu={openNav} />;
       break;
     case "not-found":
       view = (

@@ -13,6 +13,7 @@
  *   /teams                the caller's teams: create one, members, invitation links
  *   /teams/join#<token>   accept an invitation link (the token stays in the fragment)
  *   /settings[/:section]  settings: models (admin), tokens, notifications, accounts (admin)
+ *   /slack/link#<token>   open a Slack person's sign-in link (docs/slack.md)
  */
 import { useSyncExternalStore } from "react";
 
@@ -29,6 +30,7 @@ export type Route =
   | { name: "teams" }
   | { name: "team-join" }
   | { name: "settings"; section: SettingsSection }
+  | { name: "slack-link" }
   | { name: "not-found"; path: string };
 
 export type MemoryTab = "facts" | "history" | "inbox";
@@ -63,6 +65,8 @@ export function parseRoute(path: string): Route {
   if (parts[0] === "teams" && parts.length === 1) return { name: "teams" };
   if (parts[0] === "teams" && parts[1] === "join" && parts.length === 2)
     return { name: "team-join" };
+  if (parts[0] === "slack" && parts[1] === "link" && parts.length === 2)
+    return { name: "slack-link" };
   if (parts[0] === "skills" && parts[1] !== undefined && parts.length === 2)
     return { name: "skill", skillName: parts[1] };
   if (parts[0] === "settings" && parts.length === 1) return { name: "settings", section: "tokens" };

@@ -1,0 +1,42 @@
+/**
+ * Wire types of the Slack API (docs/api.md "Slack", docs/slack.md), part of `Api` (api.ts
+ * re-exports them). Depends on nothing.
+ */
+
+/** `PUT /v1/bots/{id}/slack`'s answer: the URLs to paste into the Slack app's settings. */
+export interface SlackLinked {
+  eventsUrl: string;
+  interactionsUrl: string;
+  status: SlackLinkStatus;
+}
+
+/** `GET /v1/bots/{id}/slack`: the link, never its token or signing secret. */
+export interface SlackLinkStatus {
+  botId: string;
+  workspace: { id: string; name: string };
+  botUserId: string;
+  /** Bolt's `slackApiUrl`; null for Slack itself. */
+  apiUrl: string | null;
+  eventsUrl: string;
+  interactionsUrl: string;
+  /** `ok`, or `error` with the last error a Slack call answered (revoked token, missing scope…). */
+  state: "ok" | "error";
+  /** Events come over Socket Mode (an app-level token is set) as well as the HTTP URL. */
+  socketMode: boolean;
+  lastError: { message: string; at: string; retryAfterMs: number | null } | null;
+  linkedAt: string;
+}
+
+/**
+ * `POST /v1/slack/people`: the sign-in link is opened; the Slack person it names is linked to
+ * the caller's account once they send `confirm <code>` to the bot.
+ */
+export interface SlackPersonOpened {
+  botId: string;
+  slackTeamId: string;
+  slackUserId: string;
+  code: string;
+  expiresAt: string;
+  /** What to do next, in words. */
+  next: string;
+}

@@ -1,0 +1,66 @@
+/**
+ * Listener routines on Slack messages (docs/slack.md "Listeners"): a routine with the trigger
+ * `{"type": "slack", "phrase"?}` runs for the messages of the channels the bot is in that it
+ * hears: `phrase` matched case-insensitively as a substring, or, with no phrase, every new
+ * top-level message.
+ *
+ *   SLK19 only messages sent after the routine was saved count (the message's `ts` against the
+ *         routine's last save), and only while it is enabled.
+ *   SLK20 a message starts a routine's run at most once: the run id is derived from the routine
+ *         and the message (`channel`, `ts`), so Slack's retries and the twin events of one
+ *         message start one run (the scheduler is idempotent per run id, RST3).
+ *   SLK21 the message reaches the run as the webhook payload does: fenced as untrusted outside
+ *         content (routines/ runs.ts), never as an instruction.
+ */
+import { createHash } from "node:crypto";
+import type { Logger } from "../log/index.ts";
+import type { RoutineService } from "../routines/index.ts";
+import type { Bot } from "../store/index.ts";
+
+export interface HeardMessage {
+  channel: string;
+  user: string;
+  text: string;
+  ts: string;
+  threadTs: string | null;
+}
+
+export function createSlackListeners(deps: {
+  /** Known once the routines service exists (it is made after the Slack wiring). */
+  routines: () => RoutineService | undefined;
+  logger: Logger;
+}) {
+  return async function hear(bot: Bot, message: HeardMessage): Promise<number> {
+    const routines = deps.routines();
+    if (routines === undefined) return 0;
+    const sentAtMs = Math.floor(Number(message.ts) * 1000);
+    const listening = (await routines.list(bot.accountId, bot.id)).filter(
+      (routine) =>
+        routine.enabled && routine.trigger.type === "slack" && sentAtMs > routine.updatedAt, // SLK19
+    );
+    let started = 0;
+    for (const routine of listening) {
+      if (routine.trigger.type !== "slack") continue;
+      const phrase = routine.trigger.phrase;
+      const hears =
+        phrase === undefined
+          ? message.threadTs === null || message.threadTs === message.ts
+          : message.text.toLowerCase().includes(phrase.toLowerCase());
+      if (!hears) continue;
+      const runId = `rrun_slack_${createHash("sha256")
+        .update(`${routine.id}:${message.channel}:${message.ts}`)
+        .digest("hex")
+        .slice(0, 24)}`; // SLK20
+      await routines.startWebhookRun(routine.id, {
+        runId,
+        kind: "webhook",
+        scheduledAt: null,
+        payload: { slack: message }, // SLK21
+      });
+      started += 1;
+    }
+    if (started > 0)
+      deps.logger.info("slack message started listener routines", { botId: bot.id, started });
+    return started;
+  };
+}
