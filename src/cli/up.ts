@@ -13,6 +13,13 @@ const options: Record<string, OptionSpec> = {
     env: "ROOST_MEMORY_PASS",
     default: "on",
   },
+  "model-titles": {
+    type: "string",
+    value: "BOOL",
+    description: "ask the bot's model for a title after a conversation's first reply (on or off)",
+    env: "ROOST_MODEL_TITLES",
+    default: "on",
+  },
   "slack-insecure-api-url": {
     type: "string",
     value: "BOOL",

@@ -108,6 +108,8 @@ export interface RoostConfig {
   rateLimits: RateLimitsConfig;
   /** Run the memory pass after every turn (the bot's model reads the turn and updates memory). @default true */
   memoryPass: boolean;
+  /** After a conversation's first reply, ask the bot's model for a short title (docs/chat.md "Titles"). @default true */
+  modelTitles: boolean;
   /**
    * Let a Slack link's `apiUrl` be plain http (tests, a gateway on the same host); otherwise it
    * must be https (docs/slack.md). @default false
@@ -708,6 +710,7 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     log: resolveLog(source),
     timezone: resolveTimezone(source),
     memoryPass: boolean(source, "memory-pass", "ROOST_MEMORY_PASS", true),
+    modelTitles: boolean(source, "model-titles", "ROOST_MODEL_TITLES", true),
     slackInsecureApiUrl: boolean(
       source,
       "slack-insecure-api-url",

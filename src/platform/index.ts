@@ -639,7 +639,7 @@ export async function startPlatform(
         createRunSettler(store),
         results.afterTurn,
         helpers.afterTurn,
-        createTitleHook({ store, events, resolveModel }),
+        ...(config.modelTitles ? [createTitleHook({ store, events, resolveModel })] : []),
         ...slack.hooks.afterTurn,
       ],
       logger: logger.child({ component: "loop" }),

@@ -58,6 +58,7 @@ async function start(script: Script, env: Record<string, string> = {}) {
     {
       ROOST_FOLLOW_UP_WINDOW_MS: "100",
       ROOST_MEMORY_PASS: "off",
+      ROOST_MODEL_TITLES: "off", // nor the title request after the first reply
       ROOST_COMPUTER_PROVIDER: "process",
       ...env,
     },

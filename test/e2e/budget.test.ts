@@ -64,6 +64,7 @@ async function start(
     {
       ROOST_FOLLOW_UP_WINDOW_MS: "100",
       ROOST_MEMORY_PASS: "off",
+      ROOST_MODEL_TITLES: "off", // nor the title request after the first reply
       ROOST_COMPUTER_PROVIDER: "process",
       ...env,
     },

@@ -19,6 +19,9 @@ import { createRoostProcess, type RoostProcess } from "../support/roost-process.
 
 const isPass = (request: FakeOpenAiRequest) =>
   (request.body?.tools ?? []).some((tool) => tool.function?.name === "update_memory");
+/** The title request after a conversation's first reply (loop/titles.ts), not one of the turn's. */
+const isTitle = (request: FakeOpenAiRequest) =>
+  JSON.stringify(request.body?.messages ?? []).includes("Write a title for this conversation");
 const messagesOf = (request: FakeOpenAiRequest) => request.body?.messages ?? [];
 const systemOf = (request: FakeOpenAiRequest) => {
   const content = messagesOf(request)[0]?.content;
@@ -73,7 +76,7 @@ describe("prompt prefixes for provider caches (fake OpenAI-compatible model)", (
     await api.waitForSteps(conversationId, "reply", 1);
     await api.send(conversationId, "second question");
     await api.waitForSteps(conversationId, "reply", 2);
-    const calls = fake.requests.filter((request) => !isPass(request));
+    const calls = fake.requests.filter((request) => !isPass(request) && !isTitle(request));
     expect(calls).toHaveLength(3);
     const [first, second, next] = calls.map(messagesOf) as [unknown[], unknown[], unknown[]];
 
@@ -87,7 +90,7 @@ describe("prompt prefixes for provider caches (fake OpenAI-compatible model)", (
     await api.call("POST", "/v1/me/memory", { text: "The user likes tea." });
     await api.send(conversationId, "third question");
     await api.waitForSteps(conversationId, "reply", 3);
-    const after = fake.requests.filter((request) => !isPass(request)).at(-1)!;
+    const after = fake.requests.filter((request) => !isPass(request) && !isTitle(request)).at(-1)!;
     const before = calls[2]!;
     const cut = systemOf(before).indexOf("# Memory");
     expect(cut).toBeGreaterThan(0);

@@ -87,6 +87,7 @@ for (const provider of providers) {
             ROOST_COMPUTER_PROVIDER: provider.name,
             ROOST_FOLLOW_UP_WINDOW_MS: "200",
             ROOST_MEMORY_PASS: "false",
+            ROOST_MODEL_TITLES: "false", // the test reads the last request: the turn's own
             ROOST_MODEL: "openai-compatible:fake-model",
             ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
           },

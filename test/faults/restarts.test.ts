@@ -65,6 +65,7 @@ describe("faults: restarts mid-turn", () => {
       ROOST_FOLLOW_UP_WINDOW_MS: "200",
       // These tests count the model's requests; the memory pass would add its own.
       ROOST_MEMORY_PASS: "off",
+      ROOST_MODEL_TITLES: "off", // nor the title request after the first reply
       ...extraEnv,
     };
     if (store === "postgres") {

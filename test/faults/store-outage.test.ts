@@ -67,6 +67,7 @@ describe("faults: the store unavailable for 60 s mid-turn", () => {
         ROOST_MODEL: "openai-compatible:fake-model",
         ROOST_OPENAI_COMPATIBLE_BASE_URL: fake!.baseUrl,
         ROOST_FOLLOW_UP_WINDOW_MS: "500",
+        ROOST_MODEL_TITLES: "off", // the test counts the turns' model requests
         ...env,
       },
     });
