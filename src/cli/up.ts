@@ -5,7 +5,7 @@ import type { Command, OptionSpec } from "./args.ts";
 import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
-const options: Record<string, OptionSpec> = {
+export const options: Record<string, OptionSpec> = {
   "memory-pass": {
     type: "string",
     value: "BOOL",
@@ -364,7 +364,12 @@ export const upCommand: Command = {
   run: (args, io) => up(args.values, io),
 };
 
-export async function up(flags: Flags, io: CliIo): Promise<number> {
+/** `role`: `computer-host` for `roost computer-host` (computer-host.ts, decision 0041). */
+export async function up(
+  flags: Flags,
+  io: CliIo,
+  role: "api" | "computer-host" = "api",
+): Promise<number> {
   // Loaded here, not at the top: the other commands are HTTP clients and start faster without it.
   const [{ resolveConfig }, { startPlatform }, { createLogger }, computers] = await Promise.all([
     import("../config/index.ts"),
@@ -393,10 +398,14 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
     notice: (line) => io.stderr.write(`${line}\n`),
     logger,
   });
-  const platform = await startPlatform(config, { logger, host: report });
+  const platform = await startPlatform(config, { logger, host: report, role });
   const out = (line: string) => io.stdout.write(`${line}\n`);
   const isolation = computers.isolationOf(platform.provider);
-  out(`Roost is up at ${platform.url} (${Date.now() - started} ms)`);
+  out(
+    role === "computer-host"
+      ? `Roost computer host ${config.node.id ?? ""} is up: gateway ${platform.url}/v1/gateway, node endpoint ${config.forwarding?.url ?? ""} (${Date.now() - started} ms)`
+      : `Roost is up at ${platform.url} (${Date.now() - started} ms)`,
+  );
   out(`  data:        ${config.dataDir}`);
   out(`  store:       ${config.store.kind}`);
   out(
@@ -411,8 +420,12 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
           : " (NOT isolated: development only)"
     }`,
   );
-  out(`  admin token: ${platform.adminTokenFile}`);
-  out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
+  if (role === "computer-host") {
+    out("It serves no public API: send requests to the API nodes (Ctrl+C stops it)");
+  } else {
+    out(`  admin token: ${platform.adminTokenFile}`);
+    out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
+  }
 
   await new Promise<void>((resolve) => {
     let stopping = false;
