@@ -1,6 +1,6 @@
 /**
  * The `roost computer-host` role (issue 17 §3, decision 0041): one API node with
- * ROOST_COMPUTERS=remote and one computer host, on one Postgres, one external Restate and one
+ * ROOST_COMPUTERS=remote and two computer hosts, on one Postgres, one external Restate and one
  * blob store. The loop runs on the API node; the computer runs on the host (its home), its worker
  * dials the host's gateway, and the API node reaches it through node-to-node forwarding. The API
  * node never starts a sandbox; the host serves no public API and no loop.
@@ -38,9 +38,15 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
   let restate: EmbeddedRestate;
   let database: { url: string; drop(): Promise<void> };
   let apiNode: RoostProcess;
+  /** host-1: the attacks' target. */
   let host: RoostProcess;
+  let host2: RoostProcess;
   let apiNodeUrl: string;
-  let hostNodeUrl: string;
+  const nodeUrls = new Map<string, string>();
+  const hosts = new Map<string, RoostProcess>();
+  /** The host the computer's first wake went to (picked by its id), and the other one. */
+  let home: RoostProcess;
+  let homeId: string;
 
   const dir = () => {
     const created = mkdtempSync(join(tmpdir(), "roost-computer-host-"));
@@ -64,8 +70,10 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
     const blobDir = dir();
     const nodePortApi = await findFreePort([ingressPort, adminPort]);
     const nodePortHost = await findFreePort([ingressPort, adminPort, nodePortApi]);
+    const nodePortHost2 = await findFreePort([ingressPort, adminPort, nodePortApi, nodePortHost]);
     apiNodeUrl = `http://127.0.0.1:${nodePortApi}`;
-    hostNodeUrl = `http://127.0.0.1:${nodePortHost}`;
+    nodeUrls.set("host-1", `http://127.0.0.1:${nodePortHost}`);
+    nodeUrls.set("host-2", `http://127.0.0.1:${nodePortHost2}`);
     const env = (nodeUrl: string, nodePort: number) => ({
       ROOST_STORE: "postgres",
       ROOST_DATABASE_URL: database.url,
@@ -78,6 +86,8 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
       ROOST_NODE_URL: nodeUrl,
       ROOST_NODE_PORT: String(nodePort),
       ROOST_NODE_SECRET: secret,
+      // A host that does not answer for this long has lost its computers (the kill test).
+      ROOST_HOME_TIMEOUT_MS: "3000",
     });
     apiNode = await createRoostProcess({
       dataDir: dir(),
@@ -85,19 +95,26 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
         ...env(apiNodeUrl, nodePortApi),
         ROOST_NODE_ID: "api-1",
         ROOST_COMPUTERS: "remote",
-        ROOST_COMPUTER_HOSTS: "host-1",
+        ROOST_COMPUTER_HOSTS: "host-1,host-2",
       },
     });
     await apiNode.start();
     host = await createRoostProcess({
       command: "computer-host",
       dataDir: dir(),
-      env: { ...env(hostNodeUrl, nodePortHost), ROOST_NODE_ID: "host-1" },
+      env: { ...env(nodeUrls.get("host-1")!, nodePortHost), ROOST_NODE_ID: "host-1" },
     });
-    await host.start();
+    host2 = await createRoostProcess({
+      command: "computer-host",
+      dataDir: dir(),
+      env: { ...env(nodeUrls.get("host-2")!, nodePortHost2), ROOST_NODE_ID: "host-2" },
+    });
+    hosts.set("host-1", host).set("host-2", host2);
+    await Promise.all([host.start(), host2.start()]);
   }, 120_000);
   afterAll(async () => {
     await host?.stop();
+    await host2?.stop();
     await apiNode?.stop();
     await restate?.close();
     await database?.drop();
@@ -117,18 +134,23 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
       details: { exitCode: 0, stdout: "from-host\n" },
     });
     const computer = await api.call<ComputerView>("GET", "/v1/computers/me");
-    expect(computer).toMatchObject({ state: "awake", home: "host-1", failure: null });
-    // The file is on the host's disk; the API node has no computer directory at all.
+    expect(computer).toMatchObject({ state: "awake", failure: null });
+    expect(["host-1", "host-2"]).toContain(computer.home);
+    homeId = computer.home!;
+    home = hosts.get(homeId)!;
+    const other = hosts.get(homeId === "host-1" ? "host-2" : "host-1")!;
+    // The file is on the home's disk; the other host and the API node have no such computer.
     expect(
-      readFileSync(join(host.dataDir, "computers", computer.id, "workspace", "f.txt"), "utf8"),
+      readFileSync(join(home.dataDir, "computers", computer.id, "workspace", "f.txt"), "utf8"),
     ).toBe("from-host\n");
+    expect(existsSync(join(other.dataDir, "computers", computer.id))).toBe(false);
     expect(existsSync(join(apiNode.dataDir, "computers", computer.id))).toBe(false);
     // The worker is connected to the host's gateway: the host's node endpoint knows it, the API's not.
     const ask = (nodeUrl: string) =>
       fetch(`${nodeUrl}/node/v1/workers/${computer.id}`, {
         headers: { authorization: `Bearer ${secret}` },
       });
-    expect((await ask(hostNodeUrl)).status).toBe(200);
+    expect((await ask(nodeUrls.get(homeId)!)).status).toBe(200);
     expect((await ask(apiNodeUrl)).status).toBe(404);
   }, 120_000);
 
@@ -146,9 +168,9 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
   it("sleep and wake through the API node go to the host, which snapshots and restores", async () => {
     const api = admin();
     const slept = await api.call<ComputerView>("POST", "/v1/computers/me/sleep");
-    expect(slept).toMatchObject({ state: "asleep", home: "host-1", failure: null });
+    expect(slept).toMatchObject({ state: "asleep", home: homeId, failure: null });
     const woken = await api.call<ComputerView>("POST", "/v1/computers/me/wake");
-    expect(woken).toMatchObject({ state: "awake", home: "host-1", failure: null });
+    expect(woken).toMatchObject({ state: "awake", home: homeId, failure: null });
     const listing = await api.call<Api.Listing>("GET", "/v1/computers/me/files");
     expect(listing.entries.map((entry) => entry.name)).toContain("f.txt");
     expect(existsSync(join(apiNode.dataDir, "computers", slept.id))).toBe(false);
@@ -223,7 +245,7 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
       `Bearer ${secret}x`,
       `Bearer ${secret.slice(0, -1)}`,
     ]) {
-      const response = await fetch(`${hostNodeUrl}/node/v1/calls`, {
+      const response = await fetch(`${nodeUrls.get("host-1")!}/node/v1/calls`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
@@ -249,6 +271,26 @@ describe.skipIf(!postgres.ok)("roost computer-host: computers run apart from API
       expect(existsSync(join(host.dataDir, "computers", computerId || "x"))).toBe(false);
     }
   });
+
+  it("a host killed with the computer awake: the next turn moves it to the other host from its snapshot", async () => {
+    const api = admin();
+    const otherId = homeId === "host-1" ? "host-2" : "host-1";
+    // The snapshot the sleep above saved has f.txt; the home's later changes die with it.
+    await home.kill("SIGKILL");
+    const bot = await api.createBot("after-the-kill");
+    const conversation = await api.createConversation(bot.id);
+    await api.send(conversation.id, "$ cat f.txt && hostname > /dev/null && echo moved");
+    const steps = await api.waitForSteps(conversation.id, "reply", 1, 120_000);
+    const tool = steps.find((step) => step.kind === "tool") as TestStep;
+    expect(tool.payload).toMatchObject({
+      name: "shell",
+      isError: false,
+      details: { exitCode: 0, stdout: "from-host\nmoved\n" },
+    });
+    const computer = await api.call<ComputerView>("GET", "/v1/computers/me");
+    expect(computer).toMatchObject({ state: "awake", home: otherId });
+    expect(existsSync(join(apiNode.dataDir, "computers", computer.id))).toBe(false);
+  }, 180_000);
 
   it("a start with a wrong combination says how to fix it", async () => {
     const broken = await createRoostProcess({
