@@ -424,7 +424,7 @@ export async function up(
     `  engine:      ${config.restate.mode === "embedded" ? `embedded Restate (ingress ${platform.engine.ingressUrl})` : `external Restate at ${platform.engine.ingressUrl}`}`,
   );
   out(
-    `  computers:   ${platform.provider.kind}${
+    `  computers:   ${config.node.computers === "remote" ? `on the computer hosts ${config.node.computerHosts.join(", ")}, ` : ""}${platform.provider.kind}${
       isolation === "full"
         ? " (isolated sandboxes)"
         : isolation === "unprivileged"

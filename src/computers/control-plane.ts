@@ -289,7 +289,21 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     record: ComputerRecord,
     hosts: readonly string[],
   ): Promise<void> {
-    const target = pickHost(ctx.key, record, hosts);
+    // The store's home is the compare-and-set's truth (HOME2): a wake that timed out here may
+    // still have claimed it on its host afterwards.
+    const storedHome = await ctx.run(
+      "read-home",
+      async () => (await deps.store.getComputer(ctx.key))?.homeHost ?? null,
+    );
+    const known = storedHome ?? record.home;
+    const target = pickHost(
+      ctx.key,
+      {
+        ...(known === undefined ? {} : { home: known }),
+        ...(record.unanswered === undefined ? {} : { unanswered: record.unanswered }),
+      },
+      hosts,
+    );
     try {
       await ctx
         .genericCall({
@@ -297,7 +311,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
           method: "wake",
           parameter: {
             computerId: ctx.key,
-            previousHome: record.home ?? null,
+            previousHome: known ?? null,
             atLeastGeneration: record.savedGeneration ?? null,
           },
           inputSerde: restate.serde.json,
@@ -316,7 +330,16 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
         host: target,
         error: message,
       });
-      if (timedOut) record.unanswered = target;
+      if (timedOut) {
+        record.unanswered = target;
+        // Delivered when the host answers again: a wake it finishes late is stopped there.
+        ctx.genericSend({
+          service: hostServiceName(target),
+          method: "stop",
+          parameter: { computerId: ctx.key },
+          inputSerde: restate.serde.json,
+        });
+      }
       record.failure = `waking the computer failed: ${message}`;
       transition(ctx, record, "wake-failed");
       throw new restate.TerminalError(
