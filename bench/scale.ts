@@ -5,20 +5,23 @@
  *   3. idle cost: N sleeping computers and N idle conversations (rows inserted directly), for each
  *      N given: each node's RSS and the Postgres connections in use, to show how cost grows.
  *
- * Loops run on one node: until the service balancer (issue 17 §1) is on main, Restate runs every
- * loop on the deployment registered last (node B), so phase 2 kills the other node, A, which
- * only served API traffic. Say so wherever these figures are quoted.
+ * With --balancer (decision 0039) both nodes register the built-in service balancer's URL, so
+ * loops run on both nodes and phase 2 kills a node that runs loops (A): its loops are retried
+ * through the balancer on B, and node-to-node forwarding (ROOST_NODE_URL) is on. Without it,
+ * Restate runs every loop on the deployment registered last (node B) and phase 2 kills A, which
+ * then only served API traffic. Say which wherever these figures are quoted.
  *
- *   node bench/scale.ts [--conversations 200] [--messages 5] [--idle 1000,10000]
+ *   node bench/scale.ts [--balancer] [--conversations 200] [--messages 5] [--idle 1000,10000]
  *                       [--skip-load] [--skip-kill] [--skip-idle]
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { findFreePort, startEmbeddedRestate } from "../src/engine/index.ts";
+import { startServiceBalancer, type ServiceBalancer } from "../src/platform/index.ts";
 import { apiClient } from "../test/support/api-client.ts";
 import { createTestDatabase, postgresAvailable } from "../test/support/postgres.ts";
 import { createRoostProcess, type RoostProcess } from "../test/support/roost-process.ts";
@@ -33,6 +36,7 @@ const { values: flags } = parseArgs({
     "skip-load": { type: "boolean", default: false },
     "skip-kill": { type: "boolean", default: false },
     "skip-idle": { type: "boolean", default: false },
+    balancer: { type: "boolean", default: false },
   },
 });
 const positive = (name: string, text: string) => {
@@ -53,6 +57,8 @@ interface Cluster {
   database: { url: string; drop(): Promise<void> };
   nodeA: RoostProcess;
   nodeB: RoostProcess;
+  /** With --balancer: the streams it sent to each node. */
+  streams(): string;
   close(): Promise<void>;
 }
 
@@ -80,12 +86,44 @@ async function startCluster(): Promise<Cluster> {
     ROOST_RATE_LIMIT_PER_MINUTE: "0",
     ROOST_MAX_EVENT_STREAMS: String(Math.max(20, conversations + 10)),
   };
-  const nodeA = await createRoostProcess({ dataDir: dir(), env: { ...env, ROOST_NODE_ID: "a" } });
-  await nodeA.start();
-  // B registers last: Restate runs the loops there.
-  const nodeB = await createRoostProcess({ dataDir: dir(), env: { ...env, ROOST_NODE_ID: "b" } });
-  await nodeB.start();
+  let nodeA: RoostProcess;
+  let nodeB: RoostProcess;
+  let balancer: ServiceBalancer | undefined;
+  if (flags.balancer) {
+    // Both nodes register the balancer's URL; forwarding on, as a scale-mode install runs it.
+    const balancerPort = await findFreePort([ingressPort, adminPort]);
+    const nodePortA = await findFreePort([ingressPort, adminPort, balancerPort]);
+    const nodePortB = await findFreePort([ingressPort, adminPort, balancerPort, nodePortA]);
+    const secret = randomBytes(32).toString("base64url");
+    const scaled = (id: string, nodePort: number) => ({
+      ...env,
+      ROOST_NODE_ID: id,
+      ROOST_SERVICE_URL: `http://127.0.0.1:${balancerPort}`,
+      ROOST_NODE_URL: `http://127.0.0.1:${nodePort}`,
+      ROOST_NODE_PORT: String(nodePort),
+      ROOST_NODE_SECRET: secret,
+    });
+    nodeA = await createRoostProcess({ dataDir: dir(), env: scaled("a", nodePortA) });
+    nodeB = await createRoostProcess({ dataDir: dir(), env: scaled("b", nodePortB) });
+    balancer = await startServiceBalancer({
+      nodes: [`http://127.0.0.1:${nodeA.servicePort}`, `http://127.0.0.1:${nodeB.servicePort}`],
+      port: balancerPort,
+      probeIntervalMs: 200,
+    });
+    await nodeA.start();
+    await nodeB.start();
+  } else {
+    nodeA = await createRoostProcess({ dataDir: dir(), env: { ...env, ROOST_NODE_ID: "a" } });
+    await nodeA.start();
+    // B registers last: Restate runs the loops there.
+    nodeB = await createRoostProcess({ dataDir: dir(), env: { ...env, ROOST_NODE_ID: "b" } });
+    await nodeB.start();
+  }
   return {
+    streams: () =>
+      balancer === undefined
+        ? "no balancer: every loop on B"
+        : `balancer streams: A ${balancer.nodes()[0]!.streams}, B ${balancer.nodes()[1]!.streams}`,
     restateUrl: { ingress: restate.ingressUrl, admin: restate.adminUrl },
     database,
     nodeA,
@@ -93,6 +131,7 @@ async function startCluster(): Promise<Cluster> {
     async close() {
       await nodeA.stop();
       await nodeB.stop();
+      await balancer?.close();
       await restate.close();
       await database.drop();
       for (const created of dirs) rmSync(created, { recursive: true, force: true });
@@ -180,13 +219,15 @@ async function load(killHalfway: boolean): Promise<void> {
       }
     }
     await Promise.all(lanes.map(({ stream }) => stream.close()));
+    const where = flags.balancer ? "loops on both nodes through the balancer" : "loops on B";
     const label = killHalfway
-      ? `load, node A SIGKILLed after ${killAt} of ${total} replies (loops on B; ${retriedOnB} sends retried on B)`
-      : "load";
+      ? `load, node A SIGKILLed after ${killAt} of ${total} replies (${where}; ${retriedOnB} sends retried on B)`
+      : `load (${where})`;
     console.log(
       `${label}: 2 nodes × ${conversations} conversations × ${messagesEach} messages = ${total} turns in ${seconds.toFixed(2)} s → ${(total / seconds).toFixed(1)} turns/s; lost ${lost}, duplicated ${duplicated}`,
     );
     console.log(`  ${summarize("reply (send → reply step on the stream)", latencies)}`);
+    console.log(`  ${cluster.streams()}`);
   } finally {
     await cluster.close();
   }

@@ -40,7 +40,11 @@ describe("roost completion bash", () => {
     const { code, stdout } = await script("bash");
     expect(code).toBe(0);
     expect(complete(stdout, ["roost", "bo"])).toEqual(["bots"]);
-    expect(complete(stdout, ["roost", "co"])).toEqual(["conversations", "completion"]);
+    expect(complete(stdout, ["roost", "co"])).toEqual([
+      "conversations",
+      "computer-host",
+      "completion",
+    ]);
     expect(complete(stdout, ["roost", "conversations", ""])).toEqual([
       "list",
       "show",

@@ -26,6 +26,7 @@ import { ApiError, ConnectionError } from "./client.ts";
 import { CliError, type CliIo } from "./io.ts";
 import { tokenGroup } from "./token.ts";
 import { serviceBalancerCommand } from "./service-balancer.ts";
+import { computerHostCommand } from "./computer-host.ts";
 import { upCommand } from "./up.ts";
 import { workerCommand } from "./worker.ts";
 
@@ -40,6 +41,7 @@ export const entries: (Command | CommandGroup)[] = [
   tokenGroup,
   workerCommand,
   serviceBalancerCommand,
+  computerHostCommand,
   createCompletionCommand(() => entries),
 ];
 

@@ -5,7 +5,19 @@ import type { Command, OptionSpec } from "./args.ts";
 import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
-const options: Record<string, OptionSpec> = {
+export const options: Record<string, OptionSpec> = {
+  "node-id": {
+    type: "string",
+    value: "ID",
+    description: "this node's id as a computer host (default: kept in the data dir)",
+    env: "ROOST_NODE_ID",
+  },
+  "node-service-url": {
+    type: "string",
+    value: "URL",
+    description: "where Restate reaches this node's own service port (its host service)",
+    env: "ROOST_NODE_SERVICE_URL",
+  },
   "memory-pass": {
     type: "string",
     value: "BOOL",
@@ -390,7 +402,12 @@ export const upCommand: Command = {
   run: (args, io) => up(args.values, io),
 };
 
-export async function up(flags: Flags, io: CliIo): Promise<number> {
+/** `role`: `computer-host` for `roost computer-host` (computer-host.ts, decision 0041). */
+export async function up(
+  flags: Flags,
+  io: CliIo,
+  role: "api" | "computer-host" = "api",
+): Promise<number> {
   // Loaded here, not at the top: the other commands are HTTP clients and start faster without it.
   const [{ resolveConfig }, { startPlatform }, { createLogger }, computers] = await Promise.all([
     import("../config/index.ts"),
@@ -419,17 +436,21 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
     notice: (line) => io.stderr.write(`${line}\n`),
     logger,
   });
-  const platform = await startPlatform(config, { logger, host: report });
+  const platform = await startPlatform(config, { logger, host: report, role });
   const out = (line: string) => io.stdout.write(`${line}\n`);
   const isolation = computers.isolationOf(platform.provider);
-  out(`Roost is up at ${platform.url} (${Date.now() - started} ms)`);
+  out(
+    role === "computer-host"
+      ? `Roost computer host ${config.node.id ?? ""} is up: gateway ${platform.url}/v1/gateway, node endpoint ${config.forwarding?.url ?? ""} (${Date.now() - started} ms)`
+      : `Roost is up at ${platform.url} (${Date.now() - started} ms)`,
+  );
   out(`  data:        ${config.dataDir}`);
   out(`  store:       ${config.store.kind}`);
   out(
     `  engine:      ${config.restate.mode === "embedded" ? `embedded Restate (ingress ${platform.engine.ingressUrl})` : `external Restate at ${platform.engine.ingressUrl}`}`,
   );
   out(
-    `  computers:   ${platform.provider.kind}${
+    `  computers:   ${config.node.computers === "remote" ? `on the computer hosts ${config.node.computerHosts.join(", ")}, ` : ""}${platform.provider.kind}${
       isolation === "full"
         ? " (isolated sandboxes)"
         : isolation === "unprivileged"
@@ -437,8 +458,12 @@ export async function up(flags: Flags, io: CliIo): Promise<number> {
           : " (NOT isolated: development only)"
     }`,
   );
-  out(`  admin token: ${platform.adminTokenFile}`);
-  out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
+  if (role === "computer-host") {
+    out("It serves no public API: send requests to the API nodes (Ctrl+C stops it)");
+  } else {
+    out(`  admin token: ${platform.adminTokenFile}`);
+    out(`Open ${platform.url} in a browser, or try: npx roost chat "hello"   (Ctrl+C stops Roost)`);
+  }
 
   await new Promise<void>((resolve) => {
     let stopping = false;

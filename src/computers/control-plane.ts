@@ -30,6 +30,11 @@
  *      it is, through its host service (HOME3): a node never stops or snapshots its own stale
  *      copy in the home's place. A home that does not answer within `homeTimeoutMs` has lost the
  *      computer: it is recorded asleep (not failed) and the next wake moves it.
+ *   C10 with `remoteHosts` (an API node beside computer hosts, decision 0041) this node never
+ *      runs a computer: a wake goes to the home's host service when the home is one of the
+ *      hosts, otherwise (first wake, or the home did not answer last time) to a host picked by
+ *      the computer's id among the others; that host restores, claims the home and starts it
+ *      (HOME4). Stops and status checks already go to the home (C9).
  */
 import * as restate from "@restatedev/restate-sdk";
 import { generateWorkerToken, hashToken } from "../auth/index.ts";
@@ -68,6 +73,8 @@ export interface ControlPlaneDependencies {
   host: ComputerHost;
   /** How long the home host may take to answer a stop or a status check (C9). @default 30000 */
   homeTimeoutMs: number;
+  /** C10: the computer hosts' node ids; set, this node runs no computer itself. */
+  remoteHosts?: readonly string[];
   /**
    * Restores the disk from the blob store before a wake when the local copy is missing or stale.
    * `atLeastGeneration`: the generation the last sleep saved; fewer in the blob store is an error
@@ -108,6 +115,8 @@ interface ComputerRecord {
   home?: string;
   /** C9: the snapshot generation its last sleep saved. */
   savedGeneration?: number;
+  /** C10: a host that did not answer the last wake, stop or status call; skipped when picking. */
+  unanswered?: string;
 }
 
 export interface ComputerStatus {
@@ -194,6 +203,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
   async function wake(ctx: restate.ObjectContext, record: ComputerRecord): Promise<void> {
     recoverInterrupted(ctx, record);
     transition(ctx, record, "wake");
+    if (deps.remoteHosts !== undefined) return wakeOnHost(ctx, record, deps.remoteHosts);
     const here = deps.host.nodeId;
     const previousHome = record.home ?? null;
     const atLeastGeneration = record.savedGeneration ?? null;
@@ -273,6 +283,78 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     scheduleIdleCheck(ctx, record.generation, deps.idleSleepMs);
   }
 
+  /** C10: the wake runs on a computer host, through its host service (HOME4). */
+  async function wakeOnHost(
+    ctx: restate.ObjectContext,
+    record: ComputerRecord,
+    hosts: readonly string[],
+  ): Promise<void> {
+    // The store's home is the compare-and-set's truth (HOME2): a wake that timed out here may
+    // still have claimed it on its host afterwards.
+    const storedHome = await ctx.run(
+      "read-home",
+      async () => (await deps.store.getComputer(ctx.key))?.homeHost ?? null,
+    );
+    const known = storedHome ?? record.home;
+    const target = pickHost(
+      ctx.key,
+      {
+        ...(known === undefined ? {} : { home: known }),
+        ...(record.unanswered === undefined ? {} : { unanswered: record.unanswered }),
+      },
+      hosts,
+    );
+    try {
+      await ctx
+        .genericCall({
+          service: hostServiceName(target),
+          method: "wake",
+          parameter: {
+            computerId: ctx.key,
+            previousHome: known ?? null,
+            atLeastGeneration: record.savedGeneration ?? null,
+          },
+          inputSerde: restate.serde.json,
+          outputSerde: restate.serde.json,
+        })
+        .orTimeout(deps.wakeTimeoutMs + deps.homeTimeoutMs);
+    } catch (error) {
+      const timedOut = error instanceof restate.TimeoutError;
+      const message = timedOut
+        ? `computer host ${target} did not answer within ${deps.wakeTimeoutMs + deps.homeTimeoutMs} ms; the next wake picks another host`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+      logger.error("waking the computer failed", {
+        computerId: ctx.key,
+        host: target,
+        error: message,
+      });
+      if (timedOut) {
+        record.unanswered = target;
+        // Delivered when the host answers again: a wake it finishes late is stopped there.
+        ctx.genericSend({
+          service: hostServiceName(target),
+          method: "stop",
+          parameter: { computerId: ctx.key },
+          inputSerde: restate.serde.json,
+        });
+      }
+      record.failure = `waking the computer failed: ${message}`;
+      transition(ctx, record, "wake-failed");
+      throw new restate.TerminalError(
+        `${record.failure} (try again; if it keeps failing, see the computer host's log)`,
+      );
+    }
+    record.home = target;
+    delete record.unanswered;
+    record.failure = null;
+    record.generation += 1;
+    record.lastActiveAt = await ctx.date.now();
+    transition(ctx, record, "woke");
+    scheduleIdleCheck(ctx, record.generation, deps.idleSleepMs);
+  }
+
   function scheduleIdleCheck(ctx: restate.ObjectContext, generation: number, delayMs: number) {
     ctx.genericSend({
       service: computerObjectName,
@@ -323,6 +405,17 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     method: "stop" | "status",
     local: () => Promise<T>,
   ): Promise<T | undefined> {
+    // C10: a computer never woken has nothing running anywhere: nothing to stop or to ask.
+    if (record.home === undefined && deps.remoteHosts !== undefined)
+      return (
+        method === "stop"
+          ? {
+              host: deps.host.nodeId,
+              savedGeneration: null,
+              skipped: "the computer was never woken",
+            }
+          : "stopped"
+      ) as T;
     const home = record.home ?? deps.host.nodeId;
     if (home === deps.host.nodeId) return local();
     try {
@@ -338,6 +431,7 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
     } catch (error) {
       if (!(error instanceof restate.TimeoutError)) throw error;
       logger.warn("the computer's home host did not answer", { computerId: ctx.key, home, method });
+      record.unanswered = home; // C10: the next wake goes elsewhere
       return undefined;
     }
   }
@@ -611,3 +705,26 @@ export function createComputerObject(deps: ControlPlaneDependencies) {
 }
 
 export type ComputerObject = ReturnType<typeof createComputerObject>;
+
+/**
+ * C10: the host a wake goes to: the home while it is one of the hosts and answered last time,
+ * else one picked by the computer's id (stable, spread evenly) among the rest.
+ */
+export function pickHost(
+  computerId: string,
+  record: { home?: string; unanswered?: string },
+  hosts: readonly string[],
+): string {
+  if (hosts.length === 0)
+    throw new Error("no computer hosts are configured (ROOST_COMPUTER_HOSTS)");
+  if (record.home !== undefined && hosts.includes(record.home) && record.unanswered !== record.home)
+    return record.home;
+  const candidates = hosts.filter((host) => host !== record.unanswered);
+  const pool = candidates.length > 0 ? candidates : hosts;
+  let hash = 2166136261;
+  for (let index = 0; index < computerId.length; index++) {
+    hash ^= computerId.charCodeAt(index);
+    hash = Math.imul(hash, 16777619) >>> 0;
+  }
+  return pool[hash % pool.length]!;
+}

@@ -13,8 +13,13 @@
  *   HOME3 each node serves its host service under a name of its own (`roost_host_<node id>`), on
  *         a deployment of its own URL: Restate delivers a call for a home to that node and no
  *         other, and keeps it until the node answers.
+ *   HOME4 (decision 0041) an API node with ROOST_COMPUTERS=remote never runs a computer: its
+ *         control plane asks a computer host's service to wake it (`wake`), which restores,
+ *         claims the home (HOME2), starts the sandbox and waits for its worker, all on the host.
+ *         A host wakes only computers the store knows and that are hosted.
  */
 import * as restate from "@restatedev/restate-sdk";
+import { generateWorkerToken, hashToken } from "../auth/index.ts";
 import type { Store } from "../store/index.ts";
 import type { ComputerPaths, ComputerProvider, ComputerRuntimeStatus } from "./provider.ts";
 
@@ -27,6 +32,30 @@ export interface ComputerHostDependencies {
   snapshots?: {
     save(computerId: string, paths: ComputerPaths): Promise<{ generation: number } | void>;
   };
+  /** What a wake asked of this host needs (HOME4); without it the host refuses wakes. */
+  waking?: HostWakeDependencies;
+}
+
+/** HOME4: what a host needs to wake a computer for another node's control plane. */
+export interface HostWakeDependencies {
+  store: Pick<Store, "claimComputerHome" | "setWorkerToken">;
+  restoreIfNeeded?(
+    computerId: string,
+    paths: ComputerPaths,
+    options: { atLeastGeneration: number | null },
+  ): Promise<void>;
+  waitForWorker(computerId: string, timeoutMs: number): Promise<unknown>;
+  gatewayUrl: string;
+  computerEnv?: (computerId: string) => Promise<Record<string, string>> | Record<string, string>;
+  wakeTimeoutMs: number;
+  workerTokenTtlMs: number;
+}
+
+/** HOME4: a wake asked of a host: the home the control plane knew and the generation it saved. */
+export interface HostWakeRequest {
+  computerId: string;
+  previousHome: string | null;
+  atLeastGeneration: number | null;
 }
 
 /** What a stop did. `savedGeneration` is null when no snapshot was taken. */
@@ -43,6 +72,8 @@ export interface ComputerHost {
   /** Stops the computer's sandbox here and, while this node is its home, snapshots its disk (HOME1). */
   stop(computerId: string): Promise<HostStopResult>;
   status(computerId: string): Promise<ComputerRuntimeStatus>;
+  /** HOME4: restores, claims the home, starts the sandbox here and waits for its worker. */
+  wake(request: HostWakeRequest): Promise<{ host: string }>;
 }
 
 export function createComputerHost(deps: ComputerHostDependencies): ComputerHost {
@@ -87,6 +118,58 @@ export function createComputerHost(deps: ComputerHostDependencies): ComputerHost
         );
       return deps.provider.status(computerId);
     },
+    async wake({ computerId, previousHome, atLeastGeneration }) {
+      const waking = deps.waking;
+      if (waking === undefined)
+        throw new restate.TerminalError(`computer host ${deps.nodeId} does not wake computers`);
+      const computer = await deps.store.getComputer(computerId);
+      if (computer === undefined)
+        throw new restate.TerminalError(
+          `computer host ${deps.nodeId}: no computer ${JSON.stringify(computerId)}`,
+        );
+      if (computer.kind === "self-hosted")
+        throw new restate.TerminalError(
+          `computer host ${deps.nodeId}: computer ${computerId} is self-hosted; its owner's machine runs it`,
+        );
+      const here = deps.nodeId;
+      let claimed = false;
+      try {
+        const paths = await deps.provider.create(computerId);
+        await waking.restoreIfNeeded?.(computerId, paths, { atLeastGeneration }); // HOME2
+        if (previousHome !== here) {
+          const won = await waking.store.claimComputerHome(computerId, previousHome, here);
+          // A retried wake finds its own earlier claim.
+          const current = won ? here : (await deps.store.getComputer(computerId))?.homeHost;
+          if (current !== here)
+            throw new restate.TerminalError(
+              `another host (${current ?? "none"}) became the computer's home while ${here} was taking it over from ${previousHome ?? "none"}`,
+            );
+          // A sleep on the old home may have saved a newer generation while this one restored.
+          await waking.restoreIfNeeded?.(computerId, deps.provider.paths(computerId), {
+            atLeastGeneration,
+          });
+        }
+        claimed = true;
+        const token = generateWorkerToken(); // C3, C5: never leaves this step
+        await waking.store.setWorkerToken(
+          computerId,
+          hashToken(token),
+          Date.now() + waking.workerTokenTtlMs,
+        );
+        await deps.provider.wake(computerId, {
+          gatewayUrl: waking.gatewayUrl,
+          workerToken: token,
+          env: (await waking.computerEnv?.(computerId)) ?? {},
+        });
+        await waking.waitForWorker(computerId, waking.wakeTimeoutMs);
+        return { host: here };
+      } catch (error) {
+        await deps.provider.sleep(computerId).catch(() => undefined);
+        // Only the home's token is this wake's; a lost claim leaves the winner's alone.
+        if (claimed) await deps.store.clearWorkerToken(computerId).catch(() => undefined);
+        throw error;
+      }
+    },
   };
 }
 
@@ -109,6 +192,18 @@ export function createComputerHostService(host: ComputerHost) {
         _ctx: restate.Context,
         request: { computerId: string },
       ): Promise<ComputerRuntimeStatus> => host.status(request.computerId),
+      // HOME4: one attempt; the control plane records a failed wake and the next wake tries again.
+      wake: async (ctx: restate.Context, request: HostWakeRequest) =>
+        ctx.run(
+          "wake",
+          () =>
+            host.wake({
+              computerId: String(request?.computerId ?? ""),
+              previousHome: request?.previousHome ?? null,
+              atLeastGeneration: request?.atLeastGeneration ?? null,
+            }),
+          { maxRetryAttempts: 1 },
+        ),
     },
   });
 }

@@ -53,6 +53,14 @@ export interface NodeConfig {
   serviceUrl: string | undefined;
   /** How long a call to a computer's home host may go unanswered before the computer is treated as lost there. @default 30000 */
   homeTimeoutMs: number;
+  /**
+   * Where this node's computers run (decision 0041): `local` (this node runs them) or `remote`
+   * (an API node beside `roost computer-host` nodes: it never runs a computer itself).
+   * @default local (ROOST_COMPUTERS)
+   */
+  computers: "local" | "remote";
+  /** With `remote`: the computer hosts' node ids, from ROOST_COMPUTER_HOSTS (comma-separated). */
+  computerHosts: string[];
 }
 
 export interface RoostConfig {
@@ -348,8 +356,32 @@ function resolveNode(source: Source): NodeConfig {
       `ROOST_NODE_ID must be 1–40 letters, digits, "_" or "-" (it names this node's Restate service), got ${JSON.stringify(id)}`,
     );
   }
+  const computers = pick(source, "", "ROOST_COMPUTERS") ?? "local";
+  if (computers !== "local" && computers !== "remote")
+    throw new ConfigError(
+      `ROOST_COMPUTERS must be "local" (this node runs computers) or "remote" (computer hosts run them; list their ROOST_NODE_IDs in ROOST_COMPUTER_HOSTS), got ${JSON.stringify(computers)}`,
+    );
+  const computerHosts = (pick(source, "", "ROOST_COMPUTER_HOSTS") ?? "")
+    .split(",")
+    .map((host) => host.trim())
+    .filter((host) => host !== "");
+  for (const host of computerHosts)
+    if (!/^[A-Za-z0-9_-]{1,40}$/.test(host))
+      throw new ConfigError(
+        `ROOST_COMPUTER_HOSTS lists node ids (each host's ROOST_NODE_ID: 1–40 letters, digits, "_" or "-"), comma-separated; got ${JSON.stringify(host)}`,
+      );
+  if (computers === "remote" && computerHosts.length === 0)
+    throw new ConfigError(
+      "ROOST_COMPUTERS=remote needs ROOST_COMPUTER_HOSTS: the ROOST_NODE_ID of each `roost computer-host`, comma-separated (e.g. ROOST_COMPUTER_HOSTS=host-1,host-2)",
+    );
+  if (computers === "local" && computerHosts.length > 0)
+    throw new ConfigError(
+      "ROOST_COMPUTER_HOSTS is only read with ROOST_COMPUTERS=remote: set that too, or unset ROOST_COMPUTER_HOSTS",
+    );
   return {
     id,
+    computers,
+    computerHosts,
     serviceUrl: url(source, "node-service-url", "ROOST_NODE_SERVICE_URL"),
     homeTimeoutMs: integer(source, "", "ROOST_HOME_TIMEOUT_MS", 30_000, {
       min: 1000,

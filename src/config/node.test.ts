@@ -9,6 +9,8 @@ describe("the node's identity as a computer host", () => {
       id: undefined,
       serviceUrl: undefined,
       homeTimeoutMs: 30_000,
+      computers: "local",
+      computerHosts: [],
     });
   });
 
@@ -25,6 +27,8 @@ describe("the node's identity as a computer host", () => {
       id: "host-7_b",
       serviceUrl: "http://10.0.0.7:7790",
       homeTimeoutMs: 5000,
+      computers: "local",
+      computerHosts: [],
     });
   });
 
@@ -36,5 +40,23 @@ describe("the node's identity as a computer host", () => {
       /ROOST_NODE_ID must be 1–40 letters, digits/,
     );
     expect(() => resolveConfig({}, { ROOST_HOME_TIMEOUT_MS: "10" })).toThrow(ConfigError);
+  });
+
+  it("ROOST_COMPUTERS=remote takes the computer hosts' ids; a wrong combination says how to fix it", () => {
+    expect(
+      resolveConfig({}, { ROOST_COMPUTERS: "remote", ROOST_COMPUTER_HOSTS: "host-1, host-2" }).node,
+    ).toMatchObject({ computers: "remote", computerHosts: ["host-1", "host-2"] });
+    expect(() => resolveConfig({}, { ROOST_COMPUTERS: "remote" })).toThrow(
+      /needs ROOST_COMPUTER_HOSTS/,
+    );
+    expect(() => resolveConfig({}, { ROOST_COMPUTERS: "elsewhere" })).toThrow(
+      /ROOST_COMPUTERS must be "local"/,
+    );
+    expect(() => resolveConfig({}, { ROOST_COMPUTER_HOSTS: "host-1" })).toThrow(
+      /only read with ROOST_COMPUTERS=remote/,
+    );
+    expect(() =>
+      resolveConfig({}, { ROOST_COMPUTERS: "remote", ROOST_COMPUTER_HOSTS: "host-1,../x" }),
+    ).toThrow(/ROOST_COMPUTER_HOSTS lists node ids/);
   });
 });

@@ -159,6 +159,12 @@ export interface PlatformOptions {
    * at 127.0.0.1, as for the owner's webhooks; the egress checks still run). @default DNS and TCP
    */
   mcpFetch?: Pick<GuardedFetchOptions, "resolve" | "connect">;
+  /**
+   * `computer-host` (`roost computer-host`, decision 0041): run computers only (store, provider,
+   * egress proxy, gateway, node endpoint, host service) and none of the public API, the web app
+   * or the loop's services. @default "api"
+   */
+  role?: "api" | "computer-host";
 }
 
 export interface Platform {
@@ -195,6 +201,8 @@ export async function startPlatform(
     }
   };
 
+  const role = options.role ?? "api";
+  checkRole(config, role);
   try {
     await secureDataDir(config);
     const store = await openStore(config.store);
@@ -646,12 +654,50 @@ export async function startPlatform(
     });
     // C9: this node as a computer host (decision 0040).
     const nodeId = await resolveNodeId(config.node.id, config.dataDir);
+    const restoreIfNeeded = async (
+      computerId: string,
+      paths: { root: string },
+      { atLeastGeneration }: { atLeastGeneration: number | null },
+    ) => {
+      if (atLeastGeneration !== null) {
+        const latest = (await snapshotter.latest(computerId))?.generation;
+        if (latest === undefined || latest < atLeastGeneration) {
+          throw new Error(
+            `computer ${computerId}: its last sleep saved snapshot generation ${atLeastGeneration}, but this node's blob store has ${latest === undefined ? "none" : `only generation ${latest}`}; ` +
+              `every node must share one blob store (ROOST_BLOB_STORE=s3, or one shared ROOST_BLOB_DIR)`,
+          );
+        }
+      }
+      if (await snapshotter.needsRestore(computerId, paths.root)) {
+        const restored = await snapshotter.restore(computerId, paths.root);
+        log(
+          `roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`,
+        );
+      }
+    };
+    // The worker reads it (screens.ts); the providers pass it to the worker, not to user processes.
+    const computerEnv = () => ({ ROOST_SCREENS_MAX: String(config.computers.screensMax) });
     const computerHost = createComputerHost({
       nodeId,
       provider,
       store,
       gateway,
       snapshots: { save: (computerId, paths) => snapshotter.snapshot(computerId, paths.root) },
+      // HOME4: an API node with ROOST_COMPUTERS=remote runs nothing, so it wakes nothing here.
+      ...(config.node.computers === "remote"
+        ? {}
+        : {
+            waking: {
+              store,
+              restoreIfNeeded,
+              waitForWorker: (computerId, timeoutMs) =>
+                localGateway.waitForWorker(computerId, timeoutMs),
+              gatewayUrl,
+              computerEnv,
+              wakeTimeoutMs: config.computers.wakeTimeoutMs,
+              workerTokenTtlMs: config.computers.workerTokenTtlMs,
+            },
+          }),
     });
     const computerObject = createComputerObject({
       provider,
@@ -661,27 +707,10 @@ export async function startPlatform(
       gatewayUrl,
       host: computerHost,
       homeTimeoutMs: config.node.homeTimeoutMs,
-      snapshots: {
-        restoreIfNeeded: async (computerId, paths, { atLeastGeneration }) => {
-          if (atLeastGeneration !== null) {
-            const latest = (await snapshotter.latest(computerId))?.generation;
-            if (latest === undefined || latest < atLeastGeneration) {
-              throw new Error(
-                `computer ${computerId}: its last sleep saved snapshot generation ${atLeastGeneration}, but this node's blob store has ${latest === undefined ? "none" : `only generation ${latest}`}; ` +
-                  `every node must share one blob store (ROOST_BLOB_STORE=s3, or one shared ROOST_BLOB_DIR)`,
-              );
-            }
-          }
-          if (await snapshotter.needsRestore(computerId, paths.root)) {
-            const restored = await snapshotter.restore(computerId, paths.root);
-            log(
-              `roost: computer ${computerId}: restored snapshot generation ${restored.generation} in ${restored.durationMs} ms`,
-            );
-          }
-        },
-      },
-      // The worker reads it (screens.ts); the providers pass it to the worker, not to user processes.
-      computerEnv: () => ({ ROOST_SCREENS_MAX: String(config.computers.screensMax) }),
+      // C10: beside computer hosts this node never runs a computer itself.
+      ...(config.node.computers === "remote" ? { remoteHosts: config.node.computerHosts } : {}),
+      snapshots: { restoreIfNeeded },
+      computerEnv,
       idleSleepMs: config.computers.idleSleepMs,
       wakeTimeoutMs: config.computers.wakeTimeoutMs,
       workerTokenTtlMs: config.computers.workerTokenTtlMs,
@@ -731,7 +760,11 @@ export async function startPlatform(
       const path = request.url ?? "";
       if (path === hostServicePath || path.startsWith(`${hostServicePath}/`))
         hostEndpoint(request, response);
-      else mainEndpoint(request, response);
+      // A computer host serves only its host service: no loop ever runs on it.
+      else if (role === "computer-host") {
+        response.writeHead(404, { "content-type": "text/plain" });
+        response.end(`this is a computer host: only ${hostServicePath} is served here\n`);
+      } else mainEndpoint(request, response);
     });
     await new Promise<void>((resolve, reject) => {
       serviceServer.once("error", reject);
@@ -770,7 +803,8 @@ export async function startPlatform(
           });
     started.engine = engine;
     cleanups.push(() => engine.close());
-    await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
+    // A computer host registers only its host service: Restate never runs a loop there.
+    if (role === "api") await registerDeployment(engine.adminUrl, serviceUrl, { force: true });
     // HOME3: after the main deployment, so this node's URL never becomes the loop runner's by it.
     // This node's OWN address, never ROOST_SERVICE_URL: in scale mode that is a load balancer
     // reaching every node, and another node would answer (and replace) this node's host service.
@@ -778,12 +812,64 @@ export async function startPlatform(
     try {
       await registerDeployment(engine.adminUrl, hostServiceUrl, { force: true });
     } catch (error) {
-      if (config.node.serviceUrl !== undefined) throw error;
+      if (config.node.serviceUrl !== undefined || role === "computer-host") throw error;
       // One node needs no host service (a computer homed here is stopped locally); more do.
       logger.warn(
         "Restate could not reach this node's host service at its own address: other nodes cannot stop or check computers homed here; set ROOST_NODE_SERVICE_URL to the URL at which Restate reaches this node's service port",
         { url: hostServiceUrl, error: String(error) },
       );
+    }
+
+    const health = async (): Promise<{ ok: boolean; checks: Record<string, string> }> => {
+      if (draining) return { ok: false, checks: { node: "shutting down" } };
+      const checks: Record<string, string> = {};
+      try {
+        await store.listBots("health-check");
+        checks.store = "ok";
+      } catch (error) {
+        checks.store = `failing: ${(error as Error).message}`;
+      }
+      const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch(
+        (error: unknown) => ({
+          healthy: false,
+          problem: String(error),
+        }),
+      );
+      checks.engine = probe.healthy ? "ok" : `failing: ${probe.problem ?? "unhealthy"}`;
+      return { ok: Object.values(checks).every((value) => value === "ok"), checks };
+    };
+
+    if (role === "computer-host") {
+      // Decision 0041: the gateway (its own upgrade handler) and /v1/health, nothing else.
+      fetchApi = async (request) => {
+        if (new URL(request.url).pathname === "/v1/health") {
+          const answer = await health();
+          return Response.json(answer, { status: answer.ok ? 200 : 503 });
+        }
+        return Response.json(
+          {
+            error: {
+              code: "not_found",
+              message:
+                "this is a computer host (roost computer-host): it serves no public API; send API requests to an API node",
+            },
+          },
+          { status: 404 },
+        );
+      };
+      return {
+        url,
+        port,
+        adminTokenFile: "",
+        store,
+        events,
+        engine,
+        provider,
+        notifier: results.notifier,
+        usage,
+        approvals,
+        close: closeAll,
+      };
     }
 
     const admin = await ensureLocalAdmin(store, config.dataDir);
@@ -945,24 +1031,7 @@ export async function startPlatform(
       liveView,
       results: results.api,
       helpers: helpers.service,
-      health: async () => {
-        if (draining) return { ok: false, checks: { node: "shutting down" } };
-        const checks: Record<string, string> = {};
-        try {
-          await store.listBots("health-check");
-          checks.store = "ok";
-        } catch (error) {
-          checks.store = `failing: ${(error as Error).message}`;
-        }
-        const probe = await probeRestateHealth(engine, AbortSignal.timeout(2000)).catch(
-          (error: unknown) => ({
-            healthy: false,
-            problem: String(error),
-          }),
-        );
-        checks.engine = probe.healthy ? "ok" : `failing: ${probe.problem ?? "unhealthy"}`;
-        return { ok: Object.values(checks).every((value) => value === "ok"), checks };
-      },
+      health,
     });
     // The web app at `/`; in embedded mode it signs the local user in from loopback without ceremony.
     api.route(
@@ -1152,4 +1221,29 @@ export function ownServiceUrl(configured: string | undefined, host: string, port
   if (configured !== undefined) return configured.replace(/\/+$/, "");
   const address = host === "0.0.0.0" || host === "::" || host === "" ? "127.0.0.1" : host;
   return `http://${address.includes(":") ? `[${address}]` : address}:${port}`;
+}
+
+/** Decision 0041: the combinations a role needs, refused at start with how to fix them. */
+function checkRole(config: RoostConfig, role: "api" | "computer-host"): void {
+  if (role === "computer-host") {
+    if (config.node.computers === "remote")
+      throw new Error(
+        "roost computer-host runs computers itself: unset ROOST_COMPUTERS=remote (that is for API nodes beside computer hosts)",
+      );
+    if (config.restate.mode !== "external" || config.store.kind !== "postgres")
+      throw new Error(
+        "roost computer-host joins a scale-out: it needs the shared Postgres (ROOST_STORE=postgres) and the external Restate (ROOST_RESTATE_INGRESS_URL, ROOST_RESTATE_ADMIN_URL) of the API nodes",
+      );
+  }
+  if (
+    (role === "computer-host" || config.node.computers === "remote") &&
+    config.forwarding === undefined
+  )
+    throw new Error(
+      `${role === "computer-host" ? "roost computer-host" : "ROOST_COMPUTERS=remote"} needs node-to-node forwarding: set ROOST_NODE_URL (this node's internal endpoint) and ROOST_NODE_SECRET (the same on every node), so that calls reach workers connected to another node`,
+    );
+  if (role === "computer-host" && config.node.id === undefined)
+    throw new Error(
+      "roost computer-host needs ROOST_NODE_ID: the id the API nodes list in ROOST_COMPUTER_HOSTS",
+    );
 }

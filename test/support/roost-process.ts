@@ -32,6 +32,8 @@ export async function createRoostProcess(options: {
   prefix?: readonly string[];
   /** @default this test's Node */
   node?: string;
+  /** The CLI command to run. @default "up" */
+  command?: "up" | "computer-host";
 }): Promise<RoostProcess> {
   const ports: number[] = [];
   for (let index = 0; index < 5; index++) ports.push(await findFreePort(ports));
@@ -77,7 +79,7 @@ export async function createRoostProcess(options: {
         ...(options.prefix ?? []),
         options.node ?? process.execPath,
         "src/cli/main.ts",
-        "up",
+        options.command ?? "up",
       ];
       const started = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
       child = started;
