@@ -13,6 +13,10 @@
  *         link is made only when the same Slack person then sends the code the opener was shown
  *         (a stranger's link opened by a victim links nothing: the stranger never sees the code).
  *   SLST4 a turn has at most one "working…" message, and it is marked replied at most once.
+ *   SLST5 an OAuth link (its `clientId` set) holds no token itself: each workspace's bot token is
+ *         its own install row per (bot, workspace), stored only sealed; a relink keeps them.
+ *   SLST6 an install `state` is kept only as its hash, belongs to one bot and one account, expires,
+ *         and is taken at most once (one conditional update; a replay or a race takes nothing).
  */
 
 export interface SlackLink {
@@ -30,9 +34,25 @@ export interface SlackLink {
   /** Socket Mode's app-level token (`xapp-…`), sealed; null: the HTTP Events API only. */
   sealedAppToken: string | null;
   /** The last error a Slack call answered (revoked token, missing scope, rate limit). */
+  /** SLST5: the app's OAuth client id; null: one workspace's bot token (`sealedToken`). */
+  clientId: string | null;
+  sealedClientSecret: string | null;
   lastError: string | null;
   lastErrorAt: number | null;
   retryAfterMs: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** SLST5: one workspace that installed an OAuth link's app, with its own bot token. */
+export interface SlackInstall {
+  botId: string;
+  slackTeamId: string;
+  slackTeamName: string;
+  botUserId: string;
+  sealedToken: string;
+  /** The Roost account that started the install (the bot's owner). */
+  installedBy: string;
   createdAt: number;
   updatedAt: number;
 }
@@ -113,4 +133,18 @@ export interface SlackStore {
   }): Promise<SlackTurn>;
   /** SLST4: answers false when the turn was already marked replied. */
   markSlackTurnReplied(turnId: string, conversationId: string): Promise<boolean>;
+  /** SLST5: creates or replaces a workspace's install of the bot's app. */
+  putSlackInstall(install: Omit<SlackInstall, "createdAt" | "updatedAt">): Promise<SlackInstall>;
+  getSlackInstall(botId: string, slackTeamId: string): Promise<SlackInstall | undefined>;
+  listSlackInstalls(botId: string): Promise<SlackInstall[]>;
+  deleteSlackInstall(botId: string, slackTeamId: string, accountId: string): Promise<boolean>;
+  /** SLST6: stores an install state's hash. */
+  createSlackOAuthState(input: {
+    stateHash: string;
+    botId: string;
+    accountId: string;
+    expiresAt: number;
+  }): Promise<void>;
+  /** SLST6: takes the state once for `botId`; answers its account, or undefined. */
+  takeSlackOAuthState(stateHash: string, botId: string): Promise<string | undefined>;
 }
