@@ -20,7 +20,7 @@ import type { ModelCallInfo, SettledTurn } from "../loop/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { SlackPlace, Store } from "../store/index.ts";
 import { SlackCallError } from "./client.ts";
-import type { SlackLinks } from "./service.ts";
+import { teamOfPlace, type SlackLinks } from "./service.ts";
 
 /** Past this many characters a reply goes up as a file. @default 3500 (Slack cuts at 4000) */
 export const maxInlineReplyChars = 3500;
@@ -38,8 +38,8 @@ export function createSlackTurnHooks(deps: SlackTurnDependencies) {
   async function target(conversationId: string, botId: string) {
     const place = await store.slackPlaceOfConversation(conversationId);
     if (place === undefined) return undefined;
-    const opened = await links.open(botId);
-    if (opened === undefined) return undefined;
+    const opened = await links.open(botId, teamOfPlace(place)); // SLK27
+    if (opened === undefined || opened.token === "") return undefined;
     return { place, client: links.clientOf(opened.link, opened.token) };
   }
 

@@ -1,12 +1,6 @@
 /** The Slack part of the store (slack-types.ts, SLST1–SLST4), written once against `SqlDriver`. */
 import type { SqlDriver } from "./driver.ts";
-import type {
-  SlackInstall,
-  SlackLink,
-  SlackPlace,
-  SlackStore,
-  SlackTurn,
-} from "./slack-types.ts";
+import type { SlackInstall, SlackLink, SlackPlace, SlackStore, SlackTurn } from "./slack-types.ts";
 import type { AuditWriter } from "./types.ts";
 
 interface LinkRow {
