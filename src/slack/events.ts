@@ -386,6 +386,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       event.ts !== undefined
     )
       await deps.hear(opened.bot, {
+        teamId: opened.link.slackTeamId,
         channel: event.channel,
         user: event.user,
         text: event.text ?? "",

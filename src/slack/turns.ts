@@ -97,9 +97,28 @@ export function createSlackTurnHooks(deps: SlackTurnDependencies) {
     return `:warning: ${(step.payload as unknown as Api.ErrorPayload).message}`;
   }
 
+  /** SLK28: a listener routine's run answers in the heard message's thread. */
+  async function runTarget(turn: SettledTurn) {
+    const source = turn.trigger.source;
+    if (source.kind !== "webhook") return undefined;
+    const reply = await store.getSlackRunReply(source.runId);
+    if (reply === undefined || reply.botId !== turn.botId) return undefined;
+    const opened = await links.open(reply.botId, reply.slackTeamId);
+    if (opened === undefined || opened.token === "") return undefined;
+    const place: SlackPlace = {
+      botId: reply.botId,
+      placeKey: `thread:${reply.slackTeamId}:${reply.channel}:${reply.threadTs}`,
+      conversationId: turn.conversationId,
+      channel: reply.channel,
+      threadTs: reply.threadTs,
+      createdAt: 0,
+    };
+    return { place, client: links.clientOf(opened.link, opened.token) };
+  }
+
   async function afterTurn(durable: DurableContext, turn: SettledTurn): Promise<void> {
     await durable.step("slack:reply", async () => {
-      const found = await target(turn.conversationId, turn.botId);
+      const found = (await target(turn.conversationId, turn.botId)) ?? (await runTarget(turn));
       if (found === undefined) return null;
       const { place, client } = found;
       const text = await replyText(turn);

@@ -789,6 +789,14 @@ export const migrations: readonly Migration[] = [
         expires_at BIGINT NOT NULL,
         used_at BIGINT,
         created_at BIGINT NOT NULL)`,
+      // Where a listener routine's run answers in Slack: the heard message's thread (SLST7).
+      `CREATE TABLE slack_run_replies (
+        run_id TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        slack_team_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread_ts TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
     ],
   },
 ];

@@ -359,6 +359,31 @@ export function createSlackQueries(
         return true;
       });
     },
+    async putSlackRunReply(input) {
+      await driver.run(
+        `INSERT INTO slack_run_replies (run_id, bot_id, slack_team_id, channel, thread_ts, created_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+        [input.runId, input.botId, input.slackTeamId, input.channel, input.threadTs, now()],
+      ); // SLST7
+    },
+    async getSlackRunReply(runId) {
+      const row = await one<{
+        run_id: string;
+        bot_id: string;
+        slack_team_id: string;
+        channel: string;
+        thread_ts: string;
+      }>("SELECT * FROM slack_run_replies WHERE run_id = ?", [runId]);
+      return row === undefined
+        ? undefined
+        : {
+            runId: row.run_id,
+            botId: row.bot_id,
+            slackTeamId: row.slack_team_id,
+            channel: row.channel,
+            threadTs: row.thread_ts,
+          };
+    },
     async createSlackOAuthState(input) {
       await driver.run(
         `INSERT INTO slack_oauth_states (state_hash, bot_id, account_id, expires_at, used_at, created_at)

@@ -242,4 +242,15 @@ describe.each(openers)("slack on %s", (_name, open) => {
         expect(await store.takeSlackOAuthState("unknown", botId)).toBeUndefined();
       }),
   );
+
+  it.skipIf(open === undefined)("SLST7 a run's Slack thread: the first write wins", () =>
+    withStore(async (store) => {
+      const { botId } = await owners(store);
+      const reply = { runId: "rrun_1", botId, slackTeamId: "T1", channel: "C1", threadTs: "1.1" };
+      await store.putSlackRunReply(reply);
+      await store.putSlackRunReply({ ...reply, channel: "C2" });
+      expect(await store.getSlackRunReply("rrun_1")).toEqual(reply);
+      expect(await store.getSlackRunReply("rrun_2")).toBeUndefined();
+    }),
+  );
 });

@@ -17,6 +17,7 @@
  *         its own install row per (bot, workspace), stored only sealed; a relink keeps them.
  *   SLST6 an install `state` is kept only as its hash, belongs to one bot and one account, expires,
  *         and is taken at most once (one conditional update; a replay or a race takes nothing).
+ *   SLST7 a listener routine's run has at most one Slack thread to answer in: the first write wins.
  */
 
 export interface SlackLink {
@@ -55,6 +56,15 @@ export interface SlackInstall {
   installedBy: string;
   createdAt: number;
   updatedAt: number;
+}
+
+/** SLST7: the Slack thread a listener routine's run answers in. */
+export interface SlackRunReply {
+  runId: string;
+  botId: string;
+  slackTeamId: string;
+  channel: string;
+  threadTs: string;
 }
 
 export interface SlackPlace {
@@ -145,6 +155,9 @@ export interface SlackStore {
     accountId: string;
     expiresAt: number;
   }): Promise<void>;
+  /** SLST7: where a listener run answers (the heard message's thread); the first write wins. */
+  putSlackRunReply(input: SlackRunReply): Promise<void>;
+  getSlackRunReply(runId: string): Promise<SlackRunReply | undefined>;
   /** SLST6: takes the state once for `botId`; answers its account, or undefined. */
   takeSlackOAuthState(stateHash: string, botId: string): Promise<string | undefined>;
 }

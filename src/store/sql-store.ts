@@ -674,6 +674,7 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM slack_links WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_installs WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_oauth_states WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_run_replies WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_places WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_link_tokens WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);

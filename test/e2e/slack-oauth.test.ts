@@ -259,6 +259,51 @@ describe(`Slack OAuth install, many workspaces (${testComputerProvider} provider
     expect(slack.calls.filter((call) => call.args.channel === "C0GONE001")).toEqual([]);
   });
 
+  it("a listener routine's run answers in the heard message's thread, with its workspace's token, once", async () => {
+    const routine = await owner.call<{ id: string }>("POST", `/v1/bots/${botA}/routines`, {
+      name: "incidents",
+      instruction: "Say you saw it.",
+      trigger: { type: "slack", phrase: "incident" },
+    });
+    const eventsUrl = `${roost.url}/v1/slack/${botA}/events`;
+    const ts = `${Math.floor(Date.now() / 1000) + 1}.000777`;
+    const said = {
+      type: "message",
+      channel_type: "channel",
+      channel: "C0INCID01",
+      user: "U0PERSON1",
+      text: "an INCIDENT in prod",
+      ts,
+    };
+    const first = await slack.sendEvent(eventsUrl, said, { teamId: "T0AAAA001" });
+    expect(first.status).toBe(200);
+    const retried = await slack.sendEvent(eventsUrl, said, {
+      teamId: "T0AAAA001",
+      eventId: first.eventId,
+      retryNum: 1,
+    });
+    expect(retried.status).toBe(200);
+    const answered = await waitFor(
+      () =>
+        slack
+          .callsOf("chat.postMessage")
+          .find((call) => call.args.channel === "C0INCID01" && call.args.thread_ts === ts),
+      { timeoutMs: 150_000, what: "the listener run's answer in the thread" },
+    );
+    expect(answered.token).toBe(slack.installedToken("T0AAAA001"));
+    const runs = async () =>
+      (await owner.call<{ runs: Api.RoutineRun[] }>("GET", `/v1/routines/${routine.id}/runs`)).runs;
+    await waitFor(async () => (await runs())[0]?.status === "replied", {
+      timeoutMs: 60_000,
+      what: "the run to finish",
+    });
+    expect(await runs()).toHaveLength(1);
+    expect(
+      slack.callsOf("chat.postMessage").filter((call) => call.args.channel === "C0INCID01"),
+    ).toHaveLength(1);
+    await owner.call("DELETE", `/v1/routines/${routine.id}`).catch(() => undefined);
+  });
+
   it("a forged, replayed or other bot's state is a 400 that stores nothing and calls no Slack method", async () => {
     const before = await installs(botA);
     // Forged: Slack's real code with a state Roost never made.
