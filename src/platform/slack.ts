@@ -40,7 +40,7 @@ export function createSlackWiring(deps: {
     onChange: (botId) => void sockets.sync(botId),
   });
   let routines: RoutineService | undefined;
-  const hear = createSlackListeners({ routines: () => routines, logger });
+  const hear = createSlackListeners({ routines: () => routines, store, logger });
   const slackEvents = createSlackEvents({
     store,
     links,

@@ -25,6 +25,25 @@ export interface SlackLinkStatus {
   socketMode: boolean;
   lastError: { message: string; at: string; retryAfterMs: number | null } | null;
   linkedAt: string;
+  /**
+   * An OAuth link (many workspaces; docs/slack.md "Many workspaces"): the app's client id, the
+   * URL that starts an install, the redirect URL to put in the app's manifest, and the installed
+   * workspaces (never their tokens). Null for a link with one workspace's bot token.
+   */
+  oauth: {
+    clientId: string;
+    installUrl: string;
+    redirectUrl: string;
+    workspaces: SlackInstalledWorkspace[];
+  } | null;
+}
+
+/** One workspace that installed a bot's Slack app (`GET /v1/bots/{id}/slack/installs`). */
+export interface SlackInstalledWorkspace {
+  id: string;
+  name: string;
+  botUserId: string;
+  installedAt: string;
 }
 
 /**

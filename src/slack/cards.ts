@@ -25,7 +25,7 @@ import type { NotificationInput, Notifier } from "../notifications/index.ts";
 import type { ApprovalsService } from "../policy/index.ts";
 import type { Store } from "../store/index.ts";
 import { SlackCallError } from "./client.ts";
-import type { SlackLinks } from "./service.ts";
+import { teamOfPlace, type SlackLinks } from "./service.ts";
 
 const approveAction = "roost_approve";
 const denyAction = "roost_deny";
@@ -77,8 +77,8 @@ export function createSlackCards(deps: SlackCardDependencies) {
     if (notification.conversationId === undefined || notification.botId === undefined) return;
     const place = await store.slackPlaceOfConversation(notification.conversationId);
     if (place === undefined) return;
-    const opened = await links.open(notification.botId);
-    if (opened === undefined) return;
+    const opened = await links.open(notification.botId, teamOfPlace(place)); // SLK27
+    if (opened === undefined || opened.token === "") return;
     const approval = await store.getApproval(notification.subjectId);
     if (approval === undefined) return;
     const cardKey = `approval:${approval.id}`;
@@ -144,8 +144,8 @@ export function createSlackCards(deps: SlackCardDependencies) {
       const place = await store.slackPlaceOfConversation(turn.conversationId);
       const conversation = await store.getConversation(turn.conversationId);
       if (place === undefined || conversation?.place !== "direct") return null;
-      const opened = await links.open(turn.botId);
-      if (opened === undefined) return null;
+      const opened = await links.open(turn.botId, teamOfPlace(place)); // SLK27
+      if (opened === undefined || opened.token === "") return null;
       const drafts = await store.listDrafts(conversation.accountId, {
         conversationId: conversation.id,
         status: "pending",
@@ -214,8 +214,8 @@ export function createSlackCards(deps: SlackCardDependencies) {
     const user = payload.user?.id;
     const channel = payload.channel?.id;
     if (user === undefined || channel === undefined || action.value === undefined) return;
-    const opened = await links.open(botId);
-    if (opened === undefined) return;
+    const opened = await links.open(botId, payload.team?.id); // SLK27
+    if (opened === undefined || opened.token === "") return;
     const card = await store.getSlackTurn(`draft:${action.value}`);
     const conversation =
       card === undefined ? undefined : await store.getConversation(card.conversationId);
@@ -324,9 +324,9 @@ export function createSlackCards(deps: SlackCardDependencies) {
       channel === undefined
     )
       return;
-    const opened = await links.open(botId);
+    const opened = await links.open(botId, payload.team?.id); // SLK27
     const approvals = deps.approvals();
-    if (opened === undefined || approvals === undefined) return;
+    if (opened === undefined || opened.token === "" || approvals === undefined) return;
     const approval = await store.getApproval(action.value);
     if (approval === undefined || approval.botId !== botId) return; // SLK17
     const client = links.clientOf(opened.link, opened.token);

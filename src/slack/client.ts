@@ -36,6 +36,13 @@ const terminalErrors: Record<string, string> = {
     "the app lacks a scope this call needs; add it (docs/slack.md has the manifest) and reinstall",
   not_in_channel: "the bot is not in that channel; invite it with /invite",
   channel_not_found: "the channel is gone or the bot cannot see it",
+  invalid_code: "the install's code is unknown, used or expired; start the install again",
+  bad_client_secret:
+    "the client secret does not match the app; copy it again from Basic Information and PUT the link",
+  invalid_client_id:
+    "the client id is not the app's; copy it again from Basic Information and PUT the link",
+  bad_redirect_uri:
+    "the redirect URL is not in the app's OAuth & Permissions → Redirect URLs; add the one GET /v1/bots/{id}/slack shows",
 };
 
 /** A Slack call that failed; `slackError` is Slack's code (`missing_scope`, `ratelimited`…). */
@@ -119,6 +126,69 @@ function slackError(method: string, error: unknown): SlackCallError {
   return new SlackCallError(method, "unreachable", `slack: ${method} failed: ${reason}`, {
     retryAfterMs: 1000,
   });
+}
+
+/**
+ * oauth.v2.access: exchanges an install's `code` for that workspace's bot token, through the
+ * WebClient (no token of its own; the client id and secret authenticate it). SLK2: an error
+ * names Slack's code only.
+ */
+export async function exchangeSlackOAuthCode(input: {
+  apiUrl: string | null;
+  clientId: string;
+  clientSecret: string;
+  code: string;
+  redirectUri: string;
+}): Promise<{
+  accessToken: string;
+  teamId: string;
+  teamName: string;
+  botUserId: string;
+  scope: string;
+}> {
+  const apiUrl = input.apiUrl ?? defaultSlackApiUrl;
+  const web = new WebClient(undefined, {
+    slackApiUrl: apiUrl.endsWith("/") ? apiUrl : `${apiUrl}/`,
+    retryConfig: { retries: 0 }, // SLK1
+    rejectRateLimitedCalls: true,
+    timeout: 10_000,
+    logger: quietSlackLogger,
+  });
+  let answer: {
+    access_token?: string;
+    token_type?: string;
+    bot_user_id?: string;
+    scope?: string;
+    team?: { id?: string; name?: string } | null;
+  };
+  try {
+    answer = await web.oauth.v2.access({
+      client_id: input.clientId,
+      client_secret: input.clientSecret,
+      code: input.code,
+      redirect_uri: input.redirectUri,
+    });
+  } catch (error) {
+    throw slackError("oauth.v2.access", error);
+  }
+  if (
+    answer.token_type !== "bot" ||
+    answer.access_token === undefined ||
+    answer.bot_user_id === undefined ||
+    answer.team?.id === undefined
+  )
+    throw new SlackCallError(
+      "oauth.v2.access",
+      "no_bot_token",
+      "slack: oauth.v2.access answered no bot token; give the app a bot user and bot scopes (docs/slack.md has the manifest)",
+    );
+  return {
+    accessToken: answer.access_token,
+    teamId: answer.team.id,
+    teamName: answer.team.name ?? answer.team.id,
+    botUserId: answer.bot_user_id,
+    scope: answer.scope ?? "",
+  };
 }
 
 export function createSlackClient(options: { token: string; apiUrl: string | null }): SlackClient {

@@ -114,6 +114,8 @@ export function stripLeadingMention(text: string, botUserId: string): string {
 
 export function createSlackEvents(deps: SlackEventDependencies) {
   const { store, links, logger } = deps;
+  /** SLK27: (bot, workspace) pairs whose uninstalled events were logged. */
+  const uninstalledLogged = new Set<string>();
 
   /** Authenticates a request of `botId`'s app (SLK6); undefined when it does not pass. */
   async function authenticate(
@@ -343,7 +345,25 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     retry: { num: string | undefined; reason: string | undefined },
   ): Promise<void> {
     if (payload.type !== "event_callback" || payload.event === undefined) return;
-    if (payload.team_id !== undefined && payload.team_id !== opened.link.slackTeamId) {
+    if (opened.link.clientId !== null) {
+      // SLK27: an OAuth link answers each workspace with its own install's token.
+      const own =
+        payload.team_id === undefined
+          ? undefined
+          : await links.open(opened.bot.id, payload.team_id);
+      if (own === undefined || own.token === "") {
+        const key = `${opened.bot.id}:${payload.team_id ?? "?"}`;
+        if (!uninstalledLogged.has(key)) {
+          uninstalledLogged.add(key);
+          logger.info("slack event of a workspace without an install ignored", {
+            botId: opened.bot.id,
+            teamId: payload.team_id,
+          }); // once per (bot, workspace)
+        }
+        return;
+      }
+      opened = { ...own, bot: opened.bot };
+    } else if (payload.team_id !== undefined && payload.team_id !== opened.link.slackTeamId) {
       logger.info("slack event of another workspace ignored", {
         botId: opened.bot.id,
         teamId: payload.team_id,
@@ -366,6 +386,7 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       event.ts !== undefined
     )
       await deps.hear(opened.bot, {
+        teamId: opened.link.slackTeamId,
         channel: event.channel,
         user: event.user,
         text: event.text ?? "",

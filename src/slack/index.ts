@@ -6,13 +6,19 @@
 export {
   createSlackClient,
   defaultSlackApiUrl,
+  exchangeSlackOAuthCode,
   SlackCallError,
   type SlackClient,
 } from "./client.ts";
 export {
   createSlackLinks,
+  oauthStateTtlMs,
+  slackBotScopes,
   slackEventsPath,
+  slackInstallPath,
   slackInteractionsPath,
+  slackOAuthCallbackPath,
+  teamOfPlace,
   statusView,
   type SlackLinks,
 } from "./service.ts";

@@ -11,13 +11,17 @@
  *         message start one run (the scheduler is idempotent per run id, RST3).
  *   SLK21 the message reaches the run as the webhook payload does: fenced as untrusted outside
  *         content (routines/ runs.ts), never as an instruction.
+ *   SLK28 a run's answer goes back to the heard message's thread (its `thread_ts`, or the message
+ *         itself when top-level), in its own workspace, once (turns.ts afterTurn, SLST4, SLST7).
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "../log/index.ts";
 import type { RoutineService } from "../routines/index.ts";
-import type { Bot } from "../store/index.ts";
+import type { Bot, Store } from "../store/index.ts";
 
 export interface HeardMessage {
+  /** The workspace it was said in (an OAuth link has many). */
+  teamId: string;
   channel: string;
   user: string;
   text: string;
@@ -28,6 +32,7 @@ export interface HeardMessage {
 export function createSlackListeners(deps: {
   /** Known once the routines service exists (it is made after the Slack wiring). */
   routines: () => RoutineService | undefined;
+  store: Store;
   logger: Logger;
 }) {
   return async function hear(bot: Bot, message: HeardMessage): Promise<number> {
@@ -51,11 +56,27 @@ export function createSlackListeners(deps: {
         .update(`${routine.id}:${message.channel}:${message.ts}`)
         .digest("hex")
         .slice(0, 24)}`; // SLK20
+      // SLK28: recorded before the run starts, so its turn finds where to answer.
+      await deps.store.putSlackRunReply({
+        runId,
+        botId: bot.id,
+        slackTeamId: message.teamId,
+        channel: message.channel,
+        threadTs: message.threadTs ?? message.ts,
+      });
       await routines.startWebhookRun(routine.id, {
         runId,
         kind: "webhook",
         scheduledAt: null,
-        payload: { slack: message }, // SLK21
+        payload: {
+          slack: {
+            channel: message.channel,
+            user: message.user,
+            text: message.text,
+            ts: message.ts,
+            threadTs: message.threadTs,
+          },
+        }, // SLK21
       });
       started += 1;
     }

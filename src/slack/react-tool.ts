@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { Store } from "../store/index.ts";
 import { defineToolSource, serverTool, type ToolSource } from "../tools/index.ts";
 import { SlackCallError } from "./client.ts";
-import type { SlackLinks } from "./service.ts";
+import { teamOfPlace, type SlackLinks } from "./service.ts";
 
 const input = z.strictObject({
   emoji: z
@@ -33,8 +33,14 @@ export function createSlackReactTool(deps: { store: Store; links: SlackLinks }):
     async run(request, context) {
       const conversation = await store.getConversation(context.conversationId);
       const place = await store.slackPlaceOfConversation(context.conversationId);
-      const opened = await links.open(context.botId);
-      if (conversation === undefined || place === undefined || opened === undefined)
+      const opened =
+        place === undefined ? undefined : await links.open(context.botId, teamOfPlace(place)); // SLK27
+      if (
+        conversation === undefined ||
+        place === undefined ||
+        opened === undefined ||
+        opened.token === ""
+      )
         return {
           output: "This conversation is not in Slack; there is nothing to react to.",
           isError: true,

@@ -20,7 +20,7 @@ import type { ModelCallInfo, SettledTurn } from "../loop/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { SlackPlace, Store } from "../store/index.ts";
 import { SlackCallError } from "./client.ts";
-import type { SlackLinks } from "./service.ts";
+import { teamOfPlace, type SlackLinks } from "./service.ts";
 
 /** Past this many characters a reply goes up as a file. @default 3500 (Slack cuts at 4000) */
 export const maxInlineReplyChars = 3500;
@@ -38,8 +38,8 @@ export function createSlackTurnHooks(deps: SlackTurnDependencies) {
   async function target(conversationId: string, botId: string) {
     const place = await store.slackPlaceOfConversation(conversationId);
     if (place === undefined) return undefined;
-    const opened = await links.open(botId);
-    if (opened === undefined) return undefined;
+    const opened = await links.open(botId, teamOfPlace(place)); // SLK27
+    if (opened === undefined || opened.token === "") return undefined;
     return { place, client: links.clientOf(opened.link, opened.token) };
   }
 
@@ -97,9 +97,28 @@ export function createSlackTurnHooks(deps: SlackTurnDependencies) {
     return `:warning: ${(step.payload as unknown as Api.ErrorPayload).message}`;
   }
 
+  /** SLK28: a listener routine's run answers in the heard message's thread. */
+  async function runTarget(turn: SettledTurn) {
+    const source = turn.trigger.source;
+    if (source.kind !== "webhook") return undefined;
+    const reply = await store.getSlackRunReply(source.runId);
+    if (reply === undefined || reply.botId !== turn.botId) return undefined;
+    const opened = await links.open(reply.botId, reply.slackTeamId);
+    if (opened === undefined || opened.token === "") return undefined;
+    const place: SlackPlace = {
+      botId: reply.botId,
+      placeKey: `thread:${reply.slackTeamId}:${reply.channel}:${reply.threadTs}`,
+      conversationId: turn.conversationId,
+      channel: reply.channel,
+      threadTs: reply.threadTs,
+      createdAt: 0,
+    };
+    return { place, client: links.clientOf(opened.link, opened.token) };
+  }
+
   async function afterTurn(durable: DurableContext, turn: SettledTurn): Promise<void> {
     await durable.step("slack:reply", async () => {
-      const found = await target(turn.conversationId, turn.botId);
+      const found = (await target(turn.conversationId, turn.botId)) ?? (await runTarget(turn));
       if (found === undefined) return null;
       const { place, client } = found;
       const text = await replyText(turn);

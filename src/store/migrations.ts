@@ -764,4 +764,39 @@ export const migrations: readonly Migration[] = [
         created_at BIGINT NOT NULL)`,
     ],
   },
+  {
+    version: 33,
+    statements: [
+      // Slack OAuth install (slack-types.ts SLST5, SLST6, docs/slack.md "Many workspaces"): the
+      // app's client id and sealed client secret on the link, one sealed bot token per installed
+      // workspace, and the single-use `state` of each install (kept as its hash).
+      `ALTER TABLE slack_links ADD COLUMN client_id TEXT`,
+      `ALTER TABLE slack_links ADD COLUMN sealed_client_secret TEXT`,
+      `CREATE TABLE slack_installs (
+        bot_id TEXT NOT NULL,
+        slack_team_id TEXT NOT NULL,
+        slack_team_name TEXT NOT NULL,
+        bot_user_id TEXT NOT NULL,
+        sealed_token TEXT NOT NULL,
+        installed_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (bot_id, slack_team_id))`,
+      `CREATE TABLE slack_oauth_states (
+        state_hash TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        created_at BIGINT NOT NULL)`,
+      // Where a listener routine's run answers in Slack: the heard message's thread (SLST7).
+      `CREATE TABLE slack_run_replies (
+        run_id TEXT PRIMARY KEY,
+        bot_id TEXT NOT NULL,
+        slack_team_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread_ts TEXT NOT NULL,
+        created_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

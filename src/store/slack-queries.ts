@@ -1,6 +1,6 @@
 /** The Slack part of the store (slack-types.ts, SLST1–SLST4), written once against `SqlDriver`. */
 import type { SqlDriver } from "./driver.ts";
-import type { SlackLink, SlackPlace, SlackStore, SlackTurn } from "./slack-types.ts";
+import type { SlackInstall, SlackLink, SlackPlace, SlackStore, SlackTurn } from "./slack-types.ts";
 import type { AuditWriter } from "./types.ts";
 
 interface LinkRow {
@@ -13,9 +13,21 @@ interface LinkRow {
   sealed_token: string;
   sealed_secret: string;
   sealed_app_token: string | null;
+  client_id: string | null;
+  sealed_client_secret: string | null;
   last_error: string | null;
   last_error_at: number | string | null;
   retry_after_ms: number | string | null;
+  created_at: number | string;
+  updated_at: number | string;
+}
+interface InstallRow {
+  bot_id: string;
+  slack_team_id: string;
+  slack_team_name: string;
+  bot_user_id: string;
+  sealed_token: string;
+  installed_by: string;
   created_at: number | string;
   updated_at: number | string;
 }
@@ -45,9 +57,21 @@ const toLink = (row: LinkRow): SlackLink => ({
   sealedToken: row.sealed_token,
   sealedSecret: row.sealed_secret,
   sealedAppToken: row.sealed_app_token,
+  clientId: row.client_id,
+  sealedClientSecret: row.sealed_client_secret,
   lastError: row.last_error,
   lastErrorAt: orNull(row.last_error_at),
   retryAfterMs: orNull(row.retry_after_ms),
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+});
+const toInstall = (row: InstallRow): SlackInstall => ({
+  botId: row.bot_id,
+  slackTeamId: row.slack_team_id,
+  slackTeamName: row.slack_team_name,
+  botUserId: row.bot_user_id,
+  sealedToken: row.sealed_token,
+  installedBy: row.installed_by,
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
 });
@@ -96,12 +120,14 @@ export function createSlackQueries(
         // SLST1: one row per bot; a relink replaces the token, secret and workspace.
         await tx.run(
           `INSERT INTO slack_links (bot_id, account_id, slack_team_id, slack_team_name, bot_user_id, api_url,
-             sealed_token, sealed_secret, sealed_app_token, last_error, last_error_at, retry_after_ms, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?)
+             sealed_token, sealed_secret, sealed_app_token, client_id, sealed_client_secret,
+             last_error, last_error_at, retry_after_ms, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?)
            ON CONFLICT (bot_id) DO UPDATE SET account_id = excluded.account_id,
              slack_team_id = excluded.slack_team_id, slack_team_name = excluded.slack_team_name,
              bot_user_id = excluded.bot_user_id, api_url = excluded.api_url,
              sealed_token = excluded.sealed_token, sealed_secret = excluded.sealed_secret, sealed_app_token = excluded.sealed_app_token,
+             client_id = excluded.client_id, sealed_client_secret = excluded.sealed_client_secret,
              last_error = NULL, last_error_at = NULL, retry_after_ms = NULL, updated_at = excluded.updated_at`,
           [
             link.botId,
@@ -113,6 +139,8 @@ export function createSlackQueries(
             link.sealedToken,
             link.sealedSecret,
             link.sealedAppToken,
+            link.clientId,
+            link.sealedClientSecret,
             at,
             at,
           ],
@@ -121,7 +149,8 @@ export function createSlackQueries(
           accountId: link.accountId,
           action: "slack.link",
           target: link.botId,
-          detail: { slackTeamId: link.slackTeamId },
+          detail:
+            link.clientId === null ? { slackTeamId: link.slackTeamId } : { oauth: link.clientId },
         });
       });
       return (await getSlackLink(link.botId))!;
@@ -139,6 +168,7 @@ export function createSlackQueries(
         const row = rows[0];
         if (row === undefined) return false;
         await tx.run("DELETE FROM slack_links WHERE bot_id = ?", [botId]);
+        await tx.run("DELETE FROM slack_installs WHERE bot_id = ?", [botId]); // SLST5: tokens go too
         await insertAudit(tx, { accountId: row.account_id, action: "slack.unlink", target: botId });
         return true;
       });
@@ -265,6 +295,115 @@ export function createSlackQueries(
         [now(), turnId],
       ); // SLST4
       return changes > 0;
+    },
+    async putSlackInstall(install) {
+      const at = now();
+      await driver.transaction(async (tx) => {
+        // SLST5: one row per (bot, workspace); a reinstall replaces its token.
+        await tx.run(
+          `INSERT INTO slack_installs (bot_id, slack_team_id, slack_team_name, bot_user_id, sealed_token,
+             installed_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (bot_id, slack_team_id) DO UPDATE SET slack_team_name = excluded.slack_team_name,
+             bot_user_id = excluded.bot_user_id, sealed_token = excluded.sealed_token,
+             installed_by = excluded.installed_by, updated_at = excluded.updated_at`,
+          [
+            install.botId,
+            install.slackTeamId,
+            install.slackTeamName,
+            install.botUserId,
+            install.sealedToken,
+            install.installedBy,
+            at,
+            at,
+          ],
+        );
+        await insertAudit(tx, {
+          accountId: install.installedBy,
+          action: "slack.install",
+          target: install.botId,
+          detail: { slackTeamId: install.slackTeamId },
+        });
+      });
+      return (await one<InstallRow>(
+        "SELECT * FROM slack_installs WHERE bot_id = ? AND slack_team_id = ?",
+        [install.botId, install.slackTeamId],
+      ).then((row) => (row === undefined ? undefined : toInstall(row))))!;
+    },
+    async getSlackInstall(botId, slackTeamId) {
+      const row = await one<InstallRow>(
+        "SELECT * FROM slack_installs WHERE bot_id = ? AND slack_team_id = ?",
+        [botId, slackTeamId],
+      );
+      return row === undefined ? undefined : toInstall(row);
+    },
+    async listSlackInstalls(botId) {
+      const rows = await driver.all<InstallRow>(
+        "SELECT * FROM slack_installs WHERE bot_id = ? ORDER BY created_at, slack_team_id",
+        [botId],
+      );
+      return rows.map(toInstall);
+    },
+    async deleteSlackInstall(botId, slackTeamId, accountId) {
+      return driver.transaction(async (tx) => {
+        const { changes } = await tx.run(
+          "DELETE FROM slack_installs WHERE bot_id = ? AND slack_team_id = ?",
+          [botId, slackTeamId],
+        );
+        if (changes === 0) return false;
+        await insertAudit(tx, {
+          accountId,
+          action: "slack.uninstall",
+          target: botId,
+          detail: { slackTeamId },
+        });
+        return true;
+      });
+    },
+    async putSlackRunReply(input) {
+      await driver.run(
+        `INSERT INTO slack_run_replies (run_id, bot_id, slack_team_id, channel, thread_ts, created_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+        [input.runId, input.botId, input.slackTeamId, input.channel, input.threadTs, now()],
+      ); // SLST7
+    },
+    async getSlackRunReply(runId) {
+      const row = await one<{
+        run_id: string;
+        bot_id: string;
+        slack_team_id: string;
+        channel: string;
+        thread_ts: string;
+      }>("SELECT * FROM slack_run_replies WHERE run_id = ?", [runId]);
+      return row === undefined
+        ? undefined
+        : {
+            runId: row.run_id,
+            botId: row.bot_id,
+            slackTeamId: row.slack_team_id,
+            channel: row.channel,
+            threadTs: row.thread_ts,
+          };
+    },
+    async createSlackOAuthState(input) {
+      await driver.run(
+        `INSERT INTO slack_oauth_states (state_hash, bot_id, account_id, expires_at, used_at, created_at)
+         VALUES (?, ?, ?, ?, NULL, ?)`,
+        [input.stateHash, input.botId, input.accountId, input.expiresAt, now()],
+      );
+    },
+    async takeSlackOAuthState(stateHash, botId) {
+      const at = now();
+      // SLST6: one conditional update; a replay, another bot's state or an expired one takes nothing.
+      const { changes } = await driver.run(
+        "UPDATE slack_oauth_states SET used_at = ? WHERE state_hash = ? AND bot_id = ? AND used_at IS NULL AND expires_at > ?",
+        [at, stateHash, botId, at],
+      );
+      if (changes === 0) return undefined;
+      const row = await one<{ account_id: string }>(
+        "SELECT account_id FROM slack_oauth_states WHERE state_hash = ?",
+        [stateHash],
+      );
+      return row?.account_id;
     },
   };
 }

@@ -31,6 +31,8 @@ const link = (botId: string, accountId: string) => ({
   sealedToken: "v1:token",
   sealedSecret: "v1:secret",
   sealedAppToken: null,
+  clientId: null,
+  sealedClientSecret: null,
 });
 
 describe.each(openers)("slack on %s", (_name, open) => {
@@ -176,5 +178,79 @@ describe.each(openers)("slack on %s", (_name, open) => {
         expect(await store.markSlackTurnReplied("turn2", "c")).toBe(true);
         expect((await store.getSlackTurn("turn2"))?.workingTs).toBeNull();
       }),
+  );
+
+  it.skipIf(open === undefined)(
+    "SLST5 one install per (bot, workspace), replaced by a reinstall, gone with its link",
+    () =>
+      withStore(async (store) => {
+        const { ann, botId } = await owners(store);
+        await store.putSlackLink({
+          ...link(botId, ann),
+          clientId: "123.456",
+          sealedClientSecret: "v1:cs",
+        });
+        const install = (team: string, token: string) => ({
+          botId,
+          slackTeamId: team,
+          slackTeamName: `Co ${team}`,
+          botUserId: `UBOT${team}`,
+          sealedToken: token,
+          installedBy: ann,
+        });
+        await store.putSlackInstall(install("T1", "v1:a"));
+        await store.putSlackInstall(install("T2", "v1:b"));
+        await store.putSlackInstall(install("T1", "v1:c"));
+        expect((await store.listSlackInstalls(botId)).map((found) => found.sealedToken)).toEqual([
+          "v1:c",
+          "v1:b",
+        ]);
+        expect((await store.getSlackLink(botId))?.clientId).toBe("123.456");
+        expect(await store.deleteSlackInstall(botId, "T2", ann)).toBe(true);
+        expect(await store.deleteSlackInstall(botId, "T2", ann)).toBe(false);
+        expect(await store.getSlackInstall(botId, "T2")).toBeUndefined();
+        expect(await store.deleteSlackLink(botId)).toBe(true);
+        expect(await store.listSlackInstalls(botId)).toEqual([]);
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "SLST6 a state is taken once, only for its bot, and not after it expires",
+    () =>
+      withStore(async (store) => {
+        const { ann, botId } = await owners(store);
+        await store.createSlackOAuthState({
+          stateHash: "s1",
+          botId,
+          accountId: ann,
+          expiresAt: Date.now() + 60_000,
+        });
+        await store.createSlackOAuthState({
+          stateHash: "s2",
+          botId,
+          accountId: ann,
+          expiresAt: Date.now() - 1,
+        });
+        expect(await store.takeSlackOAuthState("s1", "another-bot")).toBeUndefined();
+        const takes = await Promise.all([
+          store.takeSlackOAuthState("s1", botId),
+          store.takeSlackOAuthState("s1", botId),
+        ]);
+        expect(takes.filter((taken) => taken === ann)).toHaveLength(1);
+        expect(await store.takeSlackOAuthState("s1", botId)).toBeUndefined();
+        expect(await store.takeSlackOAuthState("s2", botId)).toBeUndefined();
+        expect(await store.takeSlackOAuthState("unknown", botId)).toBeUndefined();
+      }),
+  );
+
+  it.skipIf(open === undefined)("SLST7 a run's Slack thread: the first write wins", () =>
+    withStore(async (store) => {
+      const { botId } = await owners(store);
+      const reply = { runId: "rrun_1", botId, slackTeamId: "T1", channel: "C1", threadTs: "1.1" };
+      await store.putSlackRunReply(reply);
+      await store.putSlackRunReply({ ...reply, channel: "C2" });
+      expect(await store.getSlackRunReply("rrun_1")).toEqual(reply);
+      expect(await store.getSlackRunReply("rrun_2")).toBeUndefined();
+    }),
   );
 });

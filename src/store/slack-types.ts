@@ -13,6 +13,11 @@
  *         link is made only when the same Slack person then sends the code the opener was shown
  *         (a stranger's link opened by a victim links nothing: the stranger never sees the code).
  *   SLST4 a turn has at most one "working…" message, and it is marked replied at most once.
+ *   SLST5 an OAuth link (its `clientId` set) holds no token itself: each workspace's bot token is
+ *         its own install row per (bot, workspace), stored only sealed; a relink keeps them.
+ *   SLST6 an install `state` is kept only as its hash, belongs to one bot and one account, expires,
+ *         and is taken at most once (one conditional update; a replay or a race takes nothing).
+ *   SLST7 a listener routine's run has at most one Slack thread to answer in: the first write wins.
  */
 
 export interface SlackLink {
@@ -30,11 +35,36 @@ export interface SlackLink {
   /** Socket Mode's app-level token (`xapp-…`), sealed; null: the HTTP Events API only. */
   sealedAppToken: string | null;
   /** The last error a Slack call answered (revoked token, missing scope, rate limit). */
+  /** SLST5: the app's OAuth client id; null: one workspace's bot token (`sealedToken`). */
+  clientId: string | null;
+  sealedClientSecret: string | null;
   lastError: string | null;
   lastErrorAt: number | null;
   retryAfterMs: number | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** SLST5: one workspace that installed an OAuth link's app, with its own bot token. */
+export interface SlackInstall {
+  botId: string;
+  slackTeamId: string;
+  slackTeamName: string;
+  botUserId: string;
+  sealedToken: string;
+  /** The Roost account that started the install (the bot's owner). */
+  installedBy: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** SLST7: the Slack thread a listener routine's run answers in. */
+export interface SlackRunReply {
+  runId: string;
+  botId: string;
+  slackTeamId: string;
+  channel: string;
+  threadTs: string;
 }
 
 export interface SlackPlace {
@@ -113,4 +143,21 @@ export interface SlackStore {
   }): Promise<SlackTurn>;
   /** SLST4: answers false when the turn was already marked replied. */
   markSlackTurnReplied(turnId: string, conversationId: string): Promise<boolean>;
+  /** SLST5: creates or replaces a workspace's install of the bot's app. */
+  putSlackInstall(install: Omit<SlackInstall, "createdAt" | "updatedAt">): Promise<SlackInstall>;
+  getSlackInstall(botId: string, slackTeamId: string): Promise<SlackInstall | undefined>;
+  listSlackInstalls(botId: string): Promise<SlackInstall[]>;
+  deleteSlackInstall(botId: string, slackTeamId: string, accountId: string): Promise<boolean>;
+  /** SLST6: stores an install state's hash. */
+  createSlackOAuthState(input: {
+    stateHash: string;
+    botId: string;
+    accountId: string;
+    expiresAt: number;
+  }): Promise<void>;
+  /** SLST7: where a listener run answers (the heard message's thread); the first write wins. */
+  putSlackRunReply(input: SlackRunReply): Promise<void>;
+  getSlackRunReply(runId: string): Promise<SlackRunReply | undefined>;
+  /** SLST6: takes the state once for `botId`; answers its account, or undefined. */
+  takeSlackOAuthState(stateHash: string, botId: string): Promise<string | undefined>;
 }

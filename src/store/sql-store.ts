@@ -672,6 +672,9 @@ export function createSqlStore(driver: SqlDriver, options: SqlStoreOptions = {})
         await tx.run("DELETE FROM mcp_servers WHERE scope = 'bot' AND owner_id = ?", [id]);
         // SLST1: the bot's Slack link (its sealed token), places and open sign-in links go too.
         await tx.run("DELETE FROM slack_links WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_installs WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_oauth_states WHERE bot_id = ?", [id]);
+        await tx.run("DELETE FROM slack_run_replies WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_places WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM slack_link_tokens WHERE bot_id = ?", [id]);
         await tx.run("DELETE FROM bots WHERE id = ?", [id]);

@@ -8,6 +8,13 @@
  *
  * It checks what Slack checks: the token is the installed one (a revoked one answers
  * `token_revoked`), the scope of each method, and each method's required arguments.
+ *
+ * OAuth install (many workspaces): `GET /oauth/v2/authorize?client_id&scope&redirect_uri&state&team`
+ * stands for the person approving the install in workspace `team` (Slack's own `team` parameter
+ * picks the workspace) and redirects to `redirect_uri?code&state`; `oauth.v2.access` checks the
+ * client id (`invalid_client_id`), the client secret (`bad_client_secret`), the code (unknown,
+ * used or expired: `invalid_code`) and the redirect URL (`bad_redirect_uri`) as Slack does, and
+ * answers that workspace's own bot token, which the Web API then accepts for that workspace.
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -20,6 +27,8 @@ export interface SlackCall {
   args: Record<string, string>;
   /** What Slack answered (a posted message's `ts`…). */
   answer: Record<string, unknown>;
+  /** The bearer token the call carried (which workspace's install made it). */
+  token: string;
   at: number;
 }
 
@@ -52,6 +61,11 @@ export interface FakeSlack {
   readonly signingSecret: string;
   /** Socket Mode's app-level token (`xapp-…`); only apps.connections.open takes it. */
   readonly appToken: string;
+  /** The app's OAuth credentials (Basic Information). */
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** The bot token an OAuth install gave workspace `teamId` (undefined before). */
+  installedToken(teamId: string): string | undefined;
   /** Every call Slack answered ok, oldest first. */
   readonly calls: SlackCall[];
   /** Bytes uploaded to each file's upload URL, by file id. */
@@ -72,7 +86,14 @@ export interface FakeSlack {
   sendEvent(
     url: string,
     event: Record<string, unknown>,
-    options?: { eventId?: string; retryNum?: number; secret?: string; timestampSec?: number },
+    options?: {
+      eventId?: string;
+      retryNum?: number;
+      secret?: string;
+      timestampSec?: number;
+      /** The workspace the event is from. @default teamId */
+      teamId?: string;
+    },
   ): Promise<{ status: number; body: string; eventId: string; elapsedMs: number }>;
   /**
    * Posts an interactivity payload as Slack does (`payload=<json>`, form-encoded, signed): a
@@ -107,6 +128,17 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const token = `xoxb-${randomBytes(12).toString("hex")}`;
   const signingSecret = randomBytes(16).toString("hex");
   const appToken = `xapp-1-${randomBytes(12).toString("hex")}`;
+  const clientId = "1234567890.9876543210";
+  const clientSecret = randomBytes(16).toString("hex");
+  /** Each bot token's workspace: the default one, then one per OAuth install. */
+  const workspaces = new Map<string, { teamId: string; teamName: string; botUserId: string }>([
+    [token, { teamId, teamName: "Fake Co", botUserId }],
+  ]);
+  const installed = new Map<string, string>();
+  const codes = new Map<
+    string,
+    { teamId: string; redirectUri: string; expiresAt: number; used: boolean }
+  >();
   const sockets: WebSocket[] = [];
   const acks = new Map<string, () => void>();
   const wss = new WebSocketServer({ noServer: true });
@@ -169,7 +201,29 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         response.end(`OK - ${Buffer.byteLength(raw)}`);
         return;
       }
-      const match = /^\/api\/([a-zA-Z.]+)$/.exec(url.pathname);
+      if (url.pathname === "/oauth/v2/authorize" && request.method === "GET") {
+        // The person approves the install in workspace `team`; Slack redirects with a code.
+        const redirectUri = url.searchParams.get("redirect_uri");
+        const team = url.searchParams.get("team") ?? teamId;
+        if (url.searchParams.get("client_id") !== clientId || redirectUri === null)
+          return answer(response, 400, { ok: false, error: "invalid_client_id" });
+        if (!(url.searchParams.get("scope") ?? "").split(",").includes("chat:write"))
+          return answer(response, 400, { ok: false, error: "invalid_scope" });
+        const code = `${Date.now()}.${randomBytes(10).toString("hex")}`;
+        codes.set(code, {
+          teamId: team,
+          redirectUri,
+          expiresAt: Date.now() + 600_000,
+          used: false,
+        });
+        const target = new URL(redirectUri);
+        target.searchParams.set("code", code);
+        target.searchParams.set("state", url.searchParams.get("state") ?? "");
+        response.writeHead(302, { location: target.toString() });
+        response.end();
+        return;
+      }
+      const match = /^\/api\/([a-zA-Z0-9.]+)$/.exec(url.pathname);
       if (request.method !== "POST" || match === null)
         return answer(response, 404, { ok: false, error: "unknown_method" });
       const method = match[1]!;
@@ -184,6 +238,48 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           ]),
         );
       } else args = Object.fromEntries(new URLSearchParams(raw));
+      if (method === "oauth.v2.access") {
+        // Slack takes the client's credentials as Basic auth or as arguments.
+        const basic = /^Basic (\S+)$/.exec(request.headers.authorization ?? "")?.[1];
+        const [basicId, basicSecret] =
+          basic === undefined ? [] : Buffer.from(basic, "base64").toString("utf8").split(":");
+        const id = args.client_id ?? basicId;
+        const secret = args.client_secret ?? basicSecret;
+        if (id !== clientId)
+          return answer(response, 200, { ok: false, error: "invalid_client_id" });
+        if (secret !== clientSecret)
+          return answer(response, 200, { ok: false, error: "bad_client_secret" });
+        const grant = codes.get(args.code ?? "");
+        if (grant === undefined || grant.used || grant.expiresAt < Date.now())
+          return answer(response, 200, { ok: false, error: "invalid_code" });
+        if (args.redirect_uri !== undefined && args.redirect_uri !== grant.redirectUri)
+          return answer(response, 200, { ok: false, error: "bad_redirect_uri" });
+        grant.used = true;
+        const minted = `xoxb-${randomBytes(12).toString("hex")}`;
+        const workspace = {
+          teamId: grant.teamId,
+          teamName: grant.teamId === teamId ? "Fake Co" : `Workspace ${grant.teamId}`,
+          botUserId: grant.teamId === teamId ? botUserId : `UBOT${grant.teamId.slice(1, 8)}`,
+        };
+        const previous = installed.get(grant.teamId);
+        if (previous !== undefined && previous !== token) workspaces.delete(previous);
+        workspaces.set(minted, workspace);
+        installed.set(grant.teamId, minted);
+        const body = {
+          ok: true,
+          access_token: minted,
+          token_type: "bot",
+          scope: [...scopes].join(","),
+          bot_user_id: workspace.botUserId,
+          app_id: "A0FAKE01",
+          team: { id: workspace.teamId, name: workspace.teamName },
+          enterprise: null,
+          authed_user: { id: "U0INSTALL" },
+          is_enterprise_install: false,
+        };
+        calls.push({ method, args, answer: body, token: "", at: Date.now() });
+        return answer(response, 200, body);
+      }
       const bearer = /^Bearer (\S+)$/.exec(request.headers.authorization ?? "")?.[1] ?? args.token;
       if (!(method in scopeOf))
         return answer(response, 200, { ok: false, error: "unknown_method" });
@@ -196,13 +292,15 @@ export async function startFakeSlack(): Promise<FakeSlack> {
             error: bearer.startsWith("xoxb-") ? "not_allowed_token_type" : "invalid_auth",
           });
         const ticket = randomBytes(8).toString("hex");
-        calls.push({ method, args, answer: { ok: true }, at: Date.now() });
+        calls.push({ method, args, answer: { ok: true }, token: bearer, at: Date.now() });
         return answer(response, 200, {
           ok: true,
           url: `${apiUrl.replace(/^http/, "ws").replace(/\/api\/$/, "")}/socket/${ticket}`,
         });
       }
-      if (bearer !== token) return answer(response, 200, { ok: false, error: "invalid_auth" });
+      const workspace = workspaces.get(bearer);
+      if (workspace === undefined)
+        return answer(response, 200, { ok: false, error: "invalid_auth" });
       if (revoked) return answer(response, 200, { ok: false, error: "token_revoked" });
       const failing = failures.get(method);
       if (failing !== undefined && failing.times > 0) {
@@ -246,7 +344,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         old.text = args.text ?? "";
       }
       const ok = (body: Record<string, unknown>) => {
-        calls.push({ method, args, answer: body, at: Date.now() });
+        calls.push({ method, args, answer: body, token: bearer, at: Date.now() });
         answer(response, 200, body);
       };
       switch (method) {
@@ -254,10 +352,10 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           return ok({
             ok: true,
             url: "https://fake.slack.com/",
-            team: "Fake Co",
+            team: workspace.teamName,
             user: "roost",
-            team_id: teamId,
-            user_id: botUserId,
+            team_id: workspace.teamId,
+            user_id: workspace.botUserId,
             bot_id: "B0FAKE01",
           });
         case "chat.postMessage": {
@@ -331,6 +429,9 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     token,
     signingSecret,
     appToken,
+    clientId,
+    clientSecret,
+    installedToken: (team) => installed.get(team),
     calls,
     uploads,
     callsOf: (method) => calls.filter((call) => call.method === method),
@@ -348,7 +449,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       const eventId = options.eventId ?? `Ev${randomBytes(6).toString("hex").toUpperCase()}`;
       const body = JSON.stringify({
         token: "deprecated-verification-token",
-        team_id: teamId,
+        team_id: options.teamId ?? teamId,
         api_app_id: "A0FAKE01",
         event,
         type: "event_callback",
