@@ -31,9 +31,7 @@ export async function writeTool(input: WriteInput, context: ToolContext): Promis
     const recorded = context.previous?.detail as WriteDetail | undefined;
     const before: WriteDetail = recorded ?? {
       created: target.mode === undefined,
-      ...(target.mode === undefined
-        ? {}
-        : await previousContent(target.file, context.workspace)),
+      ...(target.mode === undefined ? {} : await previousContent(target.file, context.workspace)),
     };
     // Rewriting the same bytes is harmless, so a write repeated after a worker restart simply
     // runs again; what it replaced comes from the first attempt's record.

@@ -269,13 +269,30 @@ describe.skipIf(!existsSync(chromiumPath))(
         "1−removed: KEY=[REDACTED]",
         "2−removed: MODE=old",
       ]);
-      expect(await diff.locator("tr.diff-added").allTextContents()).toEqual([
-        "1+added: MODE=new",
-      ]);
+      expect(await diff.locator("tr.diff-added").allTextContents()).toEqual(["1+added: MODE=new"]);
       expect(await diff.textContent()).not.toContain("every line shows as new");
+      // The replaced text is the diff, not also a row of the details list.
+      expect(await write.locator(".tool-details").textContent()).not.toContain("MODE=old");
       expect(await page.content()).not.toContain(value);
       await write.scrollIntoViewIfNeeded();
       await screenshot(page, "files-write-diff");
+      await page.close();
+    }, 120_000);
+
+    it("a write over a file too large to record says so and shows every line as new", async () => {
+      await put("/workspace/huge.txt", "x".repeat(70 * 1024));
+      await turn("write huge.txt small now");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/c/${conversationId}`);
+      const write = page.locator('.tool-card[data-tool="write"]').last();
+      await write.locator(".tool-head").click();
+      const diff = write.getByRole("figure", { name: "Changes" });
+      await diff.waitFor({ timeout: 30_000 });
+      expect(await diff.locator(".diff-caption").textContent()).toContain(
+        "Replaced a file over 64 KiB; its earlier content was not recorded, so every line shows as new.",
+      );
+      expect(await diff.locator("tr.diff-removed").count()).toBe(0);
+      expect(await diff.locator("tr.diff-added").allTextContents()).toEqual(["1+added: small now"]);
       await page.close();
     }, 120_000);
   },
