@@ -222,10 +222,20 @@ export const writeInputSchema = z.object({
     .optional(),
 });
 
+/** The most of a replaced file's text a write records for its diff (the worker's write tool). */
+export const writePreviousMaxBytes = 64 * 1024;
+
 export const writeOutputSchema = z.object({
   path: z.string(),
   bytesWritten: z.number().int().nonnegative(),
   created: z.boolean(),
+  /**
+   * The replaced file's text, for the owner's diff (never the model's result text): only when it
+   * was UTF-8 text of at most `writePreviousMaxBytes` inside the workspace.
+   */
+  previous: z.string().optional(),
+  /** Why a replaced file's text was not recorded. */
+  previousOmitted: z.enum(["binary", "too_large", "outside_workspace"]).optional(),
 });
 
 export const editInputSchema = z.object({

@@ -465,4 +465,37 @@ describe("secrets on the computer (CT8, CT9)", () => {
       .map((call) => ((call as unknown[])[2] as { tool: string }).tool);
     expect(tools).toEqual(["read", "write"]);
   });
+  it("CT10: what a write replaced reaches only the details, redacted, and never the model's text or the journal unredacted", async () => {
+    const { router, request, durable } = setup("awake", {
+      secrets,
+      gatewayCall: async (request) => {
+        const { tool } = request as { tool: string };
+        if (tool === "read")
+          return { ok: false, error: { code: "not_found", message: "no such file" } };
+        return {
+          ok: true,
+          output: {
+            path: "/workspace/app.env",
+            bytesWritten: 12,
+            created: false,
+            previous: `KEY=${value}\nDEBUG=1\n`,
+          },
+        };
+      },
+    });
+    const result = await router.execute(
+      "write",
+      { path: "app.env", content: "DEBUG=0\nX=1\n" },
+      request(),
+    );
+    expect(result).toMatchObject({
+      output: "Replaced /workspace/app.env (12 bytes).",
+      isError: false,
+      details: { created: false, previous: "KEY=[REDACTED]\nDEBUG=1\n" },
+    });
+    expect(result.output).not.toContain("DEBUG=1");
+    expect(JSON.stringify(result)).not.toContain(value);
+    expect(JSON.stringify(durable.journal)).not.toContain(value);
+    expect(JSON.stringify(durable.journal)).toContain("KEY=[REDACTED]");
+  });
 });

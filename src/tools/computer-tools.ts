@@ -22,6 +22,9 @@
  *   CT9 a write or edit that carries `[REDACTED]` into a file that holds a secret value is refused
  *       with a message, before anything is written: the model only ever saw the mark, and writing
  *       it back would destroy the value (OpenClaw #130180).
+ *   CT10 what a `write` replaced (`previous`) goes only into the step's details, for the owner's
+ *        diff, never into the text the model reads (it did not ask to read the file); like every
+ *        result it passes the redaction hook before it is journaled (TOOL3).
  */
 import { z } from "zod";
 import { isRoostError } from "../errors/index.ts";
@@ -453,7 +456,7 @@ function formatOutput(name: ToolName, output: ToolOutput<ToolName>): ToolResult 
       return {
         output: `${write.created ? "Created" : "Replaced"} ${write.path} (${write.bytesWritten} bytes).`,
         isError: false,
-        details: { ...write },
+        details: { ...write }, // CT10: `previous` only here
       };
     }
     case "edit": {

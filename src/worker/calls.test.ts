@@ -256,6 +256,40 @@ describe("call runner", () => {
     expect(preparedWhileMarking).toBe(true);
   });
 
+  it("a write repeated after a restart reports what the first attempt replaced, not its own bytes", async () => {
+    const file = path.join(workspace, "notes.md");
+    const writeCall = (callId: string, content: string) =>
+      ({
+        type: "call",
+        callId,
+        tool: "write",
+        input: { path: "notes.md", content },
+        timeoutMs: 30_000,
+      }) as const;
+    writeFileSync(file, "first\n");
+    const first = await startRunner();
+    first.runner.handleCall(writeCall("w1", "second\n"));
+    const original = await first.result("w1");
+    expect(original).toMatchObject({ ok: true, output: { created: false, previous: "first\n" } });
+    await first.runner.idle();
+    // A new process answers the finished call from the done-log; the file already holds "second".
+    const restarted = await startRunner();
+    restarted.runner.handleCall(writeCall("w1", "second\n"));
+    expect(await restarted.result("w1")).toEqual(original);
+    // A worker that died after the rename, before recording `done`: its started record answers.
+    await restarted.doneLog.markStarted("w2", "write", {
+      timeoutMs: 30_000,
+      tool: { created: false, previous: "second\n" },
+    });
+    writeFileSync(file, "third\n");
+    restarted.runner.handleCall(writeCall("w2", "third\n"));
+    expect(await restarted.result("w2")).toMatchObject({
+      ok: true,
+      output: { created: false, previous: "second\n" },
+    });
+    expect(readFileSync(file, "utf8")).toBe("third\n");
+  });
+
   it("starts a command whose previous attempt recorded `started` but never spawned it", async () => {
     const { runner, result, doneLog } = await startRunner();
     await doneLog.markStarted("c1", "shell", { timeoutMs: 30_000 });

@@ -12,7 +12,7 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { toolLimits } from "../protocol/index.ts";
+import { toolLimits, writePreviousMaxBytes } from "../protocol/index.ts";
 import type { ShellCompletedOutput } from "../protocol/index.ts";
 import { editTool } from "./edit-tool.ts";
 import { globTool, listTool } from "./list-tool.ts";
@@ -356,6 +356,82 @@ describe("write", () => {
       context(),
     );
     expect([...readFileSync(path.join(workspace, "bytes.bin"))]).toEqual([0, 1, 2]);
+  });
+});
+
+describe("write records what it replaced", () => {
+  it("returns the replaced text, and nothing for a new file", async () => {
+    const file = path.join(workspace, "notes.txt");
+    writeFileSync(file, "old line\nkept\n");
+    const output = await writeTool({ path: "notes.txt", content: "new line\nkept\n" }, context());
+    expect(output).toEqual({
+      path: file,
+      bytesWritten: 14,
+      created: false,
+      previous: "old line\nkept\n",
+    });
+    const created = await writeTool({ path: "fresh.txt", content: "x" }, context());
+    expect(created.previous).toBeUndefined();
+    expect(created.previousOmitted).toBeUndefined();
+  });
+
+  it("says binary or too large instead of recording such a file", async () => {
+    writeFileSync(path.join(workspace, "blob.bin"), Buffer.from([0x89, 0x50, 0x00, 0x01]));
+    writeFileSync(path.join(workspace, "latin1.txt"), Buffer.from([0x63, 0x61, 0x66, 0xe9]));
+    writeFileSync(path.join(workspace, "big.txt"), "a".repeat(writePreviousMaxBytes + 1));
+    writeFileSync(path.join(workspace, "edge.txt"), "b".repeat(writePreviousMaxBytes));
+    const write = (name: string) => writeTool({ path: name, content: "new" }, context());
+    expect(await write("blob.bin")).toMatchObject({ previousOmitted: "binary" });
+    expect(await write("latin1.txt")).toMatchObject({ previousOmitted: "binary" });
+    const big = await write("big.txt");
+    expect(big.previousOmitted).toBe("too_large");
+    expect(big.previous).toBeUndefined();
+    expect((await write("edge.txt")).previous).toBe("b".repeat(writePreviousMaxBytes));
+  });
+
+  it("records the replaced text before writing, and a repeated call reports the first attempt's", async () => {
+    const file = path.join(workspace, "config.ini");
+    writeFileSync(file, "mode=old\n");
+    const first = context();
+    await writeTool({ path: "config.ini", content: "mode=new\n" }, first);
+    expect(first.marks).toEqual([{ created: false, previous: "mode=old\n" }]);
+    // The worker died after the rename: the file already holds the new text.
+    const repeated = await writeTool(
+      { path: "config.ini", content: "mode=new\n" },
+      context({
+        previous: {
+          state: "started",
+          callId: first.callId,
+          tool: "write",
+          startedAt: new Date().toISOString(),
+          detail: first.marks[0],
+        },
+      }),
+    );
+    expect(repeated).toMatchObject({ created: false, previous: "mode=old\n" });
+    expect(readFileSync(file, "utf8")).toBe("mode=new\n");
+  });
+
+  it("never reads a file outside the workspace, through a link or by its path", async () => {
+    const outside = path.join(root, "outside-secret.txt");
+    writeFileSync(outside, "TOP SECRET KEY");
+    symlinkSync(outside, path.join(workspace, "innocent.txt"));
+    const linked = context();
+    const output = await writeTool({ path: "innocent.txt", content: "overwritten" }, linked);
+    expect(output.previousOmitted).toBe("outside_workspace");
+    expect(JSON.stringify([output, linked.marks])).not.toContain("TOP SECRET");
+    // The write itself still goes through the link, as before.
+    expect(readFileSync(outside, "utf8")).toBe("overwritten");
+    writeFileSync(outside, "TOP SECRET KEY");
+    const direct = await writeTool({ path: outside, content: "again" }, context());
+    expect(direct.previousOmitted).toBe("outside_workspace");
+    expect(JSON.stringify(direct)).not.toContain("TOP SECRET");
+    // A link inside the workspace to a workspace file is read as usual.
+    writeFileSync(path.join(workspace, "real.txt"), "inside");
+    symlinkSync("real.txt", path.join(workspace, "alias.txt"));
+    expect((await writeTool({ path: "alias.txt", content: "v2" }, context())).previous).toBe(
+      "inside",
+    );
   });
 });
 

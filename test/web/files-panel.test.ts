@@ -2,7 +2,8 @@
  * The files panel (issue 16 §4), in Debian's Chromium against the real platform and a real
  * computer: a text file previews highlighted and is edited and saved in place; an image and a
  * PDF preview; a folder is made, a file renamed and deleted, a dropped file uploaded; a folder
- * of 250 entries comes in pages; and the bot's write and edit cards show what changed.
+ * of 250 entries comes in pages; and the bot's write and edit cards show what changed (a write over
+ * an existing file against the text it replaced, secrets redacted).
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -239,6 +240,59 @@ describe.skipIf(!existsSync(chromiumPath))(
       expect(await content("/workspace/poem.txt")).toBe("roses are red\ntulips are yellow");
       await edit.scrollIntoViewIfNeeded();
       await screenshot(page, "files-diff-cards");
+      await page.close();
+    }, 120_000);
+
+    it("a write over an existing file diffs against what it replaced, with secrets redacted", async () => {
+      const value = `sk-poem-${Date.now()}-abcdef123456`;
+      await api.call("PUT", "/v1/me/secrets/POEM_KEY", { value });
+      await put("/workspace/keys.env", `KEY=${value}\nMODE=old\nKEEP=1`);
+      await turn("write keys.env MODE=new\nKEEP=1");
+      expect(await content("/workspace/keys.env")).toBe("MODE=new\nKEEP=1");
+      const steps = await api.steps(conversationId);
+      // The stored step has the replaced text, redacted; the model's text does not have it at all.
+      expect(JSON.stringify(steps)).not.toContain(value);
+      const step = steps.filter((s) => s.kind === "tool" && s.payload.name === "write").at(-1);
+      if (step?.kind !== "tool") throw new Error("no write step");
+      expect(step.payload.details).toMatchObject({
+        created: false,
+        previous: "KEY=[REDACTED]\nMODE=old\nKEEP=1",
+      });
+      expect(step.payload.output).not.toContain("MODE=old");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/c/${conversationId}`);
+      const write = page.locator('.tool-card[data-tool="write"]').last();
+      await write.locator(".tool-head").click();
+      const diff = write.getByRole("figure", { name: "Changes" });
+      await diff.waitFor({ timeout: 30_000 });
+      expect(await diff.locator("tr.diff-removed").allTextContents()).toEqual([
+        "1−removed: KEY=[REDACTED]",
+        "2−removed: MODE=old",
+      ]);
+      expect(await diff.locator("tr.diff-added").allTextContents()).toEqual(["1+added: MODE=new"]);
+      expect(await diff.textContent()).not.toContain("every line shows as new");
+      // The replaced text is the diff, not also a row of the details list.
+      expect(await write.locator(".tool-details").textContent()).not.toContain("MODE=old");
+      expect(await page.content()).not.toContain(value);
+      await write.scrollIntoViewIfNeeded();
+      await screenshot(page, "files-write-diff");
+      await page.close();
+    }, 120_000);
+
+    it("a write over a file too large to record says so and shows every line as new", async () => {
+      await put("/workspace/huge.txt", "x".repeat(70 * 1024));
+      await turn("write huge.txt small now");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/c/${conversationId}`);
+      const write = page.locator('.tool-card[data-tool="write"]').last();
+      await write.locator(".tool-head").click();
+      const diff = write.getByRole("figure", { name: "Changes" });
+      await diff.waitFor({ timeout: 30_000 });
+      expect(await diff.locator(".diff-caption").textContent()).toContain(
+        "Replaced a file over 64 KiB; its earlier content was not recorded, so every line shows as new.",
+      );
+      expect(await diff.locator("tr.diff-removed").count()).toBe(0);
+      expect(await diff.locator("tr.diff-added").allTextContents()).toEqual(["1+added: small now"]);
       await page.close();
     }, 120_000);
   },

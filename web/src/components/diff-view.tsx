@@ -1,7 +1,8 @@
 /**
  * What a bot's `edit` or `write` changed, as a line diff (lib/line-diff.ts): removed lines red,
- * added lines green, long unchanged runs folded. `write` records only the new content, so a
- * write over an existing file says its earlier content was not recorded.
+ * added lines green, long unchanged runs folded. A `write` over an existing file diffs against
+ * the text it replaced (its result's `previous`, recorded by the worker for UTF-8 text of at most
+ * 64 KiB inside the workspace); otherwise the card says why the earlier content is not shown.
  */
 import { useMemo } from "react";
 import type { ToolCall, ToolPayload } from "../api/types.ts";
@@ -29,20 +30,35 @@ export function changeOf(
   )
     return { before: input.oldString, after: input.newString };
   if (call.name === "write" && typeof input.content === "string" && input.encoding !== "base64") {
-    const created = result?.details.created;
+    const details = result?.details;
+    const created = details?.created;
+    if (created === false && typeof details?.previous === "string")
+      return { before: details.previous, after: input.content };
     return {
       before: "",
       after: input.content,
       ...(created === false
-        ? {
-            note: "Replaced an existing file; its earlier content was not recorded, so every line shows as new.",
-          }
+        ? { note: `Replaced ${omittedWhy(details?.previousOmitted)}, so every line shows as new.` }
         : created === true
           ? { note: "A new file." }
           : {}),
     };
   }
   return undefined;
+}
+
+/** Why a write's replaced content is not shown (the worker's `previousOmitted`). */
+function omittedWhy(reason: unknown): string {
+  switch (reason) {
+    case "binary":
+      return "a binary (or non-UTF-8) file; its earlier content is not shown";
+    case "too_large":
+      return "a file over 64 KiB; its earlier content was not recorded";
+    case "outside_workspace":
+      return "a file outside /workspace; its earlier content is not read";
+    default:
+      return "an existing file; its earlier content was not recorded";
+  }
 }
 
 /** The diff of an `edit` or `write` call (nothing for other calls): the lazy chunk's entry. */

@@ -147,6 +147,7 @@ function detailLines(
     "command",
     "input",
     "attachments", // shown under the card (attachments.tsx)
+    "previous", // a write's replaced text: shown as its diff (diff-view.tsx)
   ]) {
     seen.add(key);
   }
