@@ -10,7 +10,8 @@
  * A text already parsed is drawn as markdown at once (no plain flash when a row scrolls back),
  * and so is a row that already shows markdown and whose text changes (a reply streaming in).
  */
-import { useEffect, useState } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
+import { useRowResized } from "./virtual-list.tsx";
 
 type MarkdownModule = typeof import("./markdown.tsx");
 
@@ -26,8 +27,15 @@ function load(): Promise<MarkdownModule> {
 const waiting = new Map<string, Set<() => void>>();
 let scheduled = false;
 
-/** Leave this much of an idle slice for the browser; parse at least one text per slice. */
+/**
+ * Per idle slice: leave this much of it to the browser, parse for at most this long (an idle
+ * slice can be 50 ms, and a frame asked for meanwhile would wait for it), and at most this many
+ * texts (each swap is then drawn in a render of its own, outside the slice). At least one text
+ * per slice, so a busy page still gets its markdown.
+ */
 const idleReserveMs = 3;
+const idleSliceMs = 8;
+const textsPerSlice = 6;
 
 interface IdleDeadline {
   timeRemaining(): number;
@@ -54,8 +62,15 @@ function parseWaiting(deadline: IdleDeadline): void {
   // Newest first: while scrolling, the rows asked for last are the ones on screen now.
   const texts = [...waiting.keys()].reverse();
   let parsed = 0;
+  const started = performance.now();
   for (const text of texts) {
-    if (parsed > 0 && deadline.timeRemaining() < idleReserveMs) break;
+    if (
+      parsed > 0 &&
+      (parsed >= textsPerSlice ||
+        deadline.timeRemaining() < idleReserveMs ||
+        performance.now() - started > idleSliceMs)
+    )
+      break;
     const listeners = waiting.get(text);
     waiting.delete(text);
     if (listeners === undefined || listeners.size === 0) continue;
@@ -90,6 +105,13 @@ export function LazyMarkdown({ text }: { text: string }) {
     if (showRich) return;
     return request(text, () => setRich(true));
   }, [text, showRich]);
+  // In a timeline row, the list keeps the reading position in the same task as the swap.
+  const rowResized = useRowResized();
+  const wasRich = useRef(showRich);
+  useLayoutEffect(() => {
+    if (showRich && !wasRich.current) rowResized();
+    wasRich.current = showRich;
+  }, [showRich, rowResized]);
   if (showRich && module !== undefined)
     return <div className="markdown">{module.markdownTree(text)}</div>;
   return <div className="markdown markdown-plain">{text}</div>;
