@@ -53,7 +53,14 @@ function requestIdle(work: (deadline: IdleDeadline) => void): void {
 function schedule(): void {
   if (scheduled || waiting.size === 0) return;
   scheduled = true;
-  void load().then(() => requestIdle(parseWaiting));
+  load().then(
+    () => requestIdle(parseWaiting),
+    () => {
+      // The chunk did not load (offline, a new deploy): rows stay plain; the next request retries.
+      loading = undefined;
+      scheduled = false;
+    },
+  );
 }
 
 function parseWaiting(deadline: IdleDeadline): void {
@@ -74,7 +81,7 @@ function parseWaiting(deadline: IdleDeadline): void {
     const listeners = waiting.get(text);
     waiting.delete(text);
     if (listeners === undefined || listeners.size === 0) continue;
-    loaded.markdownTree(text);
+    void loaded.markdownTree(text); // parsed into the cache; the row draws it
     parsed++;
     for (const listener of listeners) listener();
   }
