@@ -11,6 +11,7 @@
  *
  *   node bench/web-timeline.ts [--steps 10000] [--runs 5]
  */
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { apiClient } from "../test/support/api-client.ts";
 import { launchBrowser, startWebRoost } from "../test/web/harness.ts";
@@ -82,7 +83,9 @@ try {
     steps: stepCount,
   });
   console.log(
-    `seeded ${stepCount} steps into the store in ${((Date.now() - seeded) / 1000).toFixed(1)} s`,
+    `seeded ${stepCount} steps into the store in ${((Date.now() - seeded) / 1000).toFixed(1)} s; load average ${loadavg()
+      .map((load) => load.toFixed(2))
+      .join(" ")}`,
   );
 
   const openInAppMs: number[] = [];
@@ -132,6 +135,12 @@ try {
     }
   }
   console.log(`conversation of ${stepCount} steps, viewport 1280×800:`);
+  // Frame times on a shared machine follow its load: print it with them.
+  console.log(
+    `  load average at the end: ${loadavg()
+      .map((load) => load.toFixed(2))
+      .join(" ")}`,
+  );
   console.log(
     `  ${summarize("open in the app (newest reply on screen, at the bottom)", openInAppMs)}`,
   );

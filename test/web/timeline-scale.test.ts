@@ -102,6 +102,16 @@ describe.skipIf(!existsSync(chromiumPath))(
       expect(
         await page.evaluate<number>(`document.querySelector(".timeline").scrollHeight`),
       ).toBeGreaterThan(300 * 40);
+      // Rows enter as plain text and get their markdown when the browser is idle
+      // (markdown-lazy.tsx): the newest reply ends up rendered (bold, inline code), and still at
+      // the bottom after its height changed.
+      const newest = page.locator(".timeline .row-bot", {
+        hasText: `Answer to question ${lastTurn}:`,
+      });
+      await newest.locator(".markdown:not(.markdown-plain) strong").first().waitFor();
+      expect(await newest.locator(".markdown-plain").count()).toBe(0);
+      expect(await newest.locator(".markdown code").count()).toBeGreaterThan(0);
+      await expect.poll(() => page.evaluate<number>(fromBottom)).toBeLessThan(2);
     });
 
     it("scrolls back to step 1 through every older page, keeping the reading position as each arrives", async () => {

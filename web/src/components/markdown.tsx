@@ -55,8 +55,21 @@ hljs.registerAliases(["md"], { languageName: "markdown" });
 /** Longer code is shown plain: highlighting it would hold up the page. */
 const highlightLimit = 40_000;
 
+/** Highlighted code by language and text: a row scrolled back into view is not highlighted again. */
+const highlighted = new Map<string, string | undefined>();
+const highlightCacheSize = 500;
+
 export function highlight(code: string, language: string | undefined): string | undefined {
   if (code.length > highlightLimit) return undefined;
+  const key = `${language ?? ""}\u0000${code}`;
+  if (highlighted.has(key)) return highlighted.get(key);
+  const html = highlightUncached(code, language);
+  if (highlighted.size >= highlightCacheSize) highlighted.delete(highlighted.keys().next().value!);
+  highlighted.set(key, html);
+  return html;
+}
+
+function highlightUncached(code: string, language: string | undefined): string | undefined {
   try {
     if (language !== undefined && hljs.getLanguage(language) !== undefined)
       return hljs.highlight(code, { language, ignoreIllegals: true }).value;
@@ -149,14 +162,34 @@ const components: Components = {
 
 const remarkPlugins = [remarkGfm];
 
+/**
+ * The rendered tree of `text`, cached by text (most recently used kept). React elements are
+ * immutable descriptions, so one tree serves every row showing the same text, and a row that
+ * scrolls out of the window and back is not parsed again. `ReactMarkdown` is a plain function
+ * (no hooks), so the parse can run outside a render: markdown-lazy.tsx runs it in idle time.
+ */
+const trees = new Map<string, ReactNode>();
+const treeCacheSize = 3000;
+
+export function markdownTree(text: string): ReactNode {
+  const cached = trees.get(text);
+  if (cached !== undefined) {
+    trees.delete(text); // most recently used last
+    trees.set(text, cached);
+    return cached;
+  }
+  const tree = ReactMarkdown({ children: text, remarkPlugins, components });
+  if (trees.size >= treeCacheSize) trees.delete(trees.keys().next().value!);
+  trees.set(text, tree);
+  return tree;
+}
+
+export function hasMarkdownTree(text: string): boolean {
+  return trees.has(text);
+}
+
 function Markdown({ text }: { text: string }) {
-  return (
-    <div className="markdown">
-      <ReactMarkdown remarkPlugins={remarkPlugins} components={components}>
-        {text}
-      </ReactMarkdown>
-    </div>
-  );
+  return <div className="markdown">{markdownTree(text)}</div>;
 }
 
 export default memo(Markdown);

@@ -16,7 +16,9 @@
  *       the browser's own scroll anchoring is off (`overflow-anchor: none`), so the two never fight.
  */
 import {
+  createContext,
   memo,
+  useContext,
   useCallback,
   useImperativeHandle,
   useLayoutEffect,
@@ -54,6 +56,17 @@ export interface VirtualListProps<T> extends Omit<HTMLAttributes<HTMLDivElement>
   /** Closer than this to the bottom counts as at the bottom (VL4). @default 80 */
   bottomThresholdPx?: number;
   ref?: Ref<VirtualListHandle>;
+}
+
+/**
+ * For a row's content that changes its own size in a render of its own (markdown swapped in
+ * later): called from its layout effect, the list measures its rows and restores the position in
+ * the same task as the change, so nothing (a scroll event, a read of the page) sees the rows
+ * moved before the ResizeObserver's restore.
+ */
+const RowResized = createContext<() => void>(() => {});
+export function useRowResized(): () => void {
+  return useContext(RowResized);
 }
 
 interface Layout {
@@ -276,6 +289,20 @@ export function VirtualList<T>({
       bottomSpacer.current.style.height = `${total - (offsets[end] ?? total)}px`;
   }, []);
 
+  /**
+   * VL2: the offsets restore and the scroll handler use hold the new heights at once (this runs
+   * before paint), and so do the spacers, or the page and the offsets would disagree until the
+   * next render.
+   */
+  const heightsChanged = useCallback(() => {
+    const current = committed.current;
+    const offsets = offsetsOf(current.layout.keys, heights.current, estimateHeightPx);
+    committed.current = { ...current, layout: { ...current.layout, offsets } };
+    sizeSpacers(offsets, current.start, current.end);
+    restore();
+    setMeasured((value) => value + 1);
+  }, [restore, sizeSpacers, estimateHeightPx]);
+
   const rowObserver = useRef<ResizeObserver | undefined>(undefined);
   const observeRow = useCallback(
     (element: HTMLDivElement | null) => {
@@ -289,23 +316,39 @@ export function VirtualList<T>({
           heights.current.set(key, height);
           changed = true;
         }
-        if (!changed) return;
-        // VL2: the offsets restore and the scroll handler use hold the new heights at once (this
-        // runs before paint), and so do the spacers, or the page and the offsets would disagree
-        // until the next render.
-        const current = committed.current;
-        const offsets = offsetsOf(current.layout.keys, heights.current, estimateHeightPx);
-        committed.current = { ...current, layout: { ...current.layout, offsets } };
-        sizeSpacers(offsets, current.start, current.end);
-        restore();
-        setMeasured((value) => value + 1);
+        if (changed) heightsChanged();
       });
       const observer = rowObserver.current;
       observer.observe(element);
       return () => observer.unobserve(element);
     },
-    [restore, sizeSpacers, estimateHeightPx],
+    [heightsChanged],
   );
+
+  /**
+   * useRowResized: the drawn rows measured in the task that changed them (once per task, in a
+   * microtask, however many rows changed in the commit).
+   */
+  const remeasureQueued = useRef(false);
+  const remeasure = useCallback(() => {
+    remeasureQueued.current = false;
+    let changed = false;
+    for (const row of content.current?.children ?? []) {
+      const key = (row as HTMLElement).dataset.virtualKey;
+      if (key === undefined) continue;
+      const height = row.getBoundingClientRect().height;
+      if (heights.current.get(key) === height) continue;
+      heights.current.set(key, height);
+      changed = true;
+    }
+    if (changed) heightsChanged();
+  }, [heightsChanged]);
+
+  const rowResized = useCallback(() => {
+    if (remeasureQueued.current) return;
+    remeasureQueued.current = true;
+    queueMicrotask(remeasure);
+  }, [remeasure]);
 
   // The viewport and the content as a whole (header, footer, a reply streaming in): VL3, VL4.
   useLayoutEffect(() => {
@@ -351,7 +394,12 @@ export function VirtualList<T>({
 
   const handleScroll = useCallback(
     (event: UIEvent<HTMLDivElement>) => {
-      syncPosition(event.currentTarget);
+      // The echo of restore's own write (or no move at all) says nothing new about the position,
+      // and reading it from the page now would be wrong if a row changed size since (a task
+      // between the write and this event, e.g. a row's markdown arriving): its ResizeObserver
+      // restore comes after this handler in the same frame.
+      const element = event.currentTarget;
+      if (Math.abs(element.scrollTop - seenScrollTop.current) > 0.5) syncPosition(element);
       moveWindowIfNeeded();
       onScroll?.(event);
     },
@@ -380,24 +428,30 @@ export function VirtualList<T>({
       onScroll={handleScroll}
       style={{ ...style, overflowAnchor: "none" }} // VL5
     >
-      <div className={innerClassName} ref={content}>
-        {header}
-        <div ref={topSpacer} className="virtual-spacer" style={{ height: layout.offsets[start] }} />
-        {items.slice(start, end).map((item, offset) => {
-          const key = keys[start + offset]!;
-          return (
-            <div key={key} className="virtual-item" data-virtual-key={key} ref={observeRow}>
-              <VirtualRow item={item} index={start + offset} render={renderItem} />
-            </div>
-          );
-        })}
-        <div
-          ref={bottomSpacer}
-          className="virtual-spacer"
-          style={{ height: total - (layout.offsets[end] ?? total) }}
-        />
-        {footer}
-      </div>
+      <RowResized value={rowResized}>
+        <div className={innerClassName} ref={content}>
+          {header}
+          <div
+            ref={topSpacer}
+            className="virtual-spacer"
+            style={{ height: layout.offsets[start] }}
+          />
+          {items.slice(start, end).map((item, offset) => {
+            const key = keys[start + offset]!;
+            return (
+              <div key={key} className="virtual-item" data-virtual-key={key} ref={observeRow}>
+                <VirtualRow item={item} index={start + offset} render={renderItem} />
+              </div>
+            );
+          })}
+          <div
+            ref={bottomSpacer}
+            className="virtual-spacer"
+            style={{ height: total - (layout.offsets[end] ?? total) }}
+          />
+          {footer}
+        </div>
+      </RowResized>
     </div>
   );
 }
