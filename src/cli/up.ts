@@ -6,18 +6,6 @@ import type { CliIo } from "./io.ts";
 
 /** Each option is a config flag of resolveConfig (docs/configuration.md); the flag beats the env. */
 export const options: Record<string, OptionSpec> = {
-  "node-id": {
-    type: "string",
-    value: "ID",
-    description: "this node's id as a computer host (default: kept in the data dir)",
-    env: "ROOST_NODE_ID",
-  },
-  "node-service-url": {
-    type: "string",
-    value: "URL",
-    description: "where Restate reaches this node's own service port (its host service)",
-    env: "ROOST_NODE_SERVICE_URL",
-  },
   "memory-pass": {
     type: "string",
     value: "BOOL",
