@@ -28,6 +28,32 @@ import { Header } from "./ui.tsx";
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
+/**
+ * What `fetch` answers, loaded when the section opens (aborted when it closes); `load` fetches
+ * again after a change. `error` says why the last load or change failed.
+ */
+function useLoaded<T>(fetch: (signal?: AbortSignal) => Promise<T>) {
+  const [value, setValue] = useState<T>();
+  const [error, setError] = useState<string>();
+  const load = useCallback(
+    async (signal?: AbortSignal) => {
+      try {
+        setValue(await fetch(signal));
+        setError(undefined);
+      } catch (caught) {
+        if (signal?.aborted !== true) setError(messageOf(caught));
+      }
+    },
+    [fetch],
+  );
+  useEffect(() => {
+    const controller = new AbortController();
+    void load(controller.signal);
+    return () => controller.abort();
+  }, [load]);
+  return { value, error, setError, load };
+}
+
 const sectionNames: Record<SettingsSection, string> = {
   models: "Models",
   tokens: "API tokens",
@@ -132,25 +158,12 @@ const kindNames: Record<ModelProviderKind, string> = {
 };
 
 function ModelsSection({ client }: { client: SettingsClient }) {
-  const [list, setList] = useState<ModelProviderList>();
-  const [error, setError] = useState<string>();
+  const {
+    value: list,
+    error,
+    load,
+  } = useLoaded<ModelProviderList>(useCallback((signal) => client.providers(signal), [client]));
   const [editing, setEditing] = useState<ModelProviderView | "new">();
-  const load = useCallback(
-    async (signal?: AbortSignal) => {
-      try {
-        setList(await client.providers(signal));
-        setError(undefined);
-      } catch (caught) {
-        if (signal?.aborted !== true) setError(messageOf(caught));
-      }
-    },
-    [client],
-  );
-  useEffect(() => {
-    const controller = new AbortController();
-    void load(controller.signal);
-    return () => controller.abort();
-  }, [load]);
 
   return (
     <section aria-labelledby="settings-models">
@@ -454,25 +467,14 @@ function ProviderForm({
 
 function TokensSection({ client }: { client: SettingsClient }) {
   const { signOut } = useSession();
-  const [tokens, setTokens] = useState<Token[]>();
+  const {
+    value: tokens,
+    error,
+    setError,
+    load,
+  } = useLoaded<Token[]>(useCallback((signal) => client.tokens(signal), [client]));
   const [name, setName] = useState("");
   const [created, setCreated] = useState<{ name: string; token: string }>();
-  const [error, setError] = useState<string>();
-  const load = useCallback(
-    async (signal?: AbortSignal) => {
-      try {
-        setTokens(await client.tokens(signal));
-      } catch (caught) {
-        if (signal?.aborted !== true) setError(messageOf(caught));
-      }
-    },
-    [client],
-  );
-  useEffect(() => {
-    const controller = new AbortController();
-    void load(controller.signal);
-    return () => controller.abort();
-  }, [load]);
 
   const create = async (event: FormEvent) => {
     event.preventDefault();
@@ -687,25 +689,16 @@ function NotificationsSection({ client }: { client: SettingsClient }) {
 // ——— Accounts ———
 
 function AccountsSection({ client }: { client: SettingsClient }) {
-  const [accounts, setAccounts] = useState<AccountList["accounts"]>();
+  const {
+    value: accounts,
+    error,
+    setError,
+    load,
+  } = useLoaded<AccountList["accounts"]>(
+    useCallback((signal) => client.accounts(signal), [client]),
+  );
   const [name, setName] = useState("");
   const [issued, setIssued] = useState<{ name: string; token: string }>();
-  const [error, setError] = useState<string>();
-  const load = useCallback(
-    async (signal?: AbortSignal) => {
-      try {
-        setAccounts(await client.accounts(signal));
-      } catch (caught) {
-        if (signal?.aborted !== true) setError(messageOf(caught));
-      }
-    },
-    [client],
-  );
-  useEffect(() => {
-    const controller = new AbortController();
-    void load(controller.signal);
-    return () => controller.abort();
-  }, [load]);
 
   const create = async (event: FormEvent) => {
     event.preventDefault();
