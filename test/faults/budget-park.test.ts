@@ -47,6 +47,7 @@ describe("faults: a turn parked at its budget", () => {
         ROOST_OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
         ROOST_FOLLOW_UP_WINDOW_MS: "200",
         ROOST_MEMORY_PASS: "off",
+        ROOST_MODEL_TITLES: "off", // nor the title request after the first reply
       },
     });
     await roost.start();
