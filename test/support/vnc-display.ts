@@ -37,7 +37,10 @@ async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
+  // x11vnc busy with a client can ignore SIGTERM for long: a test's teardown must not wait on it.
+  const kill = setTimeout(() => child.kill("SIGKILL"), 3000);
   await exited;
+  clearTimeout(kill);
 }
 
 export async function startVncDisplay(
