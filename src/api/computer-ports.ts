@@ -33,8 +33,7 @@ import { silentLogger, type Logger } from "../log/index.ts";
 import { GATEWAY_PATH, portsListOutputSchema } from "../protocol/index.ts";
 import type { Api } from "../protocol/index.ts";
 import type { Account, Store } from "../store/index.ts";
-import type { WorkerCaller } from "./computer-files.ts";
-import { listFromWorker } from "./worker-lists.ts";
+import { listFromWorker, type TunnelGateway } from "./worker-lists.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { proxyRequest, proxyUpgrade, writeRawResponse, cookieValues } from "./port-proxy.ts";
 import { previewLabelPattern } from "./preview-tokens.ts";
@@ -51,16 +50,7 @@ export interface PortsService {
   state(computerId: string): Promise<string>;
   /** Pushes the computer's idle timer back without waking it (previews count as activity). */
   touch(computerId: string, accountId: string): Promise<void>;
-  gateway: WorkerCaller & {
-    isConnected(computerId: string): boolean;
-    /** Connected here or to another node (node-to-node forwarding, decision 0039). */
-    connectedAnywhere?(computerId: string): Promise<boolean>;
-    openTunnel(
-      computerId: string,
-      port: number,
-      options?: { signal?: AbortSignal },
-    ): Promise<Duplex>;
-  };
+  gateway: TunnelGateway;
   signer: PreviewSigner;
   /** Ports of the computer no preview may reach, each with why. */
   reservedPorts(): ReadonlyMap<number, string>;

@@ -39,8 +39,7 @@ import { silentLogger, type Logger } from "../log/index.ts";
 import { screenIdSchema, screensListOutputSchema } from "../protocol/index.ts";
 import type { Api, Screen, ScreenController } from "../protocol/index.ts";
 import type { Account, ScreenLease, Store } from "../store/index.ts";
-import type { WorkerCaller } from "./computer-files.ts";
-import { listFromWorker } from "./worker-lists.ts";
+import { listFromWorker, type TunnelGateway } from "./worker-lists.ts";
 import { errorBody, httpStatus } from "./errors.ts";
 import { writeRawResponse } from "./port-proxy.ts";
 import { createRfbFilter, RfbProtocolError } from "./rfb-filter.ts";
@@ -54,16 +53,7 @@ export interface LiveViewService {
   state(computerId: string): Promise<string>;
   /** Pushes the computer's idle timer back without waking it (a live view counts as activity). */
   touch(computerId: string, accountId: string): Promise<void>;
-  gateway: WorkerCaller & {
-    isConnected(computerId: string): boolean;
-    /** Connected here or to another node (node-to-node forwarding, decision 0039). */
-    connectedAnywhere?(computerId: string): Promise<boolean>;
-    openTunnel(
-      computerId: string,
-      port: number,
-      options?: { signal?: AbortSignal },
-    ): Promise<Duplex>;
-  };
+  gateway: TunnelGateway;
   /**
    * Ports of the computer no tunnel may reach, each with why (the previews' PORT3: Roost's own
    * ports where the computer's loopback is the host's). A screen naming one is refused (LV7).

@@ -4,10 +4,19 @@
  * that cannot answer, an older worker that does not know the operation, and an answer in a shape
  * this server does not know.
  */
+import type { Duplex } from "node:stream";
 import type { z } from "zod";
 import { RoostError } from "../errors/index.ts";
 import { newId } from "../ids.ts";
 import type { WorkerCaller } from "./computer-files.ts";
+
+/** The gateway as the port previews and the live view use it: calls, and tunnels to a port. */
+export type TunnelGateway = WorkerCaller & {
+  isConnected(computerId: string): boolean;
+  /** Connected here or to another node (node-to-node forwarding, decision 0039). */
+  connectedAnywhere?(computerId: string): Promise<boolean>;
+  openTunnel(computerId: string, port: number, options?: { signal?: AbortSignal }): Promise<Duplex>;
+};
 
 export async function listFromWorker<T>(
   gateway: WorkerCaller,
