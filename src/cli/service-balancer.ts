@@ -121,9 +121,6 @@ async function runServiceBalancer(config: ServiceBalancerConfig, io: CliIo): Pro
       `roost service-balancer: cannot listen on ${config.host}:${config.port} (${(error as Error).message}); pick another --port or --host`,
     );
   });
-  io.stdout.write(
-    `roost service-balancer: ${balancer.url} -> ${config.nodes.join(", ")} (set ROOST_SERVICE_URL=${balancer.url} on every node). Ctrl+C stops it.\n`,
-  );
   await new Promise<void>((resolve) => {
     const stop = () => {
       stopInterrupt();
@@ -132,6 +129,10 @@ async function runServiceBalancer(config: ServiceBalancerConfig, io: CliIo): Pro
     };
     const stopInterrupt = onInterrupt(io, stop);
     process.on("SIGTERM", stop);
+    // Only once the handlers are in place: a supervisor that reads this line may stop it at once.
+    io.stdout.write(
+      `roost service-balancer: ${balancer.url} -> ${config.nodes.join(", ")} (set ROOST_SERVICE_URL=${balancer.url} on every node). Ctrl+C stops it.\n`,
+    );
   });
   await balancer.close();
   return 0;
