@@ -11,7 +11,8 @@
  *         SLK6), and are rate limited per bot before any work.
  *   SAPI4 an `apiUrl` is https (plain http only with ROOST_SLACK_INSECURE_API_URL=1), has no
  *         credentials, query or fragment.
- *   SAPI5 an OAuth install starts only from the bot's owner (SAPI1), behind the API token; its
+ *   SAPI5 an OAuth install starts only from the bot's owner (SAPI1), behind the API token (a 302 to
+ *         Slack, or `{url}` to a request that accepts JSON: the web app's button); its
  *         callback carries Slack's redirect instead, so it is authenticated by the single-use
  *         `state` alone (slack/ SLK26), rate limited per bot, and answers a small HTML page that
  *         echoes nothing of the request.
@@ -298,6 +299,9 @@ export function registerSlackRoutes(app: SlackApp, deps: SlackRouteDependencies)
         `bot ${bot.id} is not linked to Slack (PUT /v1/bots/${bot.id}/slack with clientId, clientSecret and signingSecret links it for OAuth install)`,
       );
     const url = await links.startInstall(link, context.get("account").id, baseUrl(context));
+    // A page's script cannot read a redirect's target: it asks for the URL and goes there itself.
+    if ((context.req.header("accept") ?? "").includes("application/json"))
+      return context.json({ url });
     return context.redirect(url, 302);
   });
 

@@ -17,6 +17,10 @@
  *        chat (teams/ routing: their computer and accounts); anyone else is a shared place run
  *        with the bot's own credentials, on behalf of the bot's owner.
  *   SLK10 the leading mention of the bot is stripped; the bot's own messages and edits are ignored.
+ *   SLK29 `app_uninstalled`, and `tokens_revoked` naming the bot's token, end what Roost holds for
+ *         that workspace: an OAuth install is deleted (its token with it; audited as
+ *         `slack.uninstall`), a single-workspace link keeps its settings but shows the error that
+ *         says to reinstall and link again. Nothing else of the event is acted on.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { isValidSlackRequest } from "@slack/bolt";
@@ -73,6 +77,8 @@ interface EventPayload {
 
 interface SlackEvent {
   type?: string;
+  /** `tokens_revoked`: the user ids whose tokens were revoked, by kind. */
+  tokens?: { oauth?: string[]; bot?: string[] };
   subtype?: string;
   user?: string;
   bot_id?: string;
@@ -338,6 +344,39 @@ export function createSlackEvents(deps: SlackEventDependencies) {
       });
   }
 
+  /** SLK29: the app left a workspace, or its bot token there was revoked. */
+  async function forgetWorkspace(
+    opened: { link: SlackLink; bot: Bot },
+    teamId: string | undefined,
+    kind: string,
+  ): Promise<void> {
+    const { link, bot } = opened;
+    if (teamId === undefined) return;
+    if (link.clientId !== null) {
+      const removed = await store.deleteSlackInstall(bot.id, teamId, bot.accountId);
+      logger.info("slack workspace uninstalled the app; its install was removed", {
+        botId: bot.id,
+        teamId,
+        event: kind,
+        removed,
+      });
+      return;
+    }
+    if (teamId !== link.slackTeamId) return;
+    await store.setSlackLinkError(bot.id, {
+      message:
+        kind === "app_uninstalled"
+          ? "The Slack app was uninstalled from the workspace. Reinstall it, then link the bot again with the new bot token."
+          : "Slack revoked the bot's token. Reinstall the app in the workspace, then link the bot again with the new bot token.",
+      retryAfterMs: null,
+    });
+    logger.info("slack workspace uninstalled the app; the link shows it", {
+      botId: bot.id,
+      teamId,
+      event: kind,
+    });
+  }
+
   /** An authenticated `event_callback` (from the HTTP URL or Socket Mode): its message stored. */
   async function dispatch(
     opened: { link: SlackLink; token: string; bot: Bot },
@@ -345,6 +384,14 @@ export function createSlackEvents(deps: SlackEventDependencies) {
     retry: { num: string | undefined; reason: string | undefined },
   ): Promise<void> {
     if (payload.type !== "event_callback" || payload.event === undefined) return;
+    const kind = payload.event.type;
+    if (
+      kind === "app_uninstalled" ||
+      (kind === "tokens_revoked" && (payload.event.tokens?.bot?.length ?? 0) > 0)
+    ) {
+      await forgetWorkspace(opened, payload.team_id, kind); // SLK29
+      return;
+    }
     if (opened.link.clientId !== null) {
       // SLK27: an OAuth link answers each workspace with its own install's token.
       const own =

@@ -65,6 +65,9 @@ const toLink = (row: LinkRow): SlackLink => ({
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at),
 });
+/** SLST8: how long past its expiry a sign-in link or install state is kept before it is removed. */
+const expiredKeptMs = 24 * 60 * 60 * 1000;
+
 const toInstall = (row: InstallRow): SlackInstall => ({
   botId: row.bot_id,
   slackTeamId: row.slack_team_id,
@@ -217,18 +220,16 @@ export function createSlackQueries(
       return row?.slack_user_id;
     },
     async createSlackLinkToken(input) {
-      await driver.run(
-        `INSERT INTO slack_link_tokens (token_hash, bot_id, slack_team_id, slack_user_id, expires_at, used_at, created_at)
-         VALUES (?, ?, ?, ?, ?, NULL, ?)`,
-        [
-          input.tokenHash,
-          input.botId,
-          input.slackTeamId,
-          input.slackUserId,
-          input.expiresAt,
-          now(),
-        ],
-      );
+      const at = now();
+      await driver.transaction(async (tx) => {
+        // SLST8: links expired a day ago are of no use any more (their code's ten minutes too).
+        await tx.run("DELETE FROM slack_link_tokens WHERE expires_at < ?", [at - expiredKeptMs]);
+        await tx.run(
+          `INSERT INTO slack_link_tokens (token_hash, bot_id, slack_team_id, slack_user_id, expires_at, used_at, created_at)
+           VALUES (?, ?, ?, ?, ?, NULL, ?)`,
+          [input.tokenHash, input.botId, input.slackTeamId, input.slackUserId, input.expiresAt, at],
+        );
+      });
     },
     async openSlackLinkToken(tokenHash, accountId, codeHash) {
       const at = now();
@@ -385,11 +386,15 @@ export function createSlackQueries(
           };
     },
     async createSlackOAuthState(input) {
-      await driver.run(
-        `INSERT INTO slack_oauth_states (state_hash, bot_id, account_id, expires_at, used_at, created_at)
-         VALUES (?, ?, ?, ?, NULL, ?)`,
-        [input.stateHash, input.botId, input.accountId, input.expiresAt, now()],
-      );
+      const at = now();
+      await driver.transaction(async (tx) => {
+        await tx.run("DELETE FROM slack_oauth_states WHERE expires_at < ?", [at - expiredKeptMs]); // SLST8
+        await tx.run(
+          `INSERT INTO slack_oauth_states (state_hash, bot_id, account_id, expires_at, used_at, created_at)
+           VALUES (?, ?, ?, ?, NULL, ?)`,
+          [input.stateHash, input.botId, input.accountId, input.expiresAt, at],
+        );
+      });
     },
     async takeSlackOAuthState(stateHash, botId) {
       const at = now();

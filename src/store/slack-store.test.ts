@@ -1,5 +1,5 @@
 /**
- * The Slack part of the store (slack-types.ts, SLST1–SLST4) on SQLite and on Postgres: the same
+ * The Slack part of the store (slack-types.ts, SLST1–SLST8) on SQLite and on Postgres: the same
  * cases run against both real databases, racing writers included.
  */
 import { createHash } from "node:crypto";
@@ -211,6 +211,38 @@ describe.each(openers)("slack on %s", (_name, open) => {
         expect(await store.getSlackInstall(botId, "T2")).toBeUndefined();
         expect(await store.deleteSlackLink(botId)).toBe(true);
         expect(await store.listSlackInstalls(botId)).toEqual([]);
+      }),
+  );
+
+  it.skipIf(open === undefined)(
+    "SLST8 sign-in links and install states expired over a day ago are removed by the next one made",
+    () =>
+      withStore(async (store) => {
+        const { ann, botId } = await owners(store);
+        const day = 24 * 60 * 60 * 1000;
+        const token = (name: string, expiresAt: number) =>
+          store.createSlackLinkToken({
+            tokenHash: hash(name),
+            botId,
+            slackTeamId: "T1",
+            slackUserId: "U1",
+            expiresAt,
+          });
+        const state = (name: string, expiresAt: number) =>
+          store.createSlackOAuthState({ stateHash: name, botId, accountId: ann, expiresAt });
+        await token("old", Date.now() - 2 * day);
+        await token("recent", Date.now() - 60_000);
+        await state("old", Date.now() - 2 * day);
+        await state("recent", Date.now() - 60_000);
+        // Made again under the same key: only a removed row leaves room for it.
+        await token("new", Date.now() + 60_000);
+        await state("new", Date.now() + 60_000);
+        await expect(token("recent", Date.now() + 60_000)).rejects.toThrow();
+        await expect(state("recent", Date.now() + 60_000)).rejects.toThrow();
+        await token("old", Date.now() + 60_000);
+        await state("old", Date.now() + 60_000);
+        expect(await store.openSlackLinkToken(hash("old"), ann, hash("C"))).toBeDefined();
+        expect(await store.takeSlackOAuthState("old", botId)).toBe(ann);
       }),
   );
 

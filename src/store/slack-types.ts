@@ -18,6 +18,8 @@
  *   SLST6 an install `state` is kept only as its hash, belongs to one bot and one account, expires,
  *         and is taken at most once (one conditional update; a replay or a race takes nothing).
  *   SLST7 a listener routine's run has at most one Slack thread to answer in: the first write wins.
+ *   SLST8 sign-in links and install states expired more than a day ago are deleted when the next
+ *         one is made (in the same transaction): the tables hold what was made in about a day.
  */
 
 export interface SlackLink {

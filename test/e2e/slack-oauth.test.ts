@@ -151,6 +151,18 @@ describe(`Slack OAuth install, many workspaces (${testComputerProvider} provider
     ).toBe(401);
     expect((await attempt(stranger, "GET", `/v1/bots/${botA}/slack/installs`)).status).toBe(404);
     expect(await uninstall(botA, "T0AAAA001", strangerToken)).toBe(404);
+    // Asked for JSON (the web app's button): the same refusal, and for the owner the same URL.
+    const asJson = (token: string) =>
+      fetch(`${roost.url}/v1/slack/${botA}/install`, {
+        headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+        redirect: "manual",
+      });
+    expect((await asJson(strangerToken)).status).toBe(404);
+    const own = await asJson(roost.token());
+    expect(own.status).toBe(200);
+    const { url } = (await own.json()) as { url: string };
+    expect(new URL(url).pathname).toBe("/oauth/v2/authorize");
+    expect(new URL(url).searchParams.get("state")).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
   it("installs two workspaces; a mention in each is answered in its thread with that workspace's own token", async () => {
@@ -257,6 +269,60 @@ describe(`Slack OAuth install, many workspaces (${testComputerProvider} provider
       { timeoutMs: 150_000, what: "the reply in the kept workspace" },
     );
     expect(slack.calls.filter((call) => call.args.channel === "C0GONE001")).toEqual([]);
+  });
+
+  it("SLK29: app_uninstalled or a revoked bot token removes that workspace's install; a revoked user token or a forged event does not", async () => {
+    for (const team of ["T0DDDD004", "T0EEEE005"])
+      expect((await fetch(await approve(botA, team))).status).toBe(200);
+    const eventsUrl = `${roost.url}/v1/slack/${botA}/events`;
+    const ids = async () => (await installs(botA)).map((workspace) => workspace.id);
+    expect(await ids()).toEqual(expect.arrayContaining(["T0DDDD004", "T0EEEE005"]));
+    // Signed with another secret: refused, and nothing removed.
+    const forged = await slack.sendEvent(
+      eventsUrl,
+      { type: "app_uninstalled" },
+      { teamId: "T0DDDD004", secret: "0".repeat(32) },
+    );
+    expect(forged.status).toBe(401);
+    // Only a person's token revoked: the bot's install stays.
+    const people = await slack.sendEvent(
+      eventsUrl,
+      { type: "tokens_revoked", tokens: { oauth: ["U0PERSON1"] } },
+      { teamId: "T0EEEE005" },
+    );
+    expect(people.status).toBe(200);
+    expect(await ids()).toEqual(expect.arrayContaining(["T0DDDD004", "T0EEEE005"]));
+
+    const gone = await slack.sendEvent(
+      eventsUrl,
+      { type: "app_uninstalled" },
+      { teamId: "T0DDDD004" },
+    );
+    expect(gone.status).toBe(200);
+    const revoked = await slack.sendEvent(
+      eventsUrl,
+      { type: "tokens_revoked", tokens: { bot: ["UBOT0EEEE0"] } },
+      { teamId: "T0EEEE005" },
+    );
+    expect(revoked.status).toBe(200);
+    const left = await ids();
+    expect(left).not.toContain("T0DDDD004");
+    expect(left).not.toContain("T0EEEE005");
+    // A mention from the uninstalled workspace is ignored: no Slack call is made for it.
+    const after = await slack.sendEvent(
+      eventsUrl,
+      {
+        type: "app_mention",
+        user: "U0PERSON1",
+        text: "$ echo ghost",
+        ts: nextTs(),
+        channel: "C0GHOST01",
+      },
+      { teamId: "T0DDDD004" },
+    );
+    expect(after.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(slack.calls.filter((call) => call.args.channel === "C0GHOST01")).toEqual([]);
   });
 
   it("a listener routine's run answers in the heard message's thread, with its workspace's token, once", async () => {

@@ -733,6 +733,25 @@ describe(`Slack end to end (${testComputerProvider} provider, demo model)`, () =
     const healed = await owner.call<Api.SlackLinkStatus>("GET", path);
     expect(healed.state).toBe("ok");
     expect(roost.output()).toContain("ratelimited");
+
+    // SLK29: another workspace's uninstall (the signing secret is the app's) changes nothing here;
+    // this workspace's shows on the link at once, saying what to do.
+    const elsewhere = await slack.sendEvent(
+      eventsUrl,
+      { type: "app_uninstalled" },
+      { teamId: "T0OTHER99" },
+    );
+    expect(elsewhere.status).toBe(200);
+    expect((await owner.call<Api.SlackLinkStatus>("GET", path)).state).toBe("ok");
+    expect((await slack.sendEvent(eventsUrl, { type: "app_uninstalled" })).status).toBe(200);
+    const uninstalled = await owner.call<Api.SlackLinkStatus>("GET", path);
+    expect(uninstalled.state).toBe("error");
+    expect(uninstalled.lastError?.message).toMatch(/uninstalled from the workspace\. Reinstall it/);
+    // A call that succeeds again (a relink; this fake still takes the old token) clears it.
+    const again = nextTs();
+    await slack.sendEvent(eventsUrl, mention("$ echo after-uninstall", again));
+    expect(await nthReply({ channel, threadTs: again }, 0)).toContain("after-uninstall");
+    expect((await owner.call<Api.SlackLinkStatus>("GET", path)).state).toBe("ok");
   }, 300_000);
 
   it("kill -9 between the event's 200 and the reply: the reply is still posted, once", async () => {

@@ -100,6 +100,46 @@ describe.skipIf(!existsSync(chromiumPath))(
         .waitFor({ timeout: 60_000 });
       await again.close();
     }, 180_000);
+    it("links a bot for many workspaces, installs it in one from its settings, lists and removes it", async () => {
+      const token = await roost.token();
+      const api = apiClient(roost.url, () => token);
+      const bot = await api.createBot("OAuth bot", "demo");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/bots/${bot.id}/edit`);
+      const section = page.getByRole("region", { name: "Slack" });
+      await section.getByText("Not linked.").waitFor({ timeout: 60_000 });
+      await section.getByLabel("Many workspaces (OAuth install)").check();
+      await section.getByLabel("Client ID").fill(slack.clientId);
+      await section.getByLabel("Client Secret").fill(slack.clientSecret);
+      await section.getByLabel("Signing Secret").fill(slack.signingSecret);
+      await section.getByLabel("API URL (optional)").fill(slack.apiUrl);
+      await section.getByRole("button", { name: "Link to Slack" }).click();
+      await section.getByText("Not installed in any workspace yet.").waitFor({ timeout: 60_000 });
+      await section.getByText(`${roost.url}/v1/slack/${bot.id}/oauth/callback`).waitFor();
+      expect(await page.content()).not.toContain(slack.clientSecret);
+
+      // The button asks Roost for a fresh install URL and goes to Slack's page (the fake approves
+      // at once), whose redirect lands on Roost's callback.
+      await section.getByRole("button", { name: "Add to a Slack workspace" }).click();
+      await page.getByText("installed in the Slack workspace Fake Co").waitFor({ timeout: 60_000 });
+      expect(slack.callsOf("oauth.v2.access")).toHaveLength(1);
+
+      await page.goto(`${roost.url}/bots/${bot.id}/edit`);
+      const installed = section.getByRole("list", { name: "Installed workspaces" });
+      await installed.getByText("Fake Co").waitFor({ timeout: 60_000 });
+      expect(await page.content()).not.toContain(slack.installedToken(slack.teamId)!);
+      await installed.scrollIntoViewIfNeeded();
+      await screenshot(page, "slack-settings-oauth");
+      await section.getByRole("button", { name: "Remove Fake Co" }).click();
+      await section.getByText("Not installed in any workspace yet.").waitFor({ timeout: 60_000 });
+      expect(
+        (await api.call<Api.SlackLinkStatus>("GET", `/v1/bots/${bot.id}/slack`)).oauth?.workspaces,
+      ).toEqual([]);
+      await section.getByRole("button", { name: "Unlink" }).click();
+      await section.getByText("Not linked.").waitFor({ timeout: 60_000 });
+      await page.close();
+    }, 180_000);
+
     it("the bot's settings link it to Slack and show the error a Slack call answered", async () => {
       const token = await roost.token();
       const api = apiClient(roost.url, () => token);

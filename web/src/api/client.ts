@@ -100,10 +100,17 @@ export function createApiClient(options: ApiClientOptions) {
   async function send(
     method: string,
     path: string,
-    init: { json?: unknown; body?: BodyInit; contentType?: string; signal?: AbortSignal } = {},
+    init: {
+      json?: unknown;
+      body?: BodyInit;
+      contentType?: string;
+      accept?: string;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<Response> {
     const headers: Record<string, string> = { authorization };
     if (init.contentType !== undefined) headers["content-type"] = init.contentType;
+    if (init.accept !== undefined) headers.accept = init.accept;
     let body: BodyInit | undefined = init.body;
     if (init.json !== undefined) {
       headers["content-type"] = "application/json";

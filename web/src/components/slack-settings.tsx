@@ -2,7 +2,9 @@
  * A bot's Slack link in its settings (docs/slack.md): the workspace it is linked to, the two URLs
  * to paste into the Slack app, and the last error a Slack call answered (a revoked token, a
  * missing scope, a rate limit), so a broken link is visible where the bot is set up; a form to
- * link or relink (the token and signing secret are sent, never shown again), and unlink.
+ * link or relink (the token and signing secret are sent, never shown again), and unlink. A link
+ * for many workspaces (OAuth install: the app's client id and secret) lists its workspaces, each
+ * with Remove, and starts an install in another one (docs/slack.md "Many workspaces").
  */
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client.ts";
@@ -15,12 +17,15 @@ export function SlackSection({ botId }: { botId: string }) {
   const [status, setStatus] = useState<SlackLinkStatus | null>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const [kind, setKind] = useState<"token" | "oauth">("token");
   const path = `/v1/bots/${encodeURIComponent(botId)}/slack`;
 
   const reload = useCallback(async () => {
     try {
       const response = await api.send("GET", path);
-      setStatus((await response.json()) as SlackLinkStatus);
+      const loaded = (await response.json()) as SlackLinkStatus;
+      setStatus(loaded);
+      setKind(loaded.oauth === null ? "token" : "oauth"); // a relink keeps the link's kind
     } catch (caught) {
       if (caught instanceof ApiError && caught.status === 404) setStatus(null);
       else setError(caught instanceof Error ? caught.message : String(caught));
@@ -38,12 +43,18 @@ export function SlackSection({ botId }: { botId: string }) {
     };
     setBusy(true);
     try {
+      const credentials =
+        kind === "token"
+          ? {
+              botToken: field("botToken"),
+              ...(field("appToken") === "" ? {} : { appToken: field("appToken") }),
+            }
+          : { clientId: field("clientId"), clientSecret: field("clientSecret") };
       const response = await api.send("PUT", path, {
         json: {
-          botToken: field("botToken"),
+          ...credentials,
           signingSecret: field("signingSecret"),
           ...(field("apiUrl") === "" ? {} : { apiUrl: field("apiUrl") }),
-          ...(field("appToken") === "" ? {} : { appToken: field("appToken") }),
         },
       });
       setStatus(((await response.json()) as SlackLinked).status);
@@ -53,6 +64,26 @@ export function SlackSection({ botId }: { botId: string }) {
       setError(caught instanceof Error ? caught.message : String(caught));
     } finally {
       setBusy(false);
+    }
+  };
+  /** Asks for a fresh install URL (its state is single-use) and goes to Slack's page. */
+  const install = async () => {
+    try {
+      const response = await api.send("GET", `/v1/slack/${encodeURIComponent(botId)}/install`, {
+        accept: "application/json",
+      });
+      const { url } = (await response.json()) as { url: string };
+      window.location.assign(url);
+    } catch (caught) {
+      setError(caught instanceof Error ? caught.message : String(caught));
+    }
+  };
+  const removeWorkspace = async (teamId: string) => {
+    try {
+      await api.send("DELETE", `${path}/installs/${encodeURIComponent(teamId)}`);
+      await reload();
+    } catch (caught) {
+      setError(caught instanceof Error ? caught.message : String(caught));
     }
   };
   const unlink = async () => {
@@ -76,7 +107,7 @@ export function SlackSection({ botId }: { botId: string }) {
         <div className="mcp-server">
           <strong>Linked to {status.workspace.name}</strong>{" "}
           <span className="muted">
-            bot user {status.botUserId}
+            {status.botUserId === "" ? "" : `bot user ${status.botUserId}`}
             {status.socketMode ? " · Socket Mode" : ""}
           </span>
           <p>
@@ -84,6 +115,33 @@ export function SlackSection({ botId }: { botId: string }) {
             <br />
             Interactivity URL: <code>{status.interactionsUrl}</code>
           </p>
+          {status.oauth !== null && (
+            <>
+              <p>
+                Redirect URL (in the app&apos;s OAuth settings):{" "}
+                <code>{status.oauth.redirectUrl}</code>
+              </p>
+              {status.oauth.workspaces.length === 0 ? (
+                <p className="muted">Not installed in any workspace yet.</p>
+              ) : (
+                <ul aria-label="Installed workspaces">
+                  {status.oauth.workspaces.map((workspace) => (
+                    <li key={workspace.id}>
+                      {workspace.name} <span className="muted">{workspace.id}</span>{" "}
+                      <button
+                        className="button button-small"
+                        type="button"
+                        aria-label={`Remove ${workspace.name}`}
+                        onClick={() => void removeWorkspace(workspace.id)}
+                      >
+                        Remove
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </>
+          )}
           {status.lastError !== null && (
             <p className="notice notice-error" role="status">
               Slack error: {status.lastError.message}
@@ -93,6 +151,11 @@ export function SlackSection({ botId }: { botId: string }) {
             <button className="button button-small" type="button" onClick={() => void reload()}>
               Refresh
             </button>
+            {status.oauth !== null && (
+              <button className="button button-small" type="button" onClick={() => void install()}>
+                Add to a Slack workspace
+              </button>
+            )}
             <button className="button button-small" type="button" onClick={() => void unlink()}>
               Unlink
             </button>
@@ -105,24 +168,65 @@ export function SlackSection({ botId }: { botId: string }) {
             {status === null ? "Not linked." : "Relink with a new token or secret."} The app
             manifest to paste is in docs/slack.md.
           </p>
-          <label>
-            Bot User OAuth Token
-            <input
-              name="botToken"
-              type="password"
-              required
-              autoComplete="off"
-              placeholder="xoxb-…"
-            />
-          </label>
+          <fieldset>
+            <legend>Workspaces</legend>
+            <label>
+              <input
+                type="radio"
+                name="kind"
+                checked={kind === "token"}
+                onChange={() => setKind("token")}
+              />{" "}
+              One workspace (its bot token)
+            </label>
+            <label>
+              <input
+                type="radio"
+                name="kind"
+                checked={kind === "oauth"}
+                onChange={() => setKind("oauth")}
+              />{" "}
+              Many workspaces (OAuth install)
+            </label>
+          </fieldset>
+          {kind === "token" ? (
+            <label>
+              Bot User OAuth Token
+              <input
+                name="botToken"
+                type="password"
+                required
+                autoComplete="off"
+                placeholder="xoxb-…"
+              />
+            </label>
+          ) : (
+            <>
+              <label>
+                Client ID
+                <input
+                  name="clientId"
+                  required
+                  autoComplete="off"
+                  placeholder="1234567890.1234567890"
+                />
+              </label>
+              <label>
+                Client Secret
+                <input name="clientSecret" type="password" required autoComplete="off" />
+              </label>
+            </>
+          )}
           <label>
             Signing Secret
             <input name="signingSecret" type="password" required autoComplete="off" />
           </label>
-          <label>
-            App-level token (Socket Mode, optional)
-            <input name="appToken" type="password" autoComplete="off" placeholder="xapp-…" />
-          </label>
+          {kind === "token" && (
+            <label>
+              App-level token (Socket Mode, optional)
+              <input name="appToken" type="password" autoComplete="off" placeholder="xapp-…" />
+            </label>
+          )}
           <label>
             API URL (optional)
             <input name="apiUrl" type="url" placeholder="https://slack.com/api/" />
