@@ -133,6 +133,9 @@ describe.skipIf(!existsSync(chromiumPath))(
       await page.waitForURL(/\/bots\/[^/]+$/, { timeout: 30_000 });
 
       const box = page.getByRole("textbox", { name: "Message" });
+      // The new bot's chat: on the loaded CI machine it took over 30 s once, and the whole test
+      // over 60 s once (3.5 s alone); hence the long waits, as the other Chromium tests have.
+      await box.waitFor({ timeout: 90_000 });
       await box.fill("hi there");
       await box.press("Enter");
       await page
@@ -142,7 +145,7 @@ describe.skipIf(!existsSync(chromiumPath))(
       expect(chat?.headers.authorization).toBe(`Bearer ${serverKey}`);
       expect(chat?.body?.model).toBe("llama-test");
       await page.close();
-    });
+    }, 180_000);
 
     it("a model whose provider is gone: the bot form says what to do in the web app's terms", async () => {
       const page = await browser.newPage();
@@ -157,6 +160,19 @@ describe.skipIf(!existsSync(chromiumPath))(
       await expect
         .poll(() => alert.textContent(), { timeout: 15_000 })
         .toBe("No OpenAI key is configured. An admin can add one in Settings → Models.");
+      await page.close();
+    });
+
+    it("a bot made with the demo model through the API shows it as the demo model in its form", async () => {
+      // The platform default is the demo model here, so the picker offers no demo option of its
+      // own; the bot's explicit "demo" must still read as the demo model, not a typed-in spec.
+      const bot = await apiClient(roost.url, () => token).createBot("Named demo", "demo");
+      const page = await browser.newPage();
+      await page.goto(`${roost.url}/bots/${bot.id}/edit`);
+      const picker = page.getByLabel("Model", { exact: true });
+      await expect.poll(() => picker.inputValue(), { timeout: 30_000 }).toBe("demo");
+      expect(await page.getByLabel("Model, as provider:model").count()).toBe(0);
+      expect(await picker.locator("option:checked").textContent()).toMatch(/^Demo model/);
       await page.close();
     });
 

@@ -3,7 +3,7 @@
  * each configured provider's models (from its models endpoint, or Roost's curated list), the
  * demo model labelled as such when it is not the default already, and any other spec typed in.
  */
-import { useEffect, useId, useMemo, useState } from "react";
+import { useEffect, useId, useState } from "react";
 import { ApiError } from "../api/client.ts";
 import { settingsClient } from "../api/settings-client.ts";
 import type { ModelChoices } from "../api/types.ts";
@@ -13,6 +13,7 @@ import "./settings.css";
 
 const otherValue = "\u0000other";
 const defaultValue = "\u0000default";
+const demoSpec = "demo";
 
 const providerNames: Record<string, string> = {
   openai: "OpenAI",
@@ -66,13 +67,20 @@ export function ModelPicker({
     return () => controller.abort();
   }, [api]);
 
-  const offered = useMemo(() => {
+  // The demo model is offered apart only when it is not the default; a bot that names it anyway
+  // (made through the API) still shows it as the demo model, not as a typed-in spec.
+  const demo =
+    choices?.demo ??
+    (value === demoSpec
+      ? { spec: demoSpec, label: "Demo model (offline, canned answers, no provider)" }
+      : null);
+  const offered = (() => {
     const specs = new Set<string>();
-    if (choices?.demo != null) specs.add(choices.demo.spec);
+    if (demo !== null) specs.add(demo.spec);
     for (const group of choices?.groups ?? [])
       for (const model of group.models) specs.add(model.spec);
     return specs;
-  }, [choices]);
+  })();
 
   const isDefault = value === null;
   const isOther = typing || (value !== null && choices !== undefined && !offered.has(value));
@@ -84,7 +92,7 @@ export function ModelPicker({
     spec: me.defaultModel.id,
     isDemo: me.defaultModel.isDemo,
   };
-  const willBeDemo = value === "demo" || (value === null && !typing && platformDefault.isDemo);
+  const willBeDemo = value === demoSpec || (value === null && !typing && platformDefault.isDemo);
   const problems = (choices?.groups ?? []).filter((group) => group.problem !== undefined);
   const noProviders = choices !== undefined && choices.groups.length === 0;
 
@@ -109,7 +117,7 @@ export function ModelPicker({
           }}
         >
           <option value={defaultValue}>{platformDefault.label}</option>
-          {choices?.demo != null && <option value={choices.demo.spec}>{choices.demo.label}</option>}
+          {demo !== null && <option value={demo.spec}>{demo.label}</option>}
           {choices?.groups.map((group) => (
             <optgroup
               key={group.providerId}
