@@ -677,6 +677,25 @@ export function resolveConfig(flags: Flags = {}, env: Environment = {}): RoostCo
     };
   }
 
+  // Two of this node's listeners on one port: say which settings clash, not EADDRINUSE later.
+  const listeners: [string, number][] = [
+    ["ROOST_PORT", port],
+    ["ROOST_SERVICE_PORT", servicePort],
+  ];
+  if (restate.mode === "embedded")
+    listeners.push(
+      ["ROOST_RESTATE_INGRESS_PORT", restate.ingressPort],
+      ["ROOST_RESTATE_ADMIN_PORT", restate.adminPort],
+      ["ROOST_RESTATE_NODE_PORT", restate.nodePort],
+    );
+  for (const [index, [name, value]] of listeners.entries()) {
+    const clash = listeners.slice(index + 1).find(([, other]) => value !== 0 && other === value);
+    if (clash !== undefined)
+      throw new ConfigError(
+        `${name} and ${clash[0]} are both ${value}: each of Roost's listeners needs a port of its own; change one of them (docs/configuration.md lists their defaults)`,
+      );
+  }
+
   const secret = (envName: string) => pick(source, "", envName);
   const openaiKey = secret("ROOST_OPENAI_API_KEY");
   const anthropicKey = secret("ROOST_ANTHROPIC_API_KEY");

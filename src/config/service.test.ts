@@ -46,3 +46,17 @@ describe("the service endpoint's address and request identity", () => {
     ).toThrow(/not a Restate request identity public key/);
   });
 });
+
+describe("listener ports", () => {
+  it("refuses two listeners on one port, naming both settings; 0 (pick a free one) never clashes", () => {
+    expect(() => resolveConfig({}, { ROOST_PORT: "7790" })).toThrow(
+      /ROOST_PORT and ROOST_SERVICE_PORT are both 7790/,
+    );
+    expect(() => resolveConfig({ "restate-admin-port": "7780" }, {})).toThrow(
+      /ROOST_RESTATE_INGRESS_PORT and ROOST_RESTATE_ADMIN_PORT are both 7780/,
+    );
+    expect(resolveConfig({}, { ROOST_PORT: "0", ROOST_SERVICE_PORT: "0" }).port).toBe(0);
+    // An external engine's ports are not this node's.
+    expect(resolveConfig({}, { ...external, ROOST_PORT: "7780" }).port).toBe(7780);
+  });
+});
