@@ -150,6 +150,20 @@ describe.skipIf(missing !== undefined)(
       expect(extracted.text).toContain("name=Ada");
     }, 120_000);
 
+    it("a navigation right after a refused one loads: the error page's own navigation does not interrupt it", async () => {
+      const closed = http.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+      const refusedPort = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      for (let round = 0; round < 8; round += 1) {
+        await expect(
+          browse({ action: "navigate", url: `http://127.0.0.1:${refusedPort}/` }),
+        ).rejects.toThrow(/ERR_CONNECTION_REFUSED/);
+        const opened = await browse({ action: "navigate", url: `${base}/` });
+        expect(opened.title).toBe("Test page");
+      }
+    }, 120_000);
+
     it("a huge page's snapshot is capped like shell output, keeping head and tail (flood)", async () => {
       const huge = await browse({ action: "navigate", url: `${base}/huge` });
       expect(huge.truncated).toBe(true);

@@ -108,6 +108,29 @@ export async function browserTool(
   });
 }
 
+/** Chromium's own navigation to its error page, which may commit after goto has already failed. */
+const errorPageInterruption = /interrupted by another navigation to "chrome-error:/;
+
+/**
+ * A failed navigation's error page commits a moment after goto rejects; a goto started in that
+ * moment is interrupted by it. Waiting for the error page to load closes the window.
+ */
+async function settleErrorPage(session: BrowserSession): Promise<void> {
+  await session.page.waitForLoadState("load", { timeout: 2_000 }).catch(() => undefined);
+}
+
+/** goto, once more if the last failed navigation's error page interrupted it. */
+async function gotoPastErrorPage(session: BrowserSession, url: string) {
+  const go = () => session.page.goto(url, { waitUntil: "domcontentloaded", timeout: 30_000 });
+  try {
+    return await go();
+  } catch (error) {
+    if (!errorPageInterruption.test((error as Error).message)) throw error;
+    await settleErrorPage(session);
+    return go();
+  }
+}
+
 async function snapshotResult(session: BrowserSession, note?: string) {
   const snapshot = await session.snapshotText();
   const capped = capText(note === undefined ? snapshot.text : `${note}\n${snapshot.text}`);
@@ -126,17 +149,16 @@ async function runAction(
       const url = need(input.url, "url", action); // BRW4: the schema allows http(s) only
       let note: string | undefined;
       try {
-        const response = await session.page.goto(url, {
-          waitUntil: "domcontentloaded",
-          timeout: 30_000,
-        });
+        const response = await gotoPastErrorPage(session, url);
         if (response !== null && response.status() >= 400)
           note = `The server answered ${response.status()} ${response.statusText()}.`;
       } catch (error) {
         const message = (error as Error).message.split("\n")[0] ?? "";
         // A download answers a navigation with an abort; the file is listed in `downloads`.
-        if (!/net::ERR_ABORTED|Download is starting/.test(message))
+        if (!/net::ERR_ABORTED|Download is starting/.test(message)) {
+          await settleErrorPage(session);
           throw new ToolFailure("io_error", `navigation to ${url} failed: ${message}`);
+        }
         note = "The URL started a download.";
       }
       return snapshotResult(session, note);
