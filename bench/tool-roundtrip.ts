@@ -7,7 +7,7 @@
  * decision 0021), one done-log record (a journal append and fdatasync, and the file-per-record
  * write of before), and the worker's RSS and PSS.
  *
- *   node bench/tool-roundtrip.ts [--calls 500] [--node-options ''] [--sources]
+ *   node bench/tool-roundtrip.ts [--calls 500] [--gap-ms 20] [--warm-shell on|off] [--node-options ''] [--sources]
  *
  * `--node-options ''` and `--sources` (run the TypeScript sources) start the worker as before.
  */
@@ -23,11 +23,17 @@ import { writeFileAtomic } from "../src/worker/fs-atomic.ts";
 const { values } = parseArgs({
   options: {
     calls: { type: "string", default: "500" },
+    // The pause between calls of the second `shell true` run: an agent's calls are separated by
+    // its model's turns, and a worker that is not busy starts the next job's wrapper ahead.
+    "gap-ms": { type: "string", default: "20" },
+    // off: every call starts its own wrapper (the worker's ROOST_WARM_SHELL; before warm-shell.ts)
+    "warm-shell": { type: "string", default: "on" },
     "node-options": { type: "string" },
     sources: { type: "boolean", default: false },
   },
 });
 const calls = Number.parseInt(values.calls, 10);
+const gapMs = Number.parseInt(values["gap-ms"], 10);
 const nodeOptions =
   values["node-options"] === undefined
     ? workerNodeOptions
@@ -54,19 +60,33 @@ function memory(pid: number): string {
 const gw = await startTestGateway();
 const dirs = makeComputerDirs("roost-bench-");
 gw.tokens.set("bench-token", "cmp_bench");
+// A second worker with the warm shell off, for the interleaved comparison: both answer calls in
+// turn, so the machine's noise falls on both alike.
+const coldDirs = makeComputerDirs("roost-bench-cold-");
+gw.tokens.set("bench-cold-token", "cmp_cold");
+const coldWorker = spawnWorker({
+  gatewayUrl: gw.url,
+  token: "bench-cold-token",
+  dirs: coldDirs,
+  nodeOptions,
+  env: { ROOST_WARM_SHELL: "off" },
+  ...(build === undefined ? {} : { entry: build.entry }),
+});
 const worker = spawnWorker({
   gatewayUrl: gw.url,
   token: "bench-token",
   dirs,
   nodeOptions,
+  env: { ROOST_WARM_SHELL: values["warm-shell"] },
   ...(build === undefined ? {} : { entry: build.entry }),
 });
 try {
   await gw.gateway.waitForWorker("cmp_bench", 15_000);
+  await gw.gateway.waitForWorker("cmp_cold", 15_000);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idle = memory(worker.child.pid!);
 
-  const run = async (label: string, tool: string, input: unknown) => {
+  const run = async (label: string, tool: string, input: unknown, gap = 0) => {
     for (let i = 0; i < 20; i += 1)
       await gw.gateway.call("cmp_bench", {
         callId: `${label}-warm-${i}`,
@@ -85,11 +105,35 @@ try {
       });
       samples.push(performance.now() - started);
       if (!result.ok) throw new Error(`${label} failed: ${result.error.message}`);
+      if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
     }
     return samples;
   };
 
+  /** `shell true` on each worker in turn, `gap` ms after each call. */
+  const interleaved = async (gap: number) => {
+    const samples = { cmp_bench: [] as number[], cmp_cold: [] as number[] };
+    for (let i = 0; i < calls; i += 1) {
+      for (const computer of ["cmp_bench", "cmp_cold"] as const) {
+        const started = performance.now();
+        const result = await gw.gateway.call(computer, {
+          callId: `ab-${gap}-${computer}-${i}`,
+          tool: "shell",
+          input: { command: "true" },
+          timeoutMs: 30_000,
+        });
+        samples[computer].push(performance.now() - started);
+        if (!result.ok) throw new Error(`shell failed: ${result.error.message}`);
+        if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+      }
+    }
+    return samples;
+  };
+  const abSpaced = await interleaved(gapMs);
+  const abBackToBack = await interleaved(0);
+
   const shell = await run("shell", "shell", { command: "true" });
+  const spaced = await run("spaced", "shell", { command: "true" }, gapMs);
   writeFileSync(path.join(dirs.workspace, "small.txt"), "hello\n");
   const read = await run("read", "read", { path: "small.txt" });
 
@@ -137,8 +181,17 @@ try {
     recordWrite.push(performance.now() - started);
   }
 
-  console.log(`shell "true" round trip   ${summary(shell)}`);
+  console.log(`warm shell: ${values["warm-shell"]}`);
+  console.log(`shell "true" round trip   ${summary(shell)}   (back to back)`);
+  console.log(`  ${gapMs} ms apart          ${summary(spaced)}   (as an agent's calls come)`);
   console.log(`read (6 bytes) round trip ${summary(read)}`);
+  console.log(
+    `interleaved, calls taking turns between a worker with the warm shell ${values["warm-shell"]} and one with it off:`,
+  );
+  console.log(`  ${gapMs} ms apart, warm ${values["warm-shell"]}  ${summary(abSpaced.cmp_bench)}`);
+  console.log(`  ${gapMs} ms apart, warm off ${summary(abSpaced.cmp_cold)}`);
+  console.log(`  back to back, warm ${values["warm-shell"]} ${summary(abBackToBack.cmp_bench)}`);
+  console.log(`  back to back, warm off ${summary(abBackToBack.cmp_cold)}`);
   console.log(
     `done-log record, journal ${summary(recordAppend)}   (append + fdatasync; shell writes two per call, read one)`,
   );
@@ -150,10 +203,12 @@ try {
   );
   console.log(`  before: sh + bash -lc  ${summary(beforeFloor)}   (the wrapper and a login shell)`);
   console.log(
-    `worker (${build === undefined ? "sources" : "built"}, node ${nodeOptions.join(" ") || "without options"}): idle ${idle}; after ${2 * (calls + 20)} calls ${memory(worker.child.pid!)}`,
+    `worker (${build === undefined ? "sources" : "built"}, node ${nodeOptions.join(" ") || "without options"}): idle ${idle}; after ${3 * (calls + 20)} calls ${memory(worker.child.pid!)}`,
   );
 } finally {
   await worker.stop();
+  await coldWorker.stop();
   await gw.close();
   dirs.remove();
+  coldDirs.remove();
 }

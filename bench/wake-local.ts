@@ -46,6 +46,11 @@ const { values } = parseArgs({
     creates: { type: "string", default: "10" },
     sleeping: { type: "string", default: "100" },
     "node-options": { type: "string" },
+    // off: the worker from its stripped files instead of its bundle (src/computers/worker-build.ts)
+    bundle: { type: "string", default: "on" },
+    // The pause after each call of the "calls apart" round trip (as an agent's calls come, its
+    // model's turn between them; the worker then starts the next job's wrapper ahead).
+    "gap-ms": { type: "string", default: "20" },
   },
 });
 const wakes = Number(values.wakes);
@@ -53,6 +58,7 @@ const levels = values.levels.split(",").map(Number);
 const callsPerProbe = Number(values.calls);
 const creates = Number(values.creates);
 const sleeping = Number(values.sleeping);
+const gapMs = Number(values["gap-ms"]);
 const nodeOptions =
   values["node-options"] === undefined
     ? workerNodeOptions
@@ -69,7 +75,7 @@ if (reason !== undefined) {
 const dataDir = await makeTempDir("roost-bench-local-");
 // As the platform runs it: the worker from its prebuilt JavaScript (src/computers/worker-build.ts),
 // each computer's gateway socket, and the egress proxy's sockets with their forwarders inside.
-const workerBuild = await prepareWorkerBuild();
+const workerBuild = await prepareWorkerBuild({ bundle: values.bundle !== "off" });
 const egress = createEgressProxy();
 const gateways = new Map<string, TestGateway>();
 // A cgroup folder of its own, so other Roost processes on this host do not count in section 5.
@@ -153,13 +159,14 @@ async function memoryBytes(
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
-/** `calls` sequential `shell true` round trips on an awake computer, in ms. */
-async function roundTrips(gateway: TestGateway, calls: number): Promise<number[]> {
+/** `calls` sequential `shell true` round trips on an awake computer, `gap` ms apart, in ms. */
+async function roundTrips(gateway: TestGateway, calls: number, gap = 0): Promise<number[]> {
   const samples: number[] = [];
   for (let index = 0; index < calls; index++) {
     const start = performance.now();
     shellStdout(await gateway.call("shell", { command: "true" }));
     samples.push(performance.now() - start);
+    if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
   }
   return samples;
 }
@@ -261,6 +268,7 @@ try {
     }
     const probe = await gatewayFor("bench-probe");
     const quiet = await roundTrips(probe, callsPerProbe);
+    const apart = await roundTrips(probe, callsPerProbe, gapMs);
     const everyone = [probe, ...(await Promise.all(awakeIds.map((id) => gatewayFor(id))))];
     const busy = (
       await Promise.all(
@@ -275,7 +283,7 @@ try {
       pssAll += await memoryBytes(usage?.pids ?? [], "Pss");
     }
     console.log(
-      `  ${String(level).padStart(2)} awake: ${summarize("wake to first tool result", wakeSamples)}; ${summarize("round trip, others idle", quiet)}; ${summarize(`round trip, all ${level} calling`, busy)}; cgroup memory of all ${mib(memory)}, PSS per computer ${mib(pssAll / level)}`,
+      `  ${String(level).padStart(2)} awake: ${summarize("wake to first tool result", wakeSamples)}; ${summarize("round trip, others idle", quiet)}; ${summarize(`${gapMs} ms apart`, apart)}; ${summarize(`round trip, all ${level} calling`, busy)}; cgroup memory of all ${mib(memory)}, PSS per computer ${mib(pssAll / level)}`,
     );
   }
   await provider.sleep("bench-probe");

@@ -1,4 +1,5 @@
-import { existsSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -33,5 +34,40 @@ describe("the worker's JavaScript build", () => {
     };
     expect(typeof protocol.parseFrame).toBe("function");
     expect(protocol.PROTOCOL_VERSION).toBe(1);
+  });
+
+  it("bundles the worker into one module, with zod and ws, leaving the lazily loaded packages out", async () => {
+    const build = await prepareWorkerBuild();
+    expect(build!.relativeEntry).toMatch(/bundle\/main\.mjs$/);
+    const code = readFileSync(build!.entry, "utf8");
+    // No relative import is left: our modules are inside it, and zod and ws too.
+    expect(code).not.toMatch(/from\s+["']\.\.?\//);
+    expect(code).not.toMatch(/from\s+["'](zod|ws)["']/);
+    // The MCP SDK and playwright-core load only when a computer first uses them.
+    expect(code).toMatch(/import\(["']@modelcontextprotocol\/sdk\/client\/index\.js["']\)/);
+    expect(code).toMatch(/import\(["']playwright-core["']\)/);
+    // It runs: without configuration it says what it needs and exits 2 (after loading everything).
+    const run = spawnSync(process.execPath, [build!.entry], { encoding: "utf8", env: {} });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/gateway URL is required/);
+    // A bad ROOST_COMMAND_ENV (the provider's, protocol/command-env.ts) is refused the same way.
+    const bad = spawnSync(process.execPath, [build!.entry], {
+      encoding: "utf8",
+      env: {
+        ROOST_GATEWAY_URL: "ws://127.0.0.1:1/v1/gateway",
+        ROOST_WORKER_TOKEN: "t",
+        ROOST_WORKER_STATE_DIR: "/tmp",
+        ROOST_COMMAND_ENV: "[1]",
+      },
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/ROOST_COMMAND_ENV must be a JSON object of strings/);
+  });
+
+  it("without the bundler, the stripped files are the entry", async () => {
+    const build = await prepareWorkerBuild({ bundle: false });
+    expect(build!.relativeEntry).toMatch(/worker\/main\.js$/);
+    const run = spawnSync(process.execPath, [build!.entry], { encoding: "utf8", env: {} });
+    expect(run.status).toBe(2);
   });
 });

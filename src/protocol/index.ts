@@ -18,3 +18,4 @@ export * from "./screens.ts";
 export type * as Api from "./api.ts";
 export * from "./follow.ts";
 export * from "./branches.ts";
+export * from "./command-env.ts";

@@ -62,6 +62,7 @@ import { jobIdFor, shellStatusTool, shellTool } from "./shell-tool.ts";
 import type { ShellOptions } from "./shell-tool.ts";
 import { toToolError } from "./tool-context.ts";
 import type { ToolContext } from "./tool-context.ts";
+import type { WarmShell } from "./warm-shell.ts";
 import { writeTool } from "./write-tool.ts";
 import { jobsRoot, readJob } from "./jobs.ts";
 import path from "node:path";
@@ -74,6 +75,8 @@ export interface CallRunnerOptions {
   commandEnv: Readonly<Record<string, string>>;
   /** Sourced by each command's shell just before the command (WorkerConfig.jobPrelude). */
   jobPrelude?: string | undefined;
+  /** Job wrappers started ahead (warm-shell.ts); none: every `shell` call starts its own. */
+  warmShell?: WarmShell | undefined;
   /** Sends a frame if connected; returns false when it could not. */
   send(frame: WorkerFrame): boolean;
   /** The largest frame the gateway accepts. @default () => MAX_FRAME_BYTES */
@@ -321,6 +324,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       stateDir: options.stateDir,
       commandEnv: options.commandEnv,
       jobPrelude: options.jobPrelude,
+      warmShell: options.warmShell,
       deadline: startedAt + frame.timeoutMs,
       signal: entry.controller.signal,
       emit: (stream, data) => {

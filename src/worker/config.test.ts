@@ -27,6 +27,15 @@ describe("resolveWorkerConfig", () => {
       );
   });
 
+  it("reads ROOST_WARM_SHELL (on by default), and refuses anything but on or off", () => {
+    expect(resolveWorkerConfig([], env).warmShell).toBeUndefined();
+    expect(resolveWorkerConfig([], { ...env, ROOST_WARM_SHELL: "off" }).warmShell).toBe(false);
+    expect(resolveWorkerConfig([], { ...env, ROOST_WARM_SHELL: "on" }).warmShell).toBe(true);
+    expect(() => resolveWorkerConfig([], { ...env, ROOST_WARM_SHELL: "no" })).toThrow(
+      /ROOST_WARM_SHELL must be on or off \(got "no"\)/,
+    );
+  });
+
   it("lets flags override the environment", () => {
     const config = resolveWorkerConfig(
       [

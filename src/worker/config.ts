@@ -25,6 +25,11 @@ export interface WorkerConfig {
   jobPrelude?: string | undefined;
   /** Screens (one per bot) the browser may use at most (ROOST_SCREENS_MAX). @default 4 */
   screensMax?: number | undefined;
+  /**
+   * Start each `shell` call's wrapper ahead of the call (warm-shell.ts; ROOST_WARM_SHELL=off turns
+   * it off). @default true
+   */
+  warmShell?: boolean | undefined;
 }
 
 export class WorkerConfigError extends Error {
@@ -32,7 +37,7 @@ export class WorkerConfigError extends Error {
 }
 
 const usage = `usage: node src/worker/main.ts --gateway-url URL (--token TOKEN | --token-file FILE) --state-dir DIR [--workspace DIR] [--job-prelude FILE]
-  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE, ROOST_JOB_PRELUDE, ROOST_SCREENS_MAX`;
+  environment: ROOST_GATEWAY_URL, ROOST_WORKER_TOKEN, ROOST_WORKER_TOKEN_FILE, ROOST_WORKER_STATE_DIR, ROOST_WORKSPACE, ROOST_JOB_PRELUDE, ROOST_SCREENS_MAX, ROOST_WARM_SHELL`;
 
 export function resolveWorkerConfig(
   argv: readonly string[],
@@ -107,6 +112,12 @@ export function resolveWorkerConfig(
       `worker: ROOST_SCREENS_MAX must be a whole number from 1 to 32 (got ${JSON.stringify(screensText)})`,
     );
 
+  const warmText = pick(undefined, "ROOST_WARM_SHELL");
+  if (warmText !== undefined && warmText !== "on" && warmText !== "off")
+    throw new WorkerConfigError(
+      `worker: ROOST_WARM_SHELL must be on or off (got ${JSON.stringify(warmText)})`,
+    );
+
   return {
     gatewayUrl: parsed.toString(),
     token,
@@ -115,5 +126,6 @@ export function resolveWorkerConfig(
     workspace: path.resolve(workspace),
     jobPrelude: jobPrelude === undefined ? undefined : path.resolve(jobPrelude),
     ...(screensMax === undefined ? {} : { screensMax }),
+    ...(warmText === undefined ? {} : { warmShell: warmText === "on" }),
   };
 }

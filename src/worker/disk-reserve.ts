@@ -12,7 +12,7 @@
  * What this does not do: keep a command that is still writing from eating the freed room (it
  * will, and then fails again with ENOSPC, as it should). It only gives the worker a way back.
  */
-import { promises as fs } from "node:fs";
+import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import { isErrno } from "./fs-atomic.ts";
 
@@ -50,6 +50,18 @@ export async function withDiskRoom<T>(stateDir: string, write: () => Promise<T>)
       if (!isErrno(unlinkError, "ENOENT")) throw unlinkError;
     }
     return await write();
+  }
+}
+
+/**
+ * Whether the reserve is in place, looked at on this thread (one stat, on every call's path
+ * before its result is sent: a hop through libuv's pool would cost more than the stat).
+ */
+export function diskReserveInPlace(stateDir: string): boolean {
+  try {
+    return statSync(path.join(stateDir, reserveFileName)).size === reserveBytes;
+  } catch {
+    return false;
   }
 }
 

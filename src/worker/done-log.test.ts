@@ -48,6 +48,22 @@ describe("done-log journal", () => {
     await reopened.close();
   });
 
+  it("an idle journal's record is written in the caller's turn, before what the caller does next; records keep their order (DL4)", async () => {
+    const log = await openDoneLog(stateDir);
+    const first = log.markStarted("c1", "shell");
+    // Nothing awaited yet: the shell tool makes the job's files now, while the flush runs.
+    expect(lines().map((line) => (JSON.parse(line) as { callId: string }).callId)).toEqual(["c1"]);
+    const second = log.markStarted("c2", "shell");
+    const third = log.markDone("c1", "shell", { ok: true, output: "x" });
+    await Promise.all([first, second, third]);
+    expect(lines().map((line) => JSON.parse(line) as { callId: string; state: string })).toEqual([
+      expect.objectContaining({ callId: "c1", state: "started" }),
+      expect.objectContaining({ callId: "c2", state: "started" }),
+      expect.objectContaining({ callId: "c1", state: "done" }),
+    ]);
+    await log.close();
+  });
+
   it("worker killed during an append: the torn last line is cut, and the next record is whole (DL2)", async () => {
     const first = await openDoneLog(stateDir);
     await first.markStarted("c1", "shell");

@@ -2,23 +2,28 @@
  * Entry point inside the computer: `node src/worker/main.ts` with configuration from flags or
  * ROOST_* environment variables (config.ts). Exits 2 on bad configuration, 0 on SIGTERM/SIGINT.
  */
+import { CommandEnvError, commandOnlyEnv } from "../protocol/index.ts";
 import { resolveWorkerConfig, WorkerConfigError } from "./config.ts";
 import { startWorker } from "./worker.ts";
 
 let config;
+let commandOnly;
 try {
   config = resolveWorkerConfig(process.argv.slice(2), process.env);
+  commandOnly = commandOnlyEnv(process.env);
 } catch (error) {
-  if (!(error instanceof WorkerConfigError)) throw error;
+  if (!(error instanceof WorkerConfigError) && !(error instanceof CommandEnvError)) throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(2);
 }
 
-// Commands get the computer's environment, never the worker's token or configuration.
+// Commands get the computer's environment, never the worker's token or configuration, and the
+// variables meant for them only (ROOST_COMMAND_ENV, protocol/command-env.ts).
 const commandEnv: Record<string, string> = {};
 for (const [name, value] of Object.entries(process.env)) {
   if (value !== undefined && !name.startsWith("ROOST_")) commandEnv[name] = value;
 }
+Object.assign(commandEnv, commandOnly);
 
 const worker = await startWorker({ ...config, commandEnv });
 

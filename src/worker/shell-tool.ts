@@ -11,7 +11,7 @@
  */
 import { StringDecoder } from "node:string_decoder";
 import type { ChildProcess } from "node:child_process";
-import { promises as fs } from "node:fs";
+import { promises as fs, statSync, type Stats } from "node:fs";
 import path from "node:path";
 import { toolLimits } from "../protocol/index.ts";
 import type {
@@ -28,6 +28,7 @@ import {
   isJobAlive,
   jobPaths,
   jobsRoot,
+  openOutputFile,
   readJob,
   readNumber,
   readStreamText,
@@ -39,6 +40,7 @@ import {
   type StreamText,
 } from "./jobs.ts";
 import type { JobMeta } from "./jobs.ts";
+import type { WarmWrapper } from "./warm-shell.ts";
 
 export interface ShellOptions {
   /** How often output files are read for streaming, and a vanished job is looked for. @default 50 */
@@ -63,6 +65,8 @@ export async function shellTool(
   const paths = jobPaths(dir);
 
   let child: ChildProcess | undefined;
+  /** The warm wrapper that runs it (fresh start only). */
+  let wrapper: WarmWrapper | undefined;
   /** The output files our own child writes, already open (fresh foreground start only). */
   let output: JobOutput | undefined;
   let meta: JobMeta;
@@ -72,11 +76,24 @@ export async function shellTool(
     meta = existing.meta;
   } else {
     const cwd = resolveToolPath(context.workspace, input.cwd ?? ".");
-    const cwdStat = await fs.stat(cwd).catch((error: unknown) => {
+    // On this thread: one system call, where a hop through libuv's pool costs a call ~0.2 ms.
+    let cwdStat: Stats;
+    try {
+      cwdStat = statSync(cwd);
+    } catch (error) {
       throw toToolFailure(error, cwd);
-    });
+    }
     if (!cwdStat.isDirectory())
       throw new ToolFailure("not_a_directory", `cwd ${cwd} is not a directory`);
+    const env =
+      input.env === undefined || Object.keys(input.env).length === 0
+        ? context.commandEnv
+        : { ...context.commandEnv, ...input.env };
+    // A wrapper started ahead (warm-shell.ts) when one waits; a NUL byte, which no command line
+    // can hold, is left to the cold start's error.
+    wrapper = input.command.includes("\0")
+      ? undefined
+      : context.warmShell?.take(env, context.jobPrelude);
     meta = {
       jobId,
       callId: context.callId,
@@ -85,6 +102,7 @@ export async function shellTool(
       startedAt: existing?.meta.startedAt ?? context.now(),
       deadlineAt: background ? null : context.deadline,
       background,
+      ...(wrapper === undefined ? {} : { wrapper: wrapper.token }),
     };
     // The `started` record's flush and the job's files at once; the command starts only once
     // both are done (W3: the record is durable before any side effect of the command).
@@ -93,9 +111,10 @@ export async function shellTool(
       prepareJob(dir, meta),
     ]);
     if (marked.status === "rejected" || prepared.status === "rejected") {
+      wrapper?.child.stdin?.end(); // WS2: it exits without a job
       if (prepared.status === "fulfilled") {
-        await prepared.value.stdout.close();
-        await prepared.value.stderr.close();
+        prepared.value.stdout.close();
+        prepared.value.stderr.close();
       }
       if (marked.status === "rejected") throw marked.reason;
       throw toToolFailure((prepared as PromiseRejectedResult).reason, `bash in ${cwd}`);
@@ -104,15 +123,22 @@ export async function shellTool(
     child = await startJob(
       dir,
       meta,
-      { ...context.commandEnv, ...input.env },
+      env,
       context.jobPrelude,
       started,
+      wrapper === undefined || context.warmShell === undefined
+        ? undefined
+        : { wrapper, shell: context.warmShell },
     ).catch((error: unknown) => {
       throw toToolFailure(error, `bash in ${cwd}`);
     });
+    // The next call's wrapper is started once this call's result is sent: Node's spawn holds its
+    // event loop for the fork, which would otherwise delay this job's end (warm-shell.ts).
+    const warmShell = context.warmShell;
+    if (warmShell !== undefined) context.afterRecorded(async () => warmShell.refill());
     if (background) {
-      await started.stdout.close();
-      await started.stderr.close();
+      started.stdout.close();
+      started.stderr.close();
     } else output = started;
   }
 
@@ -125,6 +151,7 @@ export async function shellTool(
     dir,
     meta,
     child,
+    earlyStatus: recovered ? undefined : wrapper?.status,
     output,
     context,
     options,
@@ -138,7 +165,7 @@ export async function shellStatusTool(
   context: ToolContext,
 ): Promise<ShellStatusOutput> {
   const dir = path.join(jobsRoot(context.stateDir), input.jobId);
-  const job = await readJob(dir);
+  let job = await readJob(dir);
   if (job === undefined) {
     throw new ToolFailure(
       "not_found",
@@ -149,8 +176,14 @@ export async function shellStatusTool(
   const now = context.now();
   let state: ShellStatusOutput["state"];
   if (job.exitCode !== undefined) state = "exited";
-  else if (job.pid !== undefined) state = (await isJobAlive(job.pid, dir)) ? "running" : "lost";
-  else state = now - job.meta.startedAt < 5000 ? "running" : "lost"; // not yet claimed, or never will be
+  else if (job.pid !== undefined) {
+    if (await isJobAlive(job.pid, dir, job.meta.wrapper)) state = "running";
+    else {
+      // It may have recorded its status between the read above and its exit.
+      job = (await readJob(dir)) ?? job;
+      state = job.exitCode === undefined ? "lost" : "exited";
+    }
+  } else state = now - job.meta.startedAt < 5000 ? "running" : "lost"; // not yet claimed, or never will be
   const tailBytes = input.tailBytes ?? toolLimits.shellStatusTailBytes;
   const stdout = await readTail(paths.stdout, tailBytes);
   const stderr = await readTail(paths.stderr, tailBytes);
@@ -206,6 +239,11 @@ interface JobEnd {
   endedAt: number;
   /** Each stream's whole output when the pump read all of it and it fits a result (else read from its file). */
   output: Partial<Record<"stdout" | "stderr", StreamText>>;
+  /**
+   * Settles once our own wrapper has exited: with an early status (warm-shell.ts) the job ends
+   * while its wrapper still records the status in the job's folder.
+   */
+  wrapperExited: Promise<unknown>;
 }
 
 interface SuperviseOptions {
@@ -215,6 +253,8 @@ interface SuperviseOptions {
   output: JobOutput | undefined;
   /** Our own child (fresh start); undefined when attaching to a job a previous worker started. */
   child: ChildProcess | undefined;
+  /** The status a warm wrapper's job reports as it ends (WarmWrapper.status), if it is one. */
+  earlyStatus?: Promise<number | undefined> | undefined;
   context: ToolContext;
   options: ShellOptions;
   /** Stream output from the beginning (fresh start) or only what is new (attach). */
@@ -237,10 +277,26 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
     process.exitCode !== null || process.signalCode !== null
       ? Promise.resolve(process.exitCode)
       : new Promise<number | null>((resolve) => process.once("exit", (code) => resolve(code)));
-  if (child !== undefined) childExited = watchChild(child);
+  let wrapperExited: Promise<unknown> = Promise.resolve();
+  let killedFor: JobEnd["killedFor"];
+  if (child !== undefined) {
+    const exited = watchChild(child);
+    wrapperExited = exited;
+    const early = supervise.earlyStatus;
+    // The early status ends the job unless the job is being killed: its status is then the
+    // wrapper's, as for a cold start.
+    childExited =
+      early === undefined
+        ? exited
+        : Promise.race([
+            exited,
+            early.then((status) =>
+              status === undefined || killedFor !== undefined ? exited : status,
+            ),
+          ]);
+  }
 
   let pid = child?.pid ?? (await readJob(dir))?.pid;
-  let killedFor: JobEnd["killedFor"];
   const kill = (reason: "timeout" | "cancelled") => {
     if (killedFor !== undefined || pid === undefined) return;
     killedFor = reason;
@@ -289,6 +345,7 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           lost: false,
           endedAt: context.now(),
           output,
+          wrapperExited,
         };
       }
       // Attached to a job this process did not start: look for its exit status.
@@ -303,22 +360,38 @@ async function superviseJob(supervise: SuperviseOptions): Promise<JobEnd> {
           lost: false,
           endedAt: job.exitedAt ?? context.now(),
           output,
+          wrapperExited,
         };
       }
-      if (pid !== undefined && !(await isJobAlive(pid, dir))) {
+      if (pid !== undefined && !(await isJobAlive(pid, dir, meta.wrapper))) {
         const exitCode = await readNumber(paths.exit); // it may have written its status just before exiting
         if (exitCode !== undefined)
-          return { exitCode, killedFor, lost: false, endedAt: context.now(), output };
+          return {
+            exitCode,
+            killedFor,
+            lost: false,
+            endedAt: context.now(),
+            output,
+            wrapperExited,
+          };
         return {
           exitCode: null,
           killedFor,
           lost: killedFor === undefined,
           endedAt: context.now(),
           output,
+          wrapperExited,
         };
       }
       if (pid === undefined && context.now() - meta.startedAt > 5000) {
-        return { exitCode: null, killedFor, lost: true, endedAt: context.now(), output };
+        return {
+          exitCode: null,
+          killedFor,
+          lost: true,
+          endedAt: context.now(),
+          output,
+          wrapperExited,
+        };
       }
     }
   } finally {
@@ -381,8 +454,12 @@ async function finishForeground(
     notes.push("the worker restarted while this command ran; it was not started again");
   if (notes.length > 0) output.note = notes.join("; ");
   // Keep the job directory only when a result names a file in it.
+  // Once its wrapper has exited: it may still be writing the status there (an early status).
   if (!stdout.truncated && !stderr.truncated)
-    context.afterRecorded(() => fs.rm(dir, { recursive: true, force: true }));
+    context.afterRecorded(async () => {
+      await end.wrapperExited;
+      await fs.rm(dir, { recursive: true, force: true });
+    });
   return output;
 }
 
@@ -423,14 +500,18 @@ async function createStreamPump(
   let busy: Promise<void> = Promise.resolve();
   const pumpOnce = async () => {
     if (budget <= 0) return;
-    // Both files' sizes at once (one wait instead of two on a call's path); then the reads, in
-    // order, within the budget.
-    await Promise.all(
-      streams.map(async (stream) => {
-        stream.handle ??= await fs.open(stream.file, "r").catch(() => undefined);
-        if (stream.handle !== undefined) stream.size = (await stream.handle.stat()).size;
-      }),
-    );
+    // Both files' sizes, then the reads, in order, within the budget; on this thread
+    // (OutputFile), at most 256 KiB a read.
+    for (const stream of streams) {
+      if (stream.handle === undefined) {
+        try {
+          stream.handle = openOutputFile(stream.file, "r");
+        } catch {
+          continue; // not there yet
+        }
+      }
+      stream.size = stream.handle.size();
+    }
     for (const stream of streams) {
       if (budget <= 0) return;
       if (stream.handle === undefined) continue;
@@ -438,7 +519,7 @@ async function createStreamPump(
       const length = Math.min(size - stream.offset, budget, 256 * 1024);
       if (length <= 0) continue;
       const buffer = Buffer.alloc(length);
-      const { bytesRead } = await stream.handle.read(buffer, 0, length, stream.offset);
+      const bytesRead = stream.handle.read(buffer, length, stream.offset);
       stream.offset += bytesRead;
       budget -= bytesRead;
       if (stream.kept !== undefined && stream.offset <= toolLimits.shellOutputBytes)
@@ -465,7 +546,7 @@ async function createStreamPump(
     },
     async close() {
       await busy.catch(() => undefined);
-      await Promise.all(streams.map(async (stream) => stream.handle?.close()));
+      for (const stream of streams) stream.handle?.close();
     },
   };
 }

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { ToolError, ToolErrorCode } from "../protocol/index.ts";
 import type { StartedRecord } from "./done-log.ts";
+import type { WarmShell } from "./warm-shell.ts";
 
 export interface ToolContext {
   callId: string;
@@ -16,6 +17,8 @@ export interface ToolContext {
   commandEnv: Readonly<Record<string, string>>;
   /** A shell file sourced just before each command (WorkerConfig.jobPrelude). */
   jobPrelude?: string | undefined;
+  /** Job wrappers started ahead of the calls that use them (warm-shell.ts); none: every start is cold. */
+  warmShell?: WarmShell | undefined;
   /** When the call's time limit ends (epoch ms), counted from its first start. */
   deadline: number;
   /** Aborted when the gateway cancels the call. */

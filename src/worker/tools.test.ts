@@ -20,6 +20,7 @@ import { readTool } from "./read-tool.ts";
 import { shellStatusTool, shellTool } from "./shell-tool.ts";
 import { ToolFailure } from "./tool-context.ts";
 import type { ToolContext } from "./tool-context.ts";
+import { createWarmShell, type WarmShell } from "./warm-shell.ts";
 import { writeTool } from "./write-tool.ts";
 
 let root: string;
@@ -27,6 +28,9 @@ let workspace: string;
 let stateDir: string;
 let home: string;
 let callCounter = 0;
+/** Set while the shell cases run with wrappers started ahead (warm-shell.ts). */
+let warmShell: WarmShell | undefined;
+const commandEnv = { PATH: "/usr/bin:/bin" };
 
 beforeEach(() => {
   root = mkdtempSync(path.join(os.tmpdir(), "roost-tools-"));
@@ -50,7 +54,8 @@ function context(
     callId: `call-${callCounter}`,
     workspace,
     stateDir,
-    commandEnv: { PATH: "/usr/bin:/bin", HOME: home },
+    commandEnv: { ...commandEnv, HOME: home },
+    ...(warmShell === undefined ? {} : { warmShell }),
     deadline: Date.now() + 30_000,
     signal: new AbortController().signal,
     emit: (stream, data) => chunks.push({ stream, data }),
@@ -83,7 +88,46 @@ function completed(output: Awaited<ReturnType<typeof shellTool>>): ShellComplete
   return output;
 }
 
-describe("shell", () => {
+// Every shell case runs twice: each call starting its own wrapper (cold), and each taking one
+// started ahead of it (warm-shell.ts, WS1).
+describe.each(["cold", "warm"] as const)("shell (%s start)", (start) => {
+  beforeEach(async () => {
+    if (start === "cold") return;
+    const env = { ...commandEnv, HOME: home };
+    warmShell = createWarmShell({ env });
+    // Its folder is made at once, then the first wrapper is started after the usual pause.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    warmShell.refill();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  });
+  afterEach(() => {
+    warmShell?.close();
+    warmShell = undefined;
+  });
+
+  it("starts the job in a wrapper started ahead when there is one, and records which", async () => {
+    const started = await shellTool({ command: "sleep 0.2", background: true }, context());
+    if (started.kind !== "started") throw new Error("expected a started job");
+    const meta = JSON.parse(
+      readFileSync(path.join(path.dirname(started.stdoutPath), "job.json"), "utf8"),
+    ) as { wrapper?: string };
+    expect(meta.wrapper !== undefined).toBe(start === "warm");
+    const cmdline = readFileSync(`/proc/${started.pid}/cmdline`, "utf8").split("\0");
+    if (meta.wrapper !== undefined) expect(cmdline).toContain(meta.wrapper);
+    // A later worker (a fresh context) recognises the running job by its folder or its token.
+    expect((await shellStatusTool({ jobId: started.jobId }, context())).state).toBe("running");
+    // A call with variables of its own starts cold (the wrapper waiting has the computer's).
+    const own = await shellTool(
+      { command: "sleep 0.2", background: true, env: { EXTRA: "1" } },
+      context(),
+    );
+    if (own.kind !== "started") throw new Error("expected a started job");
+    const ownMeta = JSON.parse(
+      readFileSync(path.join(path.dirname(own.stdoutPath), "job.json"), "utf8"),
+    ) as { wrapper?: string };
+    expect(ownMeta.wrapper).toBeUndefined();
+  });
+
   it("runs bash in the workspace and reports exit code, output and duration", async () => {
     const output = completed(await shellTool({ command: "pwd; echo oops >&2; exit 3" }, context()));
     expect(output).toMatchObject({

@@ -52,6 +52,7 @@ import type { ShellOptions } from "./shell-tool.ts";
 import type { WorkerStats } from "./status-server.ts";
 import { createTunnelEndpoint } from "./tunnels.ts";
 import { createScreenManager, type ScreenManagerOptions } from "./screens.ts";
+import { createWarmShell } from "./warm-shell.ts";
 import type { TunnelEndpointOptions } from "./tunnels.ts";
 
 export interface WorkerOptions extends WorkerConfig {
@@ -69,6 +70,8 @@ export interface WorkerOptions extends WorkerConfig {
   /** @default true */
   fsync?: boolean;
   shell?: ShellOptions;
+  /** No `shell` call for this long retires the wrapper started ahead (warm-shell.ts). @default 30 s */
+  warmShellIdleMs?: number;
   /** The computer user's home: skills are copied to `<home>/skills`. @default commandEnv.HOME, else the process's home */
   home?: string;
   /** Limits of the port previews' tunnels. */
@@ -175,6 +178,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
+  const warmShell =
+    options.warmShell === false
+      ? undefined
+      : createWarmShell({
+          env: options.commandEnv,
+          prelude: options.jobPrelude,
+          ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
+        });
+
   const sendNow = (ws: WebSocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
@@ -182,6 +194,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     doneLog,
     commandEnv: options.commandEnv,
     jobPrelude: options.jobPrelude,
+    warmShell,
     fsync: durable,
     progressIntervalMs: options.progressIntervalMs ?? 5000,
     maxFrameBytes: () => maxFrameBytes,
@@ -433,6 +446,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       runner.close();
+      warmShell?.close();
       tunnels.closeAll();
       await screens.close(); // SCR4
       await mcp.close();

@@ -26,7 +26,11 @@ function workerPids(computerId: string): number[] {
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "latin1");
       const environ = readFileSync(`/proc/${entry}/environ`, "latin1");
-      if (cmdline.includes("worker/main.") && environ.includes(`COMPUTER_ID=${computerId}\0`))
+      // The worker from its sources, its stripped files or its bundle (src/computers/worker-build.ts).
+      if (
+        /worker\/main\.|bundle\/main\.mjs/.test(cmdline) &&
+        environ.includes(`COMPUTER_ID=${computerId}\0`)
+      )
         pids.push(Number(entry));
     } catch {
       // exited while we looked

@@ -3,6 +3,7 @@
  * runaway user command (too much memory, a fork bomb) is contained in the computer's `user`
  * cgroup, and the worker keeps serving on the same connection.
  */
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -38,6 +39,18 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   };
   const userCgroup = (controller: CgroupController) => cgroupOf(controller).user;
   const read = async (file: string) => (await readFile(file, "utf8")).trim();
+  /**
+   * The pids that are not a wrapper started ahead of a call (its command line names its token);
+   * one that is gone already counts as lasting, so take it while they run.
+   */
+  const lasting = (pids: readonly number[]) =>
+    pids.filter((pid) => {
+      try {
+        return !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("roost-warm-");
+      } catch {
+        return true;
+      }
+    });
 
   beforeAll(async () => {
     dataDir = await makeTempDir();
@@ -97,7 +110,7 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
   });
 
   test("a process allocating past the memory limit is killed; the worker keeps serving", async () => {
-    const before = (await provider.usage(id))!.workerPids;
+    const before = lasting((await provider.usage(id))!.workerPids);
     const result = await gateway.call("shell", {
       command: `node -e 'const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))'; echo "exit $?"`,
     });
@@ -112,8 +125,11 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
       "still serving\n",
     );
     expect(gateway.hellos).toBe(1);
+    // The worker's own processes are the same ones; a wrapper started ahead for the next call
+    // (warm-shell.ts) is used by a call and replaced, so it is not counted.
     const after = (await provider.usage(id))!.workerPids;
-    expect(after).toEqual(expect.arrayContaining(before));
+    expect(lasting(after)).toEqual(expect.arrayContaining(before));
+    expect(before.length).toBeGreaterThan(0);
   });
 
   test("a fork bomb is contained by the pids limit and the computer still answers", async () => {
@@ -151,7 +167,14 @@ describe.skipIf(skip !== undefined)("local provider limits", () => {
         await delay(50);
       }
     }
-    expect(await pidsCurrent()).toBe(0);
+    // Nothing of the bomb is left; at most the subshell of the wrapper started ahead for the next
+    // call waits there (warm-shell.ts: it joins `user` before its job comes).
+    const left = (await readFile(path.join(pidsDir, "cgroup.procs"), "utf8"))
+      .split("\n")
+      .filter((line) => line !== "")
+      .map(Number);
+    expect(left.length).toBeLessThanOrEqual(1);
+    expect(lasting(left)).toEqual([]);
     expect(shellStdout(await gateway.call("shell", { command: "ls / | wc -l" })).trim()).toMatch(
       /^\d+$/,
     );

@@ -334,6 +334,25 @@ describe.skipIf(skip !== undefined)("a local computer's network", () => {
     expect(env).toContain(`ALL_PROXY=socks5h://127.0.0.1:${forwarderPorts.socks}\n`);
     expect(env).toContain("all_proxy=socks5h://127.0.0.1:1080\n");
     expect(env).toContain("NO_PROXY=localhost,127.0.0.1,::1\n");
+    // Node's own fetch honours them (NODE_USE_ENV_PROXY, given to commands only), from a command
+    // started by the provider and from one the worker starts.
+    const fetchScript = `fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t), (e) => console.log(String(e.cause ?? e)))`;
+    expect((await node(a, fetchScript, [`http://${target}:8080/`])).stdout).toBe(
+      "hello from outside\n",
+    );
+    expect(
+      await tool(
+        a,
+        `node -e '${fetchScript}' http://${target}:8080/; echo "[$NODE_USE_ENV_PROXY]"`,
+      ),
+    ).toBe("hello from outside\n[1]\n");
+    // The worker itself starts without it (its start would load Node's proxy agent, ~25 ms of
+    // every wake), and its commands see no ROOST_ variable.
+    const workerEnv = await tool(
+      a,
+      `ps -o comm= -p $PPID; tr '\\0' '\\n' < /proc/$PPID/environ | grep -E -o '^(NODE_USE_ENV_PROXY|ROOST_COMMAND_ENV)=' | sort; env | grep -c '^ROOST_' || true`,
+    );
+    expect(workerEnv).toBe("MainThread\nROOST_COMMAND_ENV=\n0\n");
   });
 
   test("git clone over HTTPS of a repository on a test host works through the proxy", async () => {
