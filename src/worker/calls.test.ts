@@ -256,6 +256,47 @@ describe("call runner", () => {
     expect(preparedWhileMarking).toBe(true);
   });
 
+  it("a slow flush of the done record: the result is sent once the record is written, and the job's folder stays until the flush is done (W2)", async () => {
+    const doneLog = await openDoneLog(stateDir, { fsync: false });
+    let finishFlush: () => void = () => undefined;
+    let flushing = false;
+    const slowLog: typeof doneLog = {
+      ...doneLog,
+      markDone: async (callId, tool, outcome, written) => {
+        await doneLog.markDone(callId, tool, outcome, written);
+        flushing = true;
+        await new Promise<void>((resolve) => (finishFlush = resolve)); // a flush that takes its time
+      },
+    };
+    const sent: WorkerFrame[] = [];
+    const runner = createCallRunner({
+      workspace,
+      stateDir,
+      doneLog: slowLog,
+      commandEnv: { PATH: "/usr/bin:/bin", HOME: root },
+      fsync: false,
+      send: (frame) => {
+        sent.push(frame);
+        return true;
+      },
+      shell: { pollMs: 20 },
+    });
+    runners.push(runner);
+    runner.handleCall(shellCall("c-flush", "echo hi"));
+    while (!flushing) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(sent.find((frame) => frame.type === "result")).toMatchObject({
+      callId: "c-flush",
+      ok: true,
+      output: { exitCode: 0, stdout: "hi\n" },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(readdirSync(jobsRoot(stateDir))).toHaveLength(1); // recovery's files, until the flush
+    finishFlush();
+    await runner.idle();
+    expect(readdirSync(jobsRoot(stateDir))).toHaveLength(0);
+    expect(await doneLog.get("c-flush")).toMatchObject({ state: "done" });
+  });
+
   it("a write repeated after a restart reports what the first attempt replaced, not its own bytes", async () => {
     const file = path.join(workspace, "notes.md");
     const writeCall = (callId: string, content: string) =>

@@ -6,7 +6,10 @@
  *      attached to (the running execution's result answers it), never started again. The
  *      `running` entry is created synchronously on receipt, before any await.
  *   W2 A finished call's outcome is written to the done-log before its result is sent, and a
- *      repeated call id is answered from the done-log without running anything.
+ *      repeated call id is answered from the done-log without running anything. The result goes
+ *      as soon as the record is in the file (a killed worker process leaves it there for the
+ *      next); the record's flush to the disk follows, off the call's path, and the call's
+ *      `afterRecorded` tasks (removing a job's folder, which recovery reads) wait for that flush.
  *   W3 Side effects are preceded by a durable `started` record; after a worker restart, a call
  *      with `started` but no `done` is recovered by its tool (shell attaches to the job it started,
  *      edit checks the file's hash), never blindly re-run.
@@ -353,15 +356,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     } catch (error) {
       outcome = { ok: false, error: toToolError(error) };
     }
-    outcome = fitted(callId, outcome);
-    let recorded = true;
-    try {
-      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
-    } catch (error) {
-      recorded = false;
-      log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
-    }
-    entry.result = sendResult(frame.tool, callId, outcome);
+    const recorded = await recordAndSend(frame, entry, fitted(callId, outcome));
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
   }
 
@@ -418,13 +413,34 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         outcome = { ok: false, error: toToolError(error) };
       }
     }
-    outcome = fitted(callId, outcome);
+    await recordAndSend(frame, entry, fitted(callId, outcome));
+  }
+
+  /**
+   * W2: the done record, and the result sent once it is in the file (its flush follows); the
+   * result also goes when the record cannot be written. True once the record is durable.
+   */
+  async function recordAndSend(
+    frame: CallFrame,
+    entry: Running,
+    outcome: CallOutcome,
+  ): Promise<boolean> {
+    const { callId } = frame;
+    let sent = false;
+    const send = () => {
+      if (sent) return;
+      sent = true;
+      entry.result = sendResult(frame.tool, callId, outcome);
+    };
     try {
-      await options.doneLog.markDone(callId, frame.tool, outcome); // W2
+      await options.doneLog.markDone(callId, frame.tool, outcome, send);
+      return true;
     } catch (error) {
       log(`worker: could not record call ${callId} in the done-log: ${(error as Error).message}`);
+      return false;
+    } finally {
+      send();
     }
-    entry.result = sendResult(frame.tool, callId, outcome);
   }
 
   function start(frame: CallFrame): void {

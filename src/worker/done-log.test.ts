@@ -64,6 +64,29 @@ describe("done-log journal", () => {
     await log.close();
   });
 
+  it("markDone's written callback runs once the done record is in the file, before its flush resolves; a throw there keeps the record (DL1)", async () => {
+    const log = await openDoneLog(stateDir);
+    await log.markStarted("c1", "shell");
+    let seen: string[] | undefined;
+    let resolved = false;
+    const done = log.markDone("c1", "shell", { ok: true, output: "x" }, () => {
+      seen = lines().map((line) => (JSON.parse(line) as { state: string }).state);
+      expect(resolved).toBe(false);
+    });
+    void done.then(() => (resolved = true));
+    await done;
+    expect(seen).toEqual(["started", "done"]);
+    await expect(
+      log.markDone("c2", "shell", { ok: true, output: "y" }, () => {
+        throw new Error("the caller's own failure");
+      }),
+    ).rejects.toThrow("the caller's own failure");
+    await log.close();
+    const reopened = await openDoneLog(stateDir);
+    expect(await reopened.get("c2")).toMatchObject({ state: "done", outcome: { output: "y" } });
+    await reopened.close();
+  });
+
   it("worker killed during an append: the torn last line is cut, and the next record is whole (DL2)", async () => {
     const first = await openDoneLog(stateDir);
     await first.markStarted("c1", "shell");

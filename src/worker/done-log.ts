@@ -10,6 +10,8 @@
  *   DL1 A record is durable before its write resolves: it is written with one write after the
  *       last record and the file is fdatasync'd (when `fsync` is on). One append and one flush per record, instead of
  *       a file per record (temporary file, fsync, rename, fsync of the directory): decision 0021.
+ *       `markDone`'s `written` callback runs between the two: the record is in the file (the
+ *       kernel keeps it if the worker process dies), its flush to the disk not yet done.
  *   DL2 A torn last line (the worker died during an append) is cut off when the journal is opened:
  *       its write never resolved, so nothing relied on it (a `started` record that did not
  *       resolve means the call's side effects never began).
@@ -76,7 +78,11 @@ export interface DoneLog {
   /** The done record if there is one, else the started record, else undefined. */
   get(callId: string): Promise<CallRecord | undefined>;
   markStarted(callId: string, tool: string, detail?: unknown): Promise<void>;
-  markDone(callId: string, tool: string, outcome: CallOutcome): Promise<void>;
+  /**
+   * Resolves once the record is durable (DL1). `written` runs as soon as it is in the file, before
+   * its flush: the call runner sends the result then, so the flush is not on the call's path (W2).
+   */
+  markDone(callId: string, tool: string, outcome: CallOutcome, written?: () => void): Promise<void>;
   /** Calls a previous worker process started but did not finish. */
   listUnfinished(): Promise<StartedRecord[]>;
   /** Drops done records older than `maxAgeMs` (DL5: the file shrinks when that pays); returns how many. */
@@ -189,11 +195,13 @@ export async function openDoneLog(
     }
   }
 
-  async function append(record: CallRecord): Promise<void> {
+  async function append(record: CallRecord, writtenCallback?: () => void): Promise<void> {
     const bytes = Buffer.from(`${JSON.stringify(record)}\n`, "utf8");
     await serial(async () => {
       const offset = size;
       let attempt = 0;
+      let told = false;
+      let callbackError: unknown;
       await withDiskRoom(stateDir, async () => {
         // DL6: a record that does not fit grows the file, with the zeros after it; on a retry
         // after ENOSPC (the reserve freed) without them.
@@ -207,6 +215,15 @@ export async function openDoneLog(
           let written = 0;
           while (written < data.length)
             written += writeSync(handle.fd, data, written, data.length - written, offset + written);
+          if (!told) {
+            told = true;
+            // The caller's throw must not undo the record: it is reported once the record is kept.
+            try {
+              writtenCallback?.();
+            } catch (error) {
+              callbackError = error;
+            }
+          }
           if (durable) await handle.datasync(); // DL1
           if (grow) allocated = offset + data.length;
         } catch (error) {
@@ -219,6 +236,7 @@ export async function openDoneLog(
       });
       size = offset + bytes.length;
       account(record, { offset, length: bytes.length });
+      if (callbackError !== undefined) throw callbackError;
     });
   }
 
@@ -277,8 +295,15 @@ export async function openDoneLog(
       if (detail !== undefined) record.detail = detail;
       await append(record);
     },
-    async markDone(callId, tool, outcome) {
-      await append({ state: "done", callId, tool, finishedAt: now().toISOString(), outcome });
+    async markDone(callId, tool, outcome, written) {
+      const record: DoneRecord = {
+        state: "done",
+        callId,
+        tool,
+        finishedAt: now().toISOString(),
+        outcome,
+      };
+      await append(record, written);
       if (!diskReserveInPlace(stateDir)) await refillDiskReserve(stateDir);
     },
     async listUnfinished() {
