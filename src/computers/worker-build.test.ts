@@ -36,11 +36,11 @@ describe("the worker's JavaScript build", () => {
     expect(protocol.PROTOCOL_VERSION).toBe(1);
   });
 
-  it("bundles the worker into one module, with zod and ws, leaving the lazily loaded packages out", async () => {
+  it("bundles the worker into one module, with zod, leaving the lazily loaded packages out", async () => {
     const build = await prepareWorkerBuild();
     expect(build!.relativeEntry).toMatch(/bundle\/main\.mjs$/);
     const code = readFileSync(build!.entry, "utf8");
-    // No relative import is left: our modules are inside it, and zod and ws too.
+    // No relative import is left: our modules are inside it, and zod too (ws is not used).
     expect(code).not.toMatch(/from\s+["']\.\.?\//);
     expect(code).not.toMatch(/from\s+["'](zod|ws)["']/);
     // The MCP SDK and playwright-core load only when a computer first uses them.
@@ -50,6 +50,22 @@ describe("the worker's JavaScript build", () => {
     const run = spawnSync(process.execPath, [build!.entry], { encoding: "utf8", env: {} });
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(/gateway URL is required/);
+    // Node's HTTP, HTTPS, TLS and zlib modules are not loaded at start (gateway-socket.ts): a
+    // computer's worker never needs them, and they cost each wake time and memory.
+    const loaded = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        `data:text/javascript,process.on("exit", () => process.stderr.write("\\nLOADED " + process.moduleLoadList.join(",")))`,
+        build!.entry,
+      ],
+      { encoding: "utf8", env: {} },
+    );
+    const modules = /LOADED (.*)/.exec(loaded.stderr)?.[1]?.split(",") ?? [];
+    expect(modules).toContain("NativeModule net");
+    expect(
+      modules.filter((name) => /^NativeModule (http|https|tls|zlib|_http_\w+)$/.test(name)),
+    ).toEqual([]);
     // A bad ROOST_COMMAND_ENV (the provider's, protocol/command-env.ts) is refused the same way.
     const bad = spawnSync(process.execPath, [build!.entry], {
       encoding: "utf8",

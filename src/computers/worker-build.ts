@@ -61,7 +61,7 @@ const outsideTheBundle = [
   "utf-8-validate",
 ];
 /** Packages bundled into the worker: their versions are part of the build's version. */
-const bundledPackages = ["zod", "ws"];
+const bundledPackages = ["zod"];
 
 interface Bundler {
   build(options: {

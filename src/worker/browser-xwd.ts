@@ -3,7 +3,6 @@
  * framebuffer in a file in XWD format (X Window Dump), which this turns into a PNG with zlib.
  * Only what Xvfb writes is supported: ZPixmap, 24 or 32 bits per pixel, TrueColor masks.
  */
-import { deflateSync } from "node:zlib";
 
 export interface XwdImage {
   width: number;
@@ -100,7 +99,8 @@ export function encodePng(image: XwdImage): Buffer {
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk("IHDR", header),
-    chunk("IDAT", deflateSync(raw, { level: 6 })),
+    // zlib loads with the first screenshot, not with every worker.
+    chunk("IDAT", process.getBuiltinModule("node:zlib").deflateSync(raw, { level: 6 })),
     chunk("IEND", Buffer.alloc(0)),
   ]);
 }

@@ -13,7 +13,6 @@
  *       `Proxy-Authorization`, and never into a log line (`describeProxy`).
  */
 import { BlockList, connect as netConnect, isIP, type Socket } from "node:net";
-import { connect as tlsConnect } from "node:tls";
 
 /** The environment's proxy for `target` (a `ws:`, `wss:` or `ws+unix:` URL), or undefined (PX1). */
 export function proxyFor(
@@ -107,7 +106,7 @@ export function connectThroughProxy(
   return new Promise<Socket>((resolve, reject) => {
     const socket: Socket =
       proxy.protocol === "https:"
-        ? tlsConnect({
+        ? tlsConnect()({
             host: proxyHost,
             port: proxyPort,
             ...(isIP(proxyHost) === 0 ? { servername: proxyHost } : {}),
@@ -165,7 +164,7 @@ export function connectThroughProxy(
 
 /** PX2: TLS with the gateway over the tunnel, checked against the gateway's own name. */
 export function secureOverTunnel(tunnel: Socket, host: string): Socket {
-  const secure = tlsConnect({
+  const secure = tlsConnect()({
     socket: tunnel,
     ...(isIP(host) === 0 ? { servername: host } : {}),
     host,
@@ -173,6 +172,9 @@ export function secureOverTunnel(tunnel: Socket, host: string): Socket {
   tunnel.resume();
   return secure;
 }
+
+/** TLS loads only for an https proxy or a wss gateway: a computer's worker never needs it. */
+const tlsConnect = () => process.getBuiltinModule("node:tls").connect;
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value.trim();

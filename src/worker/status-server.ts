@@ -7,7 +7,7 @@
  *   WS1 It listens on a loopback address only, answers only GET and HEAD of those three paths, and
  *       shows counts and times, never a token, a path of the workspace or a command.
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** What the endpoints report (Worker.stats()). */
@@ -91,6 +91,8 @@ export async function startStatusServer(options: {
   if (host !== "127.0.0.1" && host !== "::1" && host !== "localhost")
     throw new Error(`the worker's status server listens on loopback only, not ${host}`); // WS1
   const now = options.now ?? Date.now;
+  // Node's HTTP server loads only where the status port is on (a self-hosted worker).
+  const { createServer } = process.getBuiltinModule("node:http");
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://worker.invalid").pathname;
     const send = (status: number, body: string, type = "text/plain; charset=utf-8") => {

@@ -18,7 +18,6 @@ import type { Socket } from "node:net";
 import { promises as fs, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
-import WebSocket from "ws";
 import {
   closeCodes,
   encodeFrame,
@@ -46,6 +45,7 @@ import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
+import { GatewaySocket } from "./gateway-socket.ts";
 import { createSkillOperations } from "./skill-operations.ts";
 import { createMcpServers } from "./mcp-servers.ts";
 import type { ShellOptions } from "./shell-tool.ts";
@@ -153,7 +153,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
-  let socket: WebSocket | undefined;
+  let socket: GatewaySocket | undefined;
   let welcomed = false;
   let closing = false;
   let heartbeatMs = 0;
@@ -187,7 +187,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
         });
 
-  const sendNow = (ws: WebSocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
+  const sendNow = (ws: GatewaySocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
     stateDir: options.stateDir,
@@ -214,7 +214,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     },
     ...(options.shell === undefined ? {} : { shell: options.shell }),
     send(frame) {
-      if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
+      if (socket === undefined || !welcomed || socket.readyState !== GatewaySocket.OPEN)
+        return false; // K1
       sendNow(socket, frame);
       return true;
     },
@@ -224,7 +225,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     ...options.tunnels,
     log,
     send(frame) {
-      if (socket === undefined || !welcomed || socket.readyState !== WebSocket.OPEN) return false; // K1
+      if (socket === undefined || !welcomed || socket.readyState !== GatewaySocket.OPEN)
+        return false; // K1
       sendNow(socket, frame);
       return true;
     },
@@ -287,14 +289,20 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
 
   /** `tunnel`: a connection through the proxy, already open to the gateway's host. */
   function open(token: string, tunnel: Socket | undefined): void {
-    const ws = new WebSocket(options.gatewayUrl, {
-      headers: { authorization: `Bearer ${token}` },
-      maxPayload: MAX_FRAME_BYTES,
-      handshakeTimeout: options.helloTimeoutMs ?? 10_000,
-      perMessageDeflate: false,
-      // The tunnel comes paused (proxy.ts); the gateway never speaks first, so nothing is lost.
-      ...(tunnel === undefined ? {} : { createConnection: () => tunnel.resume() }),
-    });
+    let ws: GatewaySocket;
+    try {
+      ws = new GatewaySocket(options.gatewayUrl, {
+        headers: { authorization: `Bearer ${token}` },
+        maxPayload: MAX_FRAME_BYTES,
+        handshakeTimeoutMs: options.helloTimeoutMs ?? 10_000,
+        // The tunnel comes paused (proxy.ts); the gateway never speaks first, so nothing is lost.
+        ...(tunnel === undefined ? {} : { connection: tunnel }),
+      });
+    } catch (error) {
+      log(`worker: cannot connect to ${options.gatewayUrl}: ${(error as Error).message}`);
+      scheduleReconnect();
+      return;
+    }
     socket = ws;
     welcomed = false;
 
@@ -329,7 +337,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         ws.close(closeCodes.protocolError, "binary frames are not part of the protocol");
         return;
       }
-      const parsed = parseFrame(rawText(data), "gateway", { maxBytes: MAX_FRAME_BYTES });
+      const parsed = parseFrame(data.toString("utf8"), "gateway", { maxBytes: MAX_FRAME_BYTES });
       if (!parsed.ok) {
         log(`worker: closing the connection: ${parsed.error.message}`);
         ws.close(closeCodes.protocolError, truncateReason(parsed.error.message));
@@ -360,7 +368,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     });
   }
 
-  function handleFrame(ws: WebSocket, frame: GatewayFrame): void {
+  function handleFrame(ws: GatewaySocket, frame: GatewayFrame): void {
     if (!welcomed && frame.type !== "welcome" && frame.type !== "ping") {
       ws.close(closeCodes.protocolError, `expected welcome, got ${frame.type}`); // K1
       return;
@@ -431,9 +439,9 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   return {
     workerId,
     bootId,
-    isConnected: () => welcomed && socket?.readyState === WebSocket.OPEN,
+    isConnected: () => welcomed && socket?.readyState === GatewaySocket.OPEN,
     stats: () => ({
-      connected: welcomed && socket?.readyState === WebSocket.OPEN,
+      connected: welcomed && socket?.readyState === GatewaySocket.OPEN,
       lastHeardAt: heardAny ? lastHeardAt : undefined,
       connectAttempts,
       connections,
@@ -451,9 +459,9 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       await screens.close(); // SCR4
       await mcp.close();
       const ws = socket;
-      if (ws !== undefined && ws.readyState !== WebSocket.CLOSED) {
+      if (ws !== undefined && ws.readyState !== GatewaySocket.CLOSED) {
         const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
-        if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+        if (ws.readyState === GatewaySocket.CONNECTING) ws.terminate();
         else ws.close(closeCodes.goingAway, "worker shutting down");
         const forced = setTimeout(() => ws.terminate(), 2000);
         await closed;
@@ -474,12 +482,6 @@ async function loadWorkerId(stateDir: string, durable: boolean): Promise<string>
   const workerId = `wrk_${randomBytes(12).toString("base64url")}`;
   await writeFileAtomic(file, `${workerId}\n`, durable);
   return workerId;
-}
-
-function rawText(data: WebSocket.RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
-  return data.toString("utf8");
 }
 
 function assertNever(value: never): never {
