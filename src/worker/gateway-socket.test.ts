@@ -135,7 +135,7 @@ describe("the worker's WebSocket client against ws's server", () => {
     const url = await wsServer((socket, headers) => {
       server = socket;
       authorization = headers.authorization;
-      socket.on("message", (data) => heard.push(data.toString()));
+      socket.on("message", (data) => heard.push((data as Buffer).toString("utf8")));
       socket.on("pong", () => (ponged = true));
     });
     const client = open(url, 4 * 1024 * 1024);
