@@ -79,6 +79,7 @@ describe.skipIf(missing !== undefined)(
         emit: () => undefined,
         markStarted: async () => undefined,
         afterRecorded: () => undefined,
+        afterSent: () => undefined,
         previous: undefined,
         durable: false,
         now: Date.now,

@@ -318,6 +318,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     }
     const previous = record?.state === "started" ? record : undefined;
     const afterRecorded: (() => Promise<unknown>)[] = [];
+    const afterSent: (() => void)[] = [];
     const startedAt = previous === undefined ? now() : Date.parse(previous.startedAt);
     let marked = previous !== undefined;
     const context: ToolContext = {
@@ -342,6 +343,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
         }); // W3
       },
       afterRecorded: (task) => afterRecorded.push(task),
+      afterSent: (task) => afterSent.push(task),
       previous:
         previous === undefined
           ? undefined
@@ -356,7 +358,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     } catch (error) {
       outcome = { ok: false, error: toToolError(error) };
     }
-    const recorded = await recordAndSend(frame, entry, fitted(callId, outcome));
+    const recorded = await recordAndSend(frame, entry, fitted(callId, outcome), afterSent);
     if (recorded) for (const task of afterRecorded) await task().catch(() => undefined);
   }
 
@@ -424,6 +426,7 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
     frame: CallFrame,
     entry: Running,
     outcome: CallOutcome,
+    afterSent: readonly (() => void)[] = [],
   ): Promise<boolean> {
     const { callId } = frame;
     let sent = false;
@@ -431,6 +434,13 @@ export function createCallRunner(options: CallRunnerOptions): CallRunner {
       if (sent) return;
       sent = true;
       entry.result = sendResult(frame.tool, callId, outcome);
+      for (const task of afterSent) {
+        try {
+          task();
+        } catch {
+          // ToolContext.afterSent: ignored
+        }
+      }
     };
     try {
       await options.doneLog.markDone(callId, frame.tool, outcome, send);

@@ -135,7 +135,9 @@ export async function shellTool(
     // The next call's wrapper is started once this call's result is sent: Node's spawn holds its
     // event loop for the fork, which would otherwise delay this job's end (warm-shell.ts).
     const warmShell = context.warmShell;
-    if (warmShell !== undefined) context.afterRecorded(async () => warmShell.refill());
+    // Right after the send, not after the record's flush: by then the next call of a loop may
+    // have come, and a wrapper spawned during it would slow it down.
+    if (warmShell !== undefined) context.afterSent(() => warmShell.refill());
     if (background) {
       started.stdout.close();
       started.stderr.close();

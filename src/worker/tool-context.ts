@@ -35,6 +35,11 @@ export interface ToolContext {
    * an unrecorded call is recovered). Failures are ignored; leftovers are pruned later.
    */
   afterRecorded(task: () => Promise<unknown>): void;
+  /**
+   * Runs `task` right after the call's result is sent (W2: before its done record's flush ends),
+   * on the worker's thread. Throws are ignored.
+   */
+  afterSent(task: () => void): void;
   /** Set when a previous worker process started this call and died before finishing it. */
   previous: StartedRecord | undefined;
   /** fsync written files. */

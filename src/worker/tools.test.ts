@@ -1,6 +1,7 @@
 import {
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -63,6 +64,7 @@ function context(
       marks.push(detail);
     },
     afterRecorded: (task) => void task(),
+    afterSent: (task) => task(),
     previous: undefined,
     durable: false,
     now: Date.now,
@@ -70,6 +72,25 @@ function context(
     chunks,
     marks,
   };
+}
+
+/** A child of this process started ahead of a call (its command line names its token). */
+async function waitForWaitingWrapper(): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const parent = readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]?.split(" ")[1];
+        if (Number(parent) !== process.pid) continue;
+        if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes("roost-warm-")) return;
+      } catch {
+        // exited while we looked
+      }
+    }
+    if (Date.now() > deadline) throw new Error("no wrapper started ahead within 10 s");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 async function failure(promise: Promise<unknown>): Promise<ToolFailure> {
@@ -98,7 +119,8 @@ describe.each(["cold", "warm"] as const)("shell (%s start)", (start) => {
     // Its folder is made at once, then the first wrapper is started after the usual pause.
     await new Promise((resolve) => setTimeout(resolve, 20));
     warmShell.refill();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Until its wrapper waits (a fixed pause was too short once on a loaded machine).
+    await waitForWaitingWrapper();
   });
   afterEach(() => {
     warmShell?.close();

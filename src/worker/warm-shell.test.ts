@@ -68,6 +68,7 @@ function context(shell: WarmShell | undefined, overrides: Partial<ToolContext> =
     emit: () => undefined,
     markStarted: async () => undefined,
     afterRecorded: (task) => void task(),
+    afterSent: (task) => task(),
     previous: undefined,
     durable: false,
     now: Date.now,
