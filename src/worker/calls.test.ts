@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ResultFrame, WorkerFrame } from "../protocol/index.ts";
 import { createCallRunner } from "./calls.ts";
 import type { CallRunner } from "./calls.ts";
-import { openDoneLog } from "./done-log.ts";
+import { openDoneLog, type DoneLog } from "./done-log.ts";
 import { jobsRoot, spawnJob } from "./jobs.ts";
 import { jobIdFor } from "./shell-tool.ts";
 
@@ -31,13 +31,15 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function startRunner(options: { maxFrameBytes?: number } = {}) {
+async function startRunner(
+  options: { maxFrameBytes?: number; wrapLog?: (log: DoneLog) => DoneLog } = {},
+) {
   const sent: WorkerFrame[] = [];
   const doneLog = await openDoneLog(stateDir, { fsync: false });
   const runner = createCallRunner({
     workspace,
     stateDir,
-    doneLog,
+    doneLog: options.wrapLog?.(doneLog) ?? doneLog,
     commandEnv: { PATH: "/usr/bin:/bin", HOME: root },
     fsync: false,
     send: (frame) => {
@@ -221,30 +223,17 @@ describe("call runner", () => {
   });
 
   it("a slow disk: the command starts only once its started record is written, though its files are made meanwhile (W3)", async () => {
-    const doneLog = await openDoneLog(stateDir, { fsync: false });
     let preparedWhileMarking = false;
-    const slowLog: typeof doneLog = {
-      ...doneLog,
-      markStarted: async (...args) => {
-        await new Promise((resolve) => setTimeout(resolve, 300)); // a flush that takes its time
-        preparedWhileMarking = readdirSync(jobsRoot(stateDir)).length === 1;
-        return doneLog.markStarted(...args);
-      },
-    };
-    const sent: WorkerFrame[] = [];
-    const runner = createCallRunner({
-      workspace,
-      stateDir,
-      doneLog: slowLog,
-      commandEnv: { PATH: "/usr/bin:/bin", HOME: root },
-      fsync: false,
-      send: (frame) => {
-        sent.push(frame);
-        return true;
-      },
-      shell: { pollMs: 20 },
+    const { runner, sent } = await startRunner({
+      wrapLog: (doneLog) => ({
+        ...doneLog,
+        markStarted: async (...args) => {
+          await new Promise((resolve) => setTimeout(resolve, 300)); // a flush that takes its time
+          preparedWhileMarking = readdirSync(jobsRoot(stateDir)).length === 1;
+          return doneLog.markStarted(...args);
+        },
+      }),
     });
-    runners.push(runner);
     const journal = path.join(stateDir, "calls", "journal.jsonl");
     runner.handleCall(shellCall("c-order", `grep -c '"callId":"c-order"' ${journal}`));
     while (!sent.some((frame) => frame.type === "result"))
@@ -257,31 +246,18 @@ describe("call runner", () => {
   });
 
   it("a slow flush of the done record: the result is sent once the record is written, and the job's folder stays until the flush is done (W2)", async () => {
-    const doneLog = await openDoneLog(stateDir, { fsync: false });
     let finishFlush: () => void = () => undefined;
     let flushing = false;
-    const slowLog: typeof doneLog = {
-      ...doneLog,
-      markDone: async (callId, tool, outcome, written) => {
-        await doneLog.markDone(callId, tool, outcome, written);
-        flushing = true;
-        await new Promise<void>((resolve) => (finishFlush = resolve)); // a flush that takes its time
-      },
-    };
-    const sent: WorkerFrame[] = [];
-    const runner = createCallRunner({
-      workspace,
-      stateDir,
-      doneLog: slowLog,
-      commandEnv: { PATH: "/usr/bin:/bin", HOME: root },
-      fsync: false,
-      send: (frame) => {
-        sent.push(frame);
-        return true;
-      },
-      shell: { pollMs: 20 },
+    const { runner, sent, doneLog } = await startRunner({
+      wrapLog: (log) => ({
+        ...log,
+        markDone: async (callId, tool, outcome, written) => {
+          await log.markDone(callId, tool, outcome, written);
+          flushing = true;
+          await new Promise<void>((resolve) => (finishFlush = resolve)); // a flush that takes its time
+        },
+      }),
     });
-    runners.push(runner);
     runner.handleCall(shellCall("c-flush", "echo hi"));
     while (!flushing) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(sent.find((frame) => frame.type === "result")).toMatchObject({
