@@ -25,22 +25,32 @@ for (const [name, value] of Object.entries(process.env)) {
 }
 Object.assign(commandEnv, commandOnly);
 
-const worker = await startWorker({ ...config, commandEnv });
-
-let stopping = false;
-const stop = (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  process.stderr.write(
-    `worker: ${signal} received; closing (running commands keep running and are picked up by the next worker)\n`,
-  );
-  worker.close().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      process.stderr.write(`worker: close failed: ${String(error)}\n`);
-      process.exit(1);
-    },
-  );
-};
-process.on("SIGTERM", () => stop("SIGTERM"));
-process.on("SIGINT", () => stop("SIGINT"));
+// No top-level await: the worker's bundle is a CommonJS script, which Node starts faster than an
+// ES module (decision 0021, sixth pass).
+startWorker({ ...config, commandEnv }).then(
+  (worker) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(
+        `worker: ${signal} received; closing (running commands keep running and are picked up by the next worker)\n`,
+      );
+      worker.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`worker: close failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `worker: could not start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);
