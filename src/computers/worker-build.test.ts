@@ -36,13 +36,17 @@ describe("the worker's JavaScript build", () => {
     expect(protocol.PROTOCOL_VERSION).toBe(1);
   });
 
-  it("bundles the worker into one module, with zod, leaving the lazily loaded packages out", async () => {
+  it("bundles the worker into one CommonJS script, with zod-lite for zod, leaving the lazily loaded packages out", async () => {
     const build = await prepareWorkerBuild();
-    expect(build!.relativeEntry).toMatch(/bundle\/main\.mjs$/);
+    expect(build!.relativeEntry).toMatch(/bundle\/main\.cjs$/);
     const code = readFileSync(build!.entry, "utf8");
-    // No relative import is left: our modules are inside it, and zod too (ws is not used).
-    expect(code).not.toMatch(/from\s+["']\.\.?\//);
-    expect(code).not.toMatch(/from\s+["'](zod|ws)["']/);
+    // No relative import is left: our modules are inside it (ws is not used).
+    expect(code).not.toMatch(/(from\s+|require\(\s*)["']\.\.?\//);
+    expect(code).not.toMatch(/(from\s+|require\(\s*)["'](zod|ws)["']/);
+    // The protocol's schemas are built with zod-lite.ts: none of zod's own modules is inside.
+    expect(code).toMatch(/src\/worker\/zod-lite\.ts/);
+    expect(code).not.toMatch(/node_modules\/zod\//);
+    expect(code).not.toMatch(/\$ZodType/);
     // The MCP SDK and playwright-core load only when a computer first uses them.
     expect(code).toMatch(/import\(["']@modelcontextprotocol\/sdk\/client\/index\.js["']\)/);
     expect(code).toMatch(/import\(["']playwright-core["']\)/);
@@ -51,7 +55,8 @@ describe("the worker's JavaScript build", () => {
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(/gateway URL is required/);
     // Node's HTTP, HTTPS, TLS and zlib modules are not loaded at start (gateway-socket.ts): a
-    // computer's worker never needs them, and they cost each wake time and memory.
+    // computer's worker never needs them, and they cost each wake time and memory; readline
+    // loads at the first text `read`.
     const loaded = spawnSync(
       process.execPath,
       [
@@ -64,7 +69,9 @@ describe("the worker's JavaScript build", () => {
     const modules = /LOADED (.*)/.exec(loaded.stderr)?.[1]?.split(",") ?? [];
     expect(modules).toContain("NativeModule net");
     expect(
-      modules.filter((name) => /^NativeModule (http|https|tls|zlib|_http_\w+)$/.test(name)),
+      modules.filter((name) =>
+        /^NativeModule (http|https|tls|zlib|readline|_http_\w+)$/.test(name),
+      ),
     ).toEqual([]);
     // A bad ROOST_COMMAND_ENV (the provider's, protocol/command-env.ts) is refused the same way.
     const bad = spawnSync(process.execPath, [build!.entry], {

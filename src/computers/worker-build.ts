@@ -6,12 +6,15 @@
  * worker imports of ours; lint enforces that) into plain JavaScript once, and providers start
  * that. When the build cannot be made (a read-only install), workers run from the sources.
  *
- * Where rolldown is installed, the same build also bundles the worker, with `zod` and `ws`, into
- * one ES module (`bundle/main.mjs`), and that is the entry providers start: Node then resolves,
- * reads and links one file instead of ~150 (our modules, zod's and ws's), which takes ~40 ms off
- * every worker's start and so off every wake (decision 0021, a third pass). The MCP SDK and
- * playwright-core stay outside it: they load only when a computer first uses them. Without
- * rolldown (an install without it), the stripped files are the entry.
+ * Where rolldown is installed, the same build also bundles the worker into one CommonJS script
+ * (`bundle/main.cjs`), and that is the entry providers start: Node then reads and compiles one
+ * file instead of resolving and linking ~150 modules, which takes ~40 ms off every worker's start
+ * and so off every wake (decision 0021, a third pass). In the bundle `zod` is `zod-lite.ts`, the
+ * part of zod the protocol's schemas use, and the script is CommonJS because Node starts one
+ * faster than an ES module (Node's module loader): each ~20 ms more off a start and zod ~3 MiB
+ * off a worker's memory (the sixth pass). The MCP SDK and playwright-core stay outside it: they
+ * load only when a computer first uses them. Without rolldown (an install without it), the
+ * stripped files are the entry.
  *
  * The output lives under node_modules/.cache/roost-worker/<version of the sources>: inside the
  * tree sandboxes already mount, and where the packages left outside the bundle resolve from
@@ -60,15 +63,23 @@ const outsideTheBundle = [
   "bufferutil",
   "utf-8-validate",
 ];
-/** Packages bundled into the worker: their versions are part of the build's version. */
-const bundledPackages = ["zod"];
+/**
+ * Packages bundled into the worker: their versions are part of the build's version. zod is not
+ * one of them: the bundle's `zod` is `src/worker/zod-lite.ts` (decision 0021, sixth pass).
+ */
+const bundledPackages: readonly string[] = [];
+/** What the bundle's imports of packages resolve to instead, as absolute paths under `root`. */
+export function workerBundleAliases(root: string): Record<string, string> {
+  return { zod: join(root, "src", "worker", "zod-lite.ts") };
+}
 
 interface Bundler {
   build(options: {
     input: string;
     platform: "node";
     external: (string | RegExp)[];
-    output: { file: string; format: "esm" };
+    resolve: { alias: Record<string, string> };
+    output: { file: string; format: "cjs" };
     logLevel: "silent";
   }): Promise<unknown>;
 }
@@ -163,7 +174,7 @@ export async function prepareWorkerBuild(
     const relativeDir = join(workerBuildDir, fingerprint.digest("hex").slice(0, 16));
     const relativeEntry = join(
       relativeDir,
-      ...(bundled ? ["bundle", "main.mjs"] : ["worker", "main.js"]),
+      ...(bundled ? ["bundle", "main.cjs"] : ["worker", "main.js"]),
     );
     const out = join(root, relativeDir);
     const build = { entry: join(root, relativeEntry), relativeEntry };
@@ -193,7 +204,8 @@ export async function prepareWorkerBuild(
         input: join(root, "src", "worker", "main.ts"),
         platform: "node",
         external: outsideTheBundle,
-        output: { file: join(staging, "bundle", "main.mjs"), format: "esm" },
+        resolve: { alias: workerBundleAliases(root) },
+        output: { file: join(staging, "bundle", "main.cjs"), format: "cjs" },
         logLevel: "silent",
       });
     }

@@ -28,7 +28,7 @@ function workerPids(computerId: string): number[] {
       const environ = readFileSync(`/proc/${entry}/environ`, "latin1");
       // The worker from its sources, its stripped files or its bundle (src/computers/worker-build.ts).
       if (
-        /worker\/main\.|bundle\/main\.mjs/.test(cmdline) &&
+        /worker\/main\.|bundle\/main\.[mc]js/.test(cmdline) &&
         environ.includes(`COMPUTER_ID=${computerId}\0`)
       )
         pids.push(Number(entry));
