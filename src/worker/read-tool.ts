@@ -1,6 +1,5 @@
 /** `read`: a line range of a text file, an image as base64, or a note that the file is binary. */
 import { createReadStream, promises as fs } from "node:fs";
-import { createInterface } from "node:readline";
 import { toolLimits } from "../protocol/index.ts";
 import type { ImageMimeType, ReadInput, ReadOutput } from "../protocol/index.ts";
 import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
@@ -54,6 +53,8 @@ export async function readTool(input: ReadInput, context: ToolContext): Promise<
   let stoppedEarly = false;
   let cutByBytes = false;
   const stream = createReadStream(file, { encoding: "utf8" });
+  // Loaded at the first text read, not at the worker's start (decision 0021, sixth pass).
+  const { createInterface } = process.getBuiltinModule("node:readline");
   const reader = createInterface({ input: stream, crlfDelay: Infinity });
   try {
     for await (const line of reader) {
