@@ -4,8 +4,9 @@
  *      wake() resolved (sandbox up, supervisor running), first command result through the
  *      provider's exec helper, and first shell tool result through the real worker and a gateway
  *      on 127.0.0.1 (hello + call);
- *   2. host memory per awake idle computer (worker, supervisor and the egress forwarders): RSS
- *      and PSS of its processes and its cgroups' memory usage;
+ *   2. host memory per awake computer (worker, supervisor and the egress forwarders): RSS and PSS
+ *      of its processes and its cgroups' memory usage, 3 s after a call and idle (--idle-wait-ms
+ *      later, after the worker's waiting shell has gone);
  *   3. with 1, 10 and 50 computers awake (--levels): the wake latency of one more (to its first
  *      tool result), the `shell true` round trip on one awake computer while the others idle,
  *      and the round trip when every awake computer runs calls at the same time;
@@ -51,6 +52,9 @@ const { values } = parseArgs({
     // The pause after each call of the "calls apart" round trip (as an agent's calls come, its
     // model's turn between them; the worker then starts the next job's wrapper ahead).
     "gap-ms": { type: "string", default: "20" },
+    // How long the idle memory figure waits after the first one (3 s after a call): longer than
+    // the worker keeps the next call's shell (30 s, warm-shell.ts). 0: no idle figure.
+    "idle-wait-ms": { type: "string", default: "28000" },
   },
 });
 const wakes = Number(values.wakes);
@@ -59,6 +63,7 @@ const callsPerProbe = Number(values.calls);
 const creates = Number(values.creates);
 const sleeping = Number(values.sleeping);
 const gapMs = Number(values["gap-ms"]);
+const idleWaitMs = Number(values["idle-wait-ms"]);
 const nodeOptions =
   values["node-options"] === undefined
     ? workerNodeOptions
@@ -143,6 +148,27 @@ async function timedToolWake(id: string): Promise<number> {
   return performance.now() - start;
 }
 
+/** Memory of the awake "bench-wake" computer's processes and cgroups. */
+async function reportMemory(when: string): Promise<void> {
+  const usage = (await provider.usage("bench-wake"))!;
+  const rss = await memoryBytes(usage.pids, "Rss");
+  const pss = await memoryBytes(usage.pids, "Pss");
+  const uss =
+    (await memoryBytes(usage.pids, "Private_Clean")) +
+    (await memoryBytes(usage.pids, "Private_Dirty"));
+  console.log(
+    `memory per awake computer, ${when}: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)} = ${(pss / 1e6).toFixed(1)} MB, shared pages such as Node's code split; USS ${mib(uss)}, pages only they map), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
+  );
+  const byName = new Map<string, number>();
+  for (const pid of usage.pids) {
+    const name = (await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "?")).trim();
+    byName.set(name, (byName.get(name) ?? 0) + (await memoryBytes([pid], "Pss")));
+  }
+  console.log(
+    `  PSS by process: ${[...byName].map(([name, bytes]) => `${name} ${mib(bytes)}`).join(", ")}`,
+  );
+}
+
 /** Sum of a field of /proc/PID/smaps_rollup (Rss: every page mapped; Pss: shared pages split among their users). */
 async function memoryBytes(
   pids: number[],
@@ -223,26 +249,15 @@ try {
   console.log(`  ${summarize("worker hello at the gateway", helloSamples.slice(-wakes))}`);
   console.log(`  ${summarize("first tool result (worker hello + shell call)", toolOnly)}`);
 
-  // 2. Memory per awake idle computer.
+  // 2. Memory per awake idle computer: 3 s after a call (the next call's shell is waiting for
+  // it, warm-shell.ts) and once the computer has been idle longer than that shell is kept.
   await timedToolWake("bench-wake");
   await new Promise((resolve) => setTimeout(resolve, 3000));
-  const usage = (await provider.usage("bench-wake"))!;
-  const rss = await memoryBytes(usage.pids, "Rss");
-  const pss = await memoryBytes(usage.pids, "Pss");
-  const uss =
-    (await memoryBytes(usage.pids, "Private_Clean")) +
-    (await memoryBytes(usage.pids, "Private_Dirty"));
-  console.log(
-    `memory per awake idle computer: its ${usage.pids.length} processes RSS ${mib(rss)} (PSS ${mib(pss)}, shared pages such as Node's code split; USS ${mib(uss)}, pages only they map), cgroup memory usage ${mib(usage.memoryBytes ?? Number.NaN)}`,
-  );
-  const byName = new Map<string, number>();
-  for (const pid of usage.pids) {
-    const name = (await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "?")).trim();
-    byName.set(name, (byName.get(name) ?? 0) + (await memoryBytes([pid], "Pss")));
+  await reportMemory("3 s after a call");
+  if (idleWaitMs > 0) {
+    await new Promise((resolve) => setTimeout(resolve, idleWaitMs));
+    await reportMemory(`idle ${Math.round((idleWaitMs + 3000) / 1000)} s`);
   }
-  console.log(
-    `  PSS by process: ${[...byName].map(([name, bytes]) => `${name} ${mib(bytes)}`).join(", ")}`,
-  );
   await provider.sleep("bench-wake");
 
   // 3. Wake latency and tool round trip with 1, 10 and 50 computers awake.
