@@ -10,11 +10,10 @@
  * (`bundle/main.cjs`), and that is the entry providers start: Node then reads and compiles one
  * file instead of resolving and linking ~150 modules, which takes ~40 ms off every worker's start
  * and so off every wake (decision 0021, a third pass). In the bundle `zod` is `zod-lite.ts`, the
- * part of zod the protocol's schemas use, and the script is CommonJS because Node starts one
- * faster than an ES module (Node's module loader): each ~20 ms more off a start and zod ~3 MiB
- * off a worker's memory (the sixth pass). The MCP SDK and playwright-core stay outside it: they
- * load only when a computer first uses them. Without rolldown (an install without it), the
- * stripped files are the entry.
+ * part of zod the protocol's schemas use: ~60 ms off a start and ~3 MiB off a worker's memory.
+ * The script is CommonJS because Node starts one 11–23 ms sooner than an ES module (the sixth
+ * pass). The MCP SDK and playwright-core stay outside it: they load only when a computer first
+ * uses them. Without rolldown (an install without it), the stripped files are the entry.
  *
  * The output lives under node_modules/.cache/roost-worker/<version of the sources>: inside the
  * tree sandboxes already mount, and where the packages left outside the bundle resolve from
@@ -64,11 +63,9 @@ const outsideTheBundle = [
   "utf-8-validate",
 ];
 /**
- * Packages bundled into the worker: their versions are part of the build's version. zod is not
- * one of them: the bundle's `zod` is `src/worker/zod-lite.ts` (decision 0021, sixth pass).
+ * What the bundle's imports of packages resolve to instead, as absolute paths under `root`: no
+ * package is bundled, so the sources alone are the build's version.
  */
-const bundledPackages: readonly string[] = [];
-/** What the bundle's imports of packages resolve to instead, as absolute paths under `root`. */
 export function workerBundleAliases(root: string): Record<string, string> {
   return { zod: join(root, "src", "worker", "zod-lite.ts") };
 }
@@ -94,17 +91,6 @@ function bundlerInstalled(): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function packageVersion(root: string, name: string): Promise<string> {
-  try {
-    const manifest = JSON.parse(
-      await readFile(join(root, "node_modules", name, "package.json"), "utf8"),
-    ) as { version?: string };
-    return manifest.version ?? "?";
-  } catch {
-    return "missing";
   }
 }
 
@@ -164,11 +150,7 @@ export async function prepareWorkerBuild(
       const info = await stat(source.path);
       fingerprint.update(`${source.folder}/${source.file}:${info.size}:${info.mtimeMs}\n`);
     }
-    if (bundled) {
-      fingerprint.update("bundle\n");
-      for (const name of bundledPackages)
-        fingerprint.update(`${name}@${await packageVersion(root, name)}\n`);
-    }
+    if (bundled) fingerprint.update("bundle\n");
     // One immutable folder per version of the sources: a server building while another one's
     // workers start never pulls files from under them.
     const relativeDir = join(workerBuildDir, fingerprint.digest("hex").slice(0, 16));

@@ -63,6 +63,13 @@ const stops = (issues: readonly RawIssue[], from = 0): boolean => {
   return false;
 };
 
+/** An issue that stops every check after it, length checks included (zod's `continue: false`). */
+const stopsAll = (issues: readonly RawIssue[], from: number): boolean => {
+  for (let index = from; index < issues.length; index++)
+    if (issues[index]!.continue === false) return true;
+  return false;
+};
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
@@ -186,7 +193,7 @@ abstract class Schema {
     let stopped = stops(issues, from);
     for (const check of this.checks) {
       if (check.whenHasLength === true) {
-        if (issues.some((issue, index) => index >= from && issue.continue === false)) continue;
+        if (stopsAll(issues, from)) continue;
         if (
           output === null ||
           output === undefined ||
@@ -539,43 +546,42 @@ class ValuesSchema extends Schema {
   }
 }
 
-class OptionalSchema extends Schema {
-  readonly kind = "optional";
+/** `optional()` and `nullable()`: the inner schema, or the one value it lets through as it is. */
+abstract class WrapperSchema extends Schema {
   readonly inner: Schema;
+  protected abstract readonly passes: undefined | null;
   constructor(inner: Schema) {
     super();
     this.inner = inner;
-    this.optionalIn = true;
-    this.optionalOut = true;
   }
 
   override get values(): ReadonlySet<unknown> | undefined {
     const values = this.inner.values;
-    return values === undefined ? undefined : new Set([...values, undefined]);
+    return values === undefined ? undefined : new Set([...values, this.passes]);
   }
 
   protected parseValue(value: unknown, issues: RawIssue[]): unknown {
-    return value === undefined ? value : this.inner.run(value, issues);
+    return value === this.passes ? value : this.inner.run(value, issues);
   }
 }
 
-class NullableSchema extends Schema {
-  readonly kind = "nullable";
-  readonly inner: Schema;
+class OptionalSchema extends WrapperSchema {
+  readonly kind = "optional";
+  protected readonly passes = undefined;
   constructor(inner: Schema) {
-    super();
-    this.inner = inner;
+    super(inner);
+    this.optionalIn = true;
+    this.optionalOut = true;
+  }
+}
+
+class NullableSchema extends WrapperSchema {
+  readonly kind = "nullable";
+  protected readonly passes = null;
+  constructor(inner: Schema) {
+    super(inner);
     this.optionalIn = inner.optionalIn;
     this.optionalOut = inner.optionalOut;
-  }
-
-  override get values(): ReadonlySet<unknown> | undefined {
-    const values = this.inner.values;
-    return values === undefined ? undefined : new Set([...values, null]);
-  }
-
-  protected parseValue(value: unknown, issues: RawIssue[]): unknown {
-    return value === null ? value : this.inner.run(value, issues);
   }
 }
 
