@@ -56,7 +56,7 @@ describe("the worker's JavaScript build", () => {
     expect(run.stderr).toMatch(/gateway URL is required/);
     // Node's HTTP, HTTPS, TLS and zlib modules are not loaded at start (gateway-socket.ts): a
     // computer's worker never needs them, and they cost each wake time and memory; readline
-    // loads at the first text `read`.
+    // loads at the first text `read`, crypto at the first hash of a file (light-crypto.ts).
     const loaded = spawnSync(
       process.execPath,
       [
@@ -70,7 +70,7 @@ describe("the worker's JavaScript build", () => {
     expect(modules).toContain("NativeModule net");
     expect(
       modules.filter((name) =>
-        /^NativeModule (http|https|tls|zlib|readline|_http_\w+)$/.test(name),
+        /^NativeModule (http|https|tls|zlib|readline|crypto|_http_\w+)$/.test(name),
       ),
     ).toEqual([]);
     // A bad ROOST_COMMAND_ENV (the provider's, protocol/command-env.ts) is refused the same way.

@@ -13,7 +13,6 @@
  *
  * Unknown fields are stripped, as for frames.
  */
-import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /** Limits of a skill (docs/skills.md "Limits"); part of the protocol, so both ends agree. */
@@ -88,7 +87,8 @@ const skillPath = z.string().superRefine((path, context) => {
 export function skillDigest(
   files: readonly { path: string; mode: number; sha256: string }[],
 ): string {
-  const hash = createHash("sha256");
+  // node:crypto at first use: the worker does not load it on a wake's path (worker/light-crypto.ts).
+  const hash = process.getBuiltinModule("node:crypto").createHash("sha256");
   for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
     hash.update(`${file.path}\0${file.mode.toString(8)}\0${file.sha256}\n`);
   return hash.digest("hex");

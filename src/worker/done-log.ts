@@ -38,13 +38,13 @@
  * On a full disk an append frees the worker's disk reserve and is tried once more
  * (disk-reserve.ts); the reserve is put back after a call is recorded and the disk has room.
  */
-import { createHash } from "node:crypto";
 import { constants as fsConstants, promises as fs, writeSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { ToolError } from "../protocol/index.ts";
 import { diskReserveInPlace, refillDiskReserve, withDiskRoom } from "./disk-reserve.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
+import { sha256 } from "./light-crypto.ts";
 
 export type CallOutcome = { ok: true; output: unknown } | { ok: false; error: ToolError };
 
@@ -99,7 +99,7 @@ export const preallocateBytes = 64 * 1024;
 const openFlags = fsConstants.O_RDWR | fsConstants.O_CREAT;
 
 export function callKey(callId: string): string {
-  return createHash("sha256").update(callId).digest("hex");
+  return sha256(callId).toString("hex");
 }
 
 interface Located {

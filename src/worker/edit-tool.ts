@@ -6,7 +6,7 @@
  * worker dies and the call is repeated, a file that already has that hash means the edit
  * happened; anything else runs the edit again against the file as it is now.
  */
-import { createHash } from "node:crypto";
+import { nodeCrypto } from "./light-crypto.ts";
 import { promises as fs } from "node:fs";
 import type { EditInput, EditOutput } from "../protocol/index.ts";
 import { writeFileAtomic } from "./fs-atomic.ts";
@@ -88,5 +88,5 @@ function replaceFirst(text: string, search: string, replacement: string): string
 }
 
 function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+  return nodeCrypto().createHash("sha256").update(bytes).digest("hex");
 }

@@ -15,7 +15,6 @@
  *        either the whole folder or nothing visible; unfinished trash and uploads are recorded
  *        in the state dir and removed by `sweep`.
  */
-import { createHash } from "node:crypto";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
@@ -36,6 +35,7 @@ import type {
 } from "../protocol/index.ts";
 import type { z } from "zod";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
+import { nodeCrypto, sha256 } from "./light-crypto.ts";
 import {
   at,
   components,
@@ -152,11 +152,10 @@ export function createFileOperations(options: FileOperationsOptions): FileOperat
 
   const dropRecord = (dir: string, key: string) => fs.rm(recordFile(dir, key), { force: true });
 
-  const trashKey = (callId: string) =>
-    createHash("sha256").update(callId).digest("hex").slice(0, 32);
+  const trashKey = (callId: string) => sha256(callId).toString("hex").slice(0, 32);
 
   async function sha256Of(handle: FileHandle, size: number): Promise<string> {
-    const hash = createHash("sha256");
+    const hash = nodeCrypto().createHash("sha256");
     const buffer = Buffer.alloc(Math.min(1024 * 1024, Math.max(1, size)));
     let position = 0;
     for (;;) {

@@ -18,10 +18,10 @@
  *       at once. `close` reports the gateway's code and reason (1005 without a code, 1006 when the
  *       connection ended without a close frame).
  */
-import { createHash, randomBytes, randomFillSync } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { isUtf8 } from "node:buffer";
 import { connect as netConnect, isIP, type Socket } from "node:net";
+import { randomBytes, randomFill, sha1 } from "./light-crypto.ts";
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /** How long a closing connection waits for the gateway's close frame before it is destroyed. */
@@ -194,7 +194,7 @@ export class GatewaySocket extends EventEmitter<GatewaySocketEvents> {
 
   #mask(): Buffer {
     if (this.#maskOffset + 4 > this.#maskPool.length) {
-      this.#maskPool = randomFillSync(Buffer.allocUnsafe(4096));
+      this.#maskPool = randomFill(Buffer.allocUnsafe(4096));
       this.#maskOffset = 0;
     }
     const mask = this.#maskPool.subarray(this.#maskOffset, this.#maskOffset + 4);
@@ -235,7 +235,7 @@ export class GatewaySocket extends EventEmitter<GatewaySocketEvents> {
       if (colon > 0)
         headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
     }
-    const accept = createHash("sha1").update(`${this.#key}${GUID}`).digest("base64");
+    const accept = sha1(`${this.#key}${GUID}`).toString("base64");
     if ((headers.get("upgrade") ?? "").toLowerCase() !== "websocket") {
       this.#fail(new Error("Invalid Upgrade header"));
       return false;

@@ -22,7 +22,7 @@
  *   MCPW6 the SDK is imported when the first server starts, so a worker whose computer has no
  *         MCP server never loads it.
  */
-import { createHash } from "node:crypto";
+import { nodeCrypto } from "./light-crypto.ts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   mcpLimits,
@@ -101,7 +101,8 @@ interface Entry {
 }
 
 const keyOf = (server: McpCommandServer) =>
-  createHash("sha256")
+  nodeCrypto()
+    .createHash("sha256")
     .update(JSON.stringify([server.command, server.args, Object.entries(server.env).sort()]))
     .digest("hex");
 

@@ -17,7 +17,7 @@
  *        of a digest already in place writes nothing, a repeated sync finds nothing to do.
  *   SKW5 what an interrupted put left (stage and trash folders) is removed by the next operation.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { nodeCrypto, randomBytes } from "./light-crypto.ts";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import {
@@ -216,7 +216,7 @@ export function createSkillOperations(options: SkillOperationsOptions): SkillOpe
       return {
         ...file,
         content,
-        sha256: createHash("sha256").update(content).digest("hex"),
+        sha256: nodeCrypto().createHash("sha256").update(content).digest("hex"),
       };
     });
     if (bytes > skillLimits.maxSkillBytes)

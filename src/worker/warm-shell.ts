@@ -29,10 +29,10 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { claimLostStatus } from "./jobs.ts";
+import { randomBytes } from "./light-crypto.ts";
 
 /**
  * The EXIT trap of a warm job's subshell (inside double quotes, so `$roost_fd` is the number when
@@ -121,6 +121,11 @@ export interface WarmShell {
    * calls it once a call's result is sent, as Node's spawn holds the event loop for its fork.
    */
   refill(): void;
+  /**
+   * Starts one now unless one waits: the worker's start, so that the first call of a wake finds
+   * its wrapper ready (bash starts while the worker opens its state and dials).
+   */
+  warmUp(): void;
   /** Ends the waiting wrapper, if any, and starts no more. */
   close(): void;
 }
@@ -212,6 +217,10 @@ export function createWarmShell(options: WarmShellOptions): WarmShell {
       wrapper.child.stdin?.end(`${dir}\0${cwd}\0${dir}\0`);
     },
     refill,
+    warmUp() {
+      clearTimeout(refillTimer);
+      startOne();
+    },
     close() {
       closed = true;
       clearTimeout(idleTimer);

@@ -13,7 +13,6 @@
  *   K6 Tunnels (port previews, tunnels.ts) live and die with one connection: they are ended
  *      when it closes and are never carried over to the next.
  */
-import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import { promises as fs, readFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -44,6 +43,7 @@ import { openDoneLog } from "./done-log.ts";
 import { createFileOperations } from "./file-operations.ts";
 import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
 import { pruneJobs } from "./jobs.ts";
+import { randomBytes } from "./light-crypto.ts";
 import { connectThroughProxy, describeProxy, secureOverTunnel } from "./proxy.ts";
 import { GatewaySocket } from "./gateway-socket.ts";
 import { createSkillOperations } from "./skill-operations.ts";
@@ -108,7 +108,24 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   await fs.mkdir(options.workspace, { recursive: true });
   const workerId = await loadWorkerId(options.stateDir, durable);
   const bootId = `boot_${randomBytes(9).toString("base64url")}`;
-  const doneLog = await openDoneLog(options.stateDir, { fsync: durable });
+  // The first call of a wake finds its wrapper ready: bash starts on another core while this
+  // worker opens its state and dials (decision 0021, seventh pass).
+  const warmShell =
+    options.warmShell === false
+      ? undefined
+      : createWarmShell({
+          env: options.commandEnv,
+          prelude: options.jobPrelude,
+          ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
+        });
+  warmShell?.warmUp();
+  // A start that fails leaves no wrapper waiting.
+  const starting = <T>(step: Promise<T>): Promise<T> =>
+    step.catch((error: unknown) => {
+      warmShell?.close();
+      throw error;
+    });
+  const doneLog = await starting(openDoneLog(options.stateDir, { fsync: durable }));
 
   const prune = async () => {
     try {
@@ -118,7 +135,6 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       log(`worker: pruning old records failed: ${(error as Error).message}`);
     }
   };
-  await prune();
   const pruneTimer = setInterval(() => void prune(), 24 * 60 * 60 * 1000);
   pruneTimer.unref();
 
@@ -134,7 +150,6 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       .catch((error: unknown) =>
         log(`worker: cleaning up unfinished uploads and deletes failed: ${String(error)}`),
       );
-  await sweepFiles();
   // Abandoned uploads expire after an hour (fileLimits.uploadTtlMs); look for them as often.
   const sweepTimer = setInterval(() => void sweepFiles(), 60 * 60 * 1000);
   sweepTimer.unref();
@@ -178,15 +193,6 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
-  const warmShell =
-    options.warmShell === false
-      ? undefined
-      : createWarmShell({
-          env: options.commandEnv,
-          prelude: options.jobPrelude,
-          ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
-        });
-
   const sendNow = (ws: GatewaySocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
@@ -220,7 +226,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       return true;
     },
   });
-  await runner.recoverUnfinished();
+  await starting(runner.recoverUnfinished());
   const tunnels = createTunnelEndpoint({
     ...options.tunnels,
     log,
@@ -435,6 +441,9 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   }
 
   dial();
+  // Housekeeping once the dial is under way: neither is needed before a call (the timers above
+  // run them at any time), and both were ~10 ms of a wake's start (decision 0021, seventh pass).
+  void prune().then(sweepFiles);
 
   return {
     workerId,
