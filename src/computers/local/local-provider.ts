@@ -691,10 +691,28 @@ class LocalComputerProvider implements LocalProvider {
       return;
     }
     if (!(await this.#disks.exists(computerId))) throw new NotFoundError("computer", computerId);
-    await this.#disks.attach(computerId); // L6
-    const slot = await this.#slots.ensure(this.#disks.hostDir(computerId), computerId);
+    // L6. The disk attaches (a loop device and a mount, ~20 ms of a wake) while the slot, its
+    // cgroups, the runtime files and the sockets are made; the hand-over and the sandbox wait for
+    // it, and a wake that fails waits for it too (L1: nothing of it runs after it has ended).
+    let attachError: unknown;
+    const attached = this.#disks.attach(computerId).then(
+      () => undefined,
+      (error: unknown) => {
+        attachError = error ?? new Error("the disk did not attach");
+      },
+    );
+    const afterAttach = <T>(step: Promise<T>): Promise<T> =>
+      step.catch(async (error: unknown) => {
+        await attached;
+        throw error;
+      });
+    const slot = await afterAttach(this.#slots.ensure(this.#disks.hostDir(computerId), computerId));
     const owner = this.#owner(slot);
-    await this.#handOver(paths, owner, slot.changed);
+    const diskReady = async () => {
+      await attached;
+      if (attachError !== undefined) throw attachError;
+      await this.#handOver(paths, owner, slot.changed);
+    };
 
     const egress = this.#config.sockets.egress !== undefined;
     const runtimeDir = this.#state.runtimeDir(slot.slot);
@@ -711,102 +729,109 @@ class LocalComputerProvider implements LocalProvider {
     const env = this.#sandboxEnv(request, egress);
     const cgroups = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, slot.slot);
 
-    const awake = await this.#state.withSlotLock(slot.slot, async () => {
-      const previous = await this.#state.readRecord(slot.slot);
-      if (previous !== undefined) {
-        if (await isOwnerAlive(previous.owner)) {
+    const awake = await afterAttach(
+      this.#state.withSlotLock(slot.slot, async () => {
+        const previous = await this.#state.readRecord(slot.slot);
+        if (previous !== undefined) {
+          if (await isOwnerAlive(previous.owner)) {
+            throw new RoostError(
+              "conflict",
+              `computer ${computerId}: its slot ${slot.slot} is in use by computer ${previous.computerId} of server pid ${previous.owner.pid}`,
+            );
+          }
+          await this.#removeSlotResources(slot.slot, previous.cgroups);
+        }
+        await this.#state.writeRecord({
+          computerId,
+          root: paths.root,
+          slot: slot.slot,
+          owner: await currentOwner(),
+          cgroups,
+          startedAt: Date.now(),
+        }); // R1
+        const listeners: SocketListener[] = [];
+        try {
+          const [procs] = await Promise.all([
+            createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, owner),
+            rm(runtimeDir, { recursive: true, force: true }),
+          ]);
+          const spec = {
+            isolation: this.isolation,
+            uid: owner.uid,
+            gid: owner.gid,
+            home: paths.home,
+            workspace: paths.workspace,
+            workerState: paths.workerState,
+            runtimeDir,
+            userProcs: procs.userProcs,
+            env,
+            tmpBytes: this.#config.limits.tmpBytes,
+            roostRoot: this.#config.roostRoot,
+            nodePath: this.#config.nodePath,
+            compileCacheDir: this.#compileCacheDir,
+            compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
+            compileCacheUid: this.isolation === "full" ? 0 : owner.uid,
+            setprivPath: this.#tools.setpriv,
+            socatPath: egress ? this.#tools.socat : undefined,
+            insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
+            layout: this.#layout,
+            workerArgv: this.#config.workerArgv,
+          };
+          await writeRuntimeFiles(spec, request.workerToken);
+          // LNET1: served before the sandbox starts, then handed to the computer's uid alone.
+          listeners.push(await this.#config.sockets.gateway(computerId, sockets.gateway));
+          if (sockets.egressHttp !== undefined && sockets.egressSocks !== undefined) {
+            const egressPaths = { http: sockets.egressHttp, socks: sockets.egressSocks };
+            const listener = await this.#config.sockets.egress?.(computerId, egressPaths);
+            if (listener !== undefined) listeners.push(listener);
+            if (listener?.trust !== undefined)
+              Object.assign(
+                env,
+                await writeTrust(path.dirname(sockets.egressHttp), listener.trust),
+              );
+          }
+          for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
+            if (file === undefined) continue;
+            await chown(file, owner.uid, owner.gid);
+            await chmod(file, 0o600);
+          }
+          await diskReady();
+          const started = await this.#startSandbox(
+            procs.workerProcs,
+            bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
+          );
+          return {
+            computerId,
+            paths,
+            slot: slot.slot,
+            uid: owner.uid,
+            gid: owner.gid,
+            sockets,
+            listeners,
+            cgroups,
+            userProcs: procs.userProcs,
+            runtimeDir,
+            env,
+            ...started,
+            stopping: false,
+          } satisfies Awake;
+        } catch (error) {
+          // L2: leave nothing behind.
+          await closeAll(listeners);
+          await this.#removeSlotResources(slot.slot, cgroups).catch(() => undefined);
+          await this.#state.removeRecord(slot.slot);
+          if (error === attachError) throw error; // the disk's own error, as before the overlap
           throw new RoostError(
-            "conflict",
-            `computer ${computerId}: its slot ${slot.slot} is in use by computer ${previous.computerId} of server pid ${previous.owner.pid}`,
+            "computer_unavailable",
+            `computer ${computerId} did not start: ${(error as Error).message}`,
+            {
+              cause: error,
+              details: { computerId },
+            },
           );
         }
-        await this.#removeSlotResources(slot.slot, previous.cgroups);
-      }
-      await this.#state.writeRecord({
-        computerId,
-        root: paths.root,
-        slot: slot.slot,
-        owner: await currentOwner(),
-        cgroups,
-        startedAt: Date.now(),
-      }); // R1
-      const listeners: SocketListener[] = [];
-      try {
-        const [procs] = await Promise.all([
-          createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, owner),
-          rm(runtimeDir, { recursive: true, force: true }),
-        ]);
-        const spec = {
-          isolation: this.isolation,
-          uid: owner.uid,
-          gid: owner.gid,
-          home: paths.home,
-          workspace: paths.workspace,
-          workerState: paths.workerState,
-          runtimeDir,
-          userProcs: procs.userProcs,
-          env,
-          tmpBytes: this.#config.limits.tmpBytes,
-          roostRoot: this.#config.roostRoot,
-          nodePath: this.#config.nodePath,
-          compileCacheDir: this.#compileCacheDir,
-          compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
-          compileCacheUid: this.isolation === "full" ? 0 : owner.uid,
-          setprivPath: this.#tools.setpriv,
-          socatPath: egress ? this.#tools.socat : undefined,
-          insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
-          layout: this.#layout,
-          workerArgv: this.#config.workerArgv,
-        };
-        await writeRuntimeFiles(spec, request.workerToken);
-        // LNET1: served before the sandbox starts, then handed to the computer's uid alone.
-        listeners.push(await this.#config.sockets.gateway(computerId, sockets.gateway));
-        if (sockets.egressHttp !== undefined && sockets.egressSocks !== undefined) {
-          const egressPaths = { http: sockets.egressHttp, socks: sockets.egressSocks };
-          const listener = await this.#config.sockets.egress?.(computerId, egressPaths);
-          if (listener !== undefined) listeners.push(listener);
-          if (listener?.trust !== undefined)
-            Object.assign(env, await writeTrust(path.dirname(sockets.egressHttp), listener.trust));
-        }
-        for (const file of [sockets.gateway, sockets.egressHttp, sockets.egressSocks]) {
-          if (file === undefined) continue;
-          await chown(file, owner.uid, owner.gid);
-          await chmod(file, 0o600);
-        }
-        const started = await this.#startSandbox(
-          procs.workerProcs,
-          bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
-        );
-        return {
-          computerId,
-          paths,
-          slot: slot.slot,
-          uid: owner.uid,
-          gid: owner.gid,
-          sockets,
-          listeners,
-          cgroups,
-          userProcs: procs.userProcs,
-          runtimeDir,
-          env,
-          ...started,
-          stopping: false,
-        } satisfies Awake;
-      } catch (error) {
-        // L2: leave nothing behind.
-        await closeAll(listeners);
-        await this.#removeSlotResources(slot.slot, cgroups).catch(() => undefined);
-        await this.#state.removeRecord(slot.slot);
-        throw new RoostError(
-          "computer_unavailable",
-          `computer ${computerId} did not start: ${(error as Error).message}`,
-          {
-            cause: error,
-            details: { computerId },
-          },
-        );
-      }
-    });
+      }),
+    );
     this.#awake.set(computerId, awake);
     void awake.exited.then(() => {
       if (awake.stopping || this.#awake.get(computerId) !== awake) return;
