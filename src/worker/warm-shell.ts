@@ -121,11 +121,6 @@ export interface WarmShell {
    * calls it once a call's result is sent, as Node's spawn holds the event loop for its fork.
    */
   refill(): void;
-  /**
-   * Starts one now unless one waits: the worker's start, so that the first call of a wake finds
-   * its wrapper ready (bash starts while the worker opens its state and dials).
-   */
-  warmUp(): void;
   /** Ends the waiting wrapper, if any, and starts no more. */
   close(): void;
 }
@@ -217,10 +212,6 @@ export function createWarmShell(options: WarmShellOptions): WarmShell {
       wrapper.child.stdin?.end(`${dir}\0${cwd}\0${dir}\0`);
     },
     refill,
-    warmUp() {
-      clearTimeout(refillTimer);
-      startOne();
-    },
     close() {
       closed = true;
       clearTimeout(idleTimer);

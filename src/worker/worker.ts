@@ -108,24 +108,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   await fs.mkdir(options.workspace, { recursive: true });
   const workerId = await loadWorkerId(options.stateDir, durable);
   const bootId = `boot_${randomBytes(9).toString("base64url")}`;
-  // The first call of a wake finds its wrapper ready: bash starts on another core while this
-  // worker opens its state and dials (decision 0021, seventh pass).
-  const warmShell =
-    options.warmShell === false
-      ? undefined
-      : createWarmShell({
-          env: options.commandEnv,
-          prelude: options.jobPrelude,
-          ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
-        });
-  warmShell?.warmUp();
-  // A start that fails leaves no wrapper waiting.
-  const starting = <T>(step: Promise<T>): Promise<T> =>
-    step.catch((error: unknown) => {
-      warmShell?.close();
-      throw error;
-    });
-  const doneLog = await starting(openDoneLog(options.stateDir, { fsync: durable }));
+  const doneLog = await openDoneLog(options.stateDir, { fsync: durable });
 
   const prune = async () => {
     try {
@@ -193,6 +176,15 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     log,
   });
 
+  const warmShell =
+    options.warmShell === false
+      ? undefined
+      : createWarmShell({
+          env: options.commandEnv,
+          prelude: options.jobPrelude,
+          ...(options.warmShellIdleMs === undefined ? {} : { idleMs: options.warmShellIdleMs }),
+        });
+
   const sendNow = (ws: GatewaySocket, frame: WorkerFrame) => ws.send(encodeFrame(frame));
   const runner = createCallRunner({
     workspace: options.workspace,
@@ -226,7 +218,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       return true;
     },
   });
-  await starting(runner.recoverUnfinished());
+  await runner.recoverUnfinished();
   const tunnels = createTunnelEndpoint({
     ...options.tunnels,
     log,
