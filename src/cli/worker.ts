@@ -7,12 +7,13 @@
  * The resolve step (`resolveSelfHostedWorker`) is separate from running it, so that what the
  * command line means is tested without starting anything.
  */
-import { chmod, mkdir, realpath, stat, writeFile } from "node:fs/promises";
+import { chmod, realpath, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import {
   defaultMetricsPort,
   describeProxy,
+  makeDirectories,
   ProxyConfigError,
   proxyFor,
   startStatusServer,
@@ -284,7 +285,7 @@ async function realWorkspace(workspace: string): Promise<string> {
 
 /** Private to this user, and kept out of git (the default lives inside the workspace). */
 async function prepareStateDir(stateDir: string): Promise<void> {
-  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await makeDirectories(stateDir, 0o700);
   await chmod(stateDir, 0o700);
   await writeFile(
     path.join(stateDir, ".gitignore"),

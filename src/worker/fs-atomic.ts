@@ -51,3 +51,33 @@ async function fsyncDirectory(dir: string): Promise<void> {
 export function isErrno(error: unknown, code: string): boolean {
   return typeof error === "object" && error !== null && "code" in error && error.code === code;
 }
+
+/**
+ * `mkdir -p` that ends: Node's recursive mkdir retries a folder whose mkdir says ENOENT after its
+ * parent was made, so a path under /proc (where that is the answer) keeps a thread at 100% CPU
+ * and never settles. Here each folder is made once its parent exists, and a second ENOENT, or a
+ * file where a folder should be, is the error. `mode` applies to the folders it makes.
+ */
+export async function makeDirectories(dir: string, mode?: number): Promise<void> {
+  const target = path.resolve(dir);
+  const options = mode === undefined ? {} : { mode };
+  try {
+    await fs.mkdir(target, options);
+    return;
+  } catch (error) {
+    if (isErrno(error, "EEXIST")) return expectDirectory(target, error);
+    const parent = path.dirname(target);
+    if (!isErrno(error, "ENOENT") || parent === target) throw error;
+  }
+  await makeDirectories(path.dirname(target), mode);
+  try {
+    await fs.mkdir(target, options);
+  } catch (error) {
+    if (!isErrno(error, "EEXIST")) throw error; // made meanwhile by someone else, or the error
+    await expectDirectory(target, error);
+  }
+}
+
+async function expectDirectory(target: string, error: unknown): Promise<void> {
+  if (!(await fs.stat(target)).isDirectory()) throw error;
+}

@@ -9,6 +9,7 @@ export type { Worker, WorkerOptions } from "./worker.ts";
 export { resolveWorkerConfig, WorkerConfigError } from "./config.ts";
 export type { WorkerConfig } from "./config.ts";
 export { createBackoff } from "./backoff.ts";
+export { makeDirectories } from "./fs-atomic.ts";
 export { proxyFor, describeProxy, ProxyConfigError } from "./proxy.ts";
 export {
   defaultMetricsPort,

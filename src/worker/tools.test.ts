@@ -300,13 +300,19 @@ describe.each(["cold", "warm"] as const)("shell (%s start)", (start) => {
   it("starts a background job and reports its state, exit code and output tail", async () => {
     const ctx = context();
     const started = await shellTool(
-      { command: "echo working; sleep 0.3; echo done; exit 4", background: true },
+      // It waits for the test's go-ahead, so that it is still running when asked, however slow
+      // the machine (a fixed sleep was not always long enough under load).
+      {
+        command: "echo working; until [ -e go ]; do sleep 0.02; done; echo done; exit 4",
+        background: true,
+      },
       ctx,
     );
     if (started.kind !== "started") throw new Error("expected a started job");
     expect(started.pid).toBeGreaterThan(0);
     const running = await shellStatusTool({ jobId: started.jobId }, context());
     expect(running.state).toBe("running");
+    writeFileSync(path.join(workspace, "go"), "");
     let status = running;
     while (status.state === "running") {
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -399,6 +405,16 @@ describe("write", () => {
     expect(second.created).toBe(false);
     expect(readFileSync(path.join(workspace, "a/b/c.txt"), "utf8")).toBe("two!");
   });
+
+  it("fails, and promptly, where a parent folder cannot be made (under /proc, where Node's recursive mkdir never settles)", async () => {
+    // A link in the workspace leads there, as a command could make one.
+    symlinkSync("/proc/self", path.join(workspace, "proc-link"));
+    for (const target of ["/proc/self/roost-none/a/b.txt", "proc-link/roost-none/b.txt"]) {
+      await expect(writeTool({ path: target, content: "x" }, context())).rejects.toMatchObject({
+        message: expect.stringContaining("roost-none"),
+      });
+    }
+  }, 5000);
 
   it("leaves no temporary files and keeps the file's permissions", async () => {
     const file = path.join(workspace, "run.sh");

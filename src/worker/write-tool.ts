@@ -11,7 +11,7 @@ import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import type { WriteInput, WriteOutput } from "../protocol/index.ts";
 import { writePreviousMaxBytes } from "../protocol/index.ts";
-import { isErrno, writeFileAtomic } from "./fs-atomic.ts";
+import { isErrno, makeDirectories, writeFileAtomic } from "./fs-atomic.ts";
 import { isBinary } from "./read-tool.ts";
 import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
 import type { ToolContext } from "./tool-context.ts";
@@ -27,7 +27,7 @@ export async function writeTool(input: WriteInput, context: ToolContext): Promis
       : Buffer.from(input.content, "utf8");
   try {
     const target = await writeTarget(requested);
-    await fs.mkdir(path.dirname(target.file), { recursive: true });
+    await makeDirectories(path.dirname(target.file));
     const recorded = context.previous?.detail as WriteDetail | undefined;
     const before: WriteDetail = recorded ?? {
       created: target.mode === undefined,
