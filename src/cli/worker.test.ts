@@ -1,7 +1,11 @@
 /** What `roost worker`'s command line means, without starting anything (resolveSelfHostedWorker). */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCommand } from "./args.ts";
-import { CliError } from "./io.ts";
+import { CliError, type CliIo } from "./io.ts";
+import { runCli } from "./main.ts";
 import { resolveSelfHostedWorker, workerCommand } from "./worker.ts";
 
 const resolve = (args: string[], env: Record<string, string> = {}, cwd = "/home/me/bot") =>
@@ -120,4 +124,32 @@ describe("roost worker's settings", () => {
       HTTPS_PROXY: "socks5://p:1080",
     });
   });
+});
+
+describe("roost worker's start", () => {
+  it("refuses a state folder it cannot make, with exit status 2 and what to do, and without hanging under /proc", async () => {
+    const workspace = mkdtempSync(path.join(tmpdir(), "roost-cli-worker-"));
+    try {
+      writeFileSync(path.join(workspace, "a-file"), "");
+      for (const stateDir of [
+        "/proc/self/roost-none/state",
+        path.join(workspace, "a-file", "state"),
+      ]) {
+        let stderr = "";
+        const io: CliIo = {
+          stdout: { write: () => true },
+          stderr: { write: (text: string) => (stderr += text) },
+          stdin: (async function* () {})(),
+          env: {},
+        };
+        const args = ["worker", "--server", "http://127.0.0.1:9", "--token", "t"];
+        const code = await runCli([...args, "--workspace", workspace, "--state-dir", stateDir], io);
+        expect(code).toBe(2);
+        expect(stderr).toContain(`cannot use ${stateDir} as the state folder`);
+        expect(stderr).toContain("pass --state-dir");
+      }
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }, 10_000);
 });

@@ -285,12 +285,19 @@ async function realWorkspace(workspace: string): Promise<string> {
 
 /** Private to this user, and kept out of git (the default lives inside the workspace). */
 async function prepareStateDir(stateDir: string): Promise<void> {
-  await makeDirectories(stateDir, 0o700);
-  await chmod(stateDir, 0o700);
-  await writeFile(
-    path.join(stateDir, ".gitignore"),
-    "# roost worker state (docs/self-hosted-worker.md)\n*\n",
-  );
+  try {
+    await makeDirectories(stateDir, 0o700);
+    await chmod(stateDir, 0o700);
+    await writeFile(
+      path.join(stateDir, ".gitignore"),
+      "# roost worker state (docs/self-hosted-worker.md)\n*\n",
+    );
+  } catch (error) {
+    throw new CliError(
+      `roost worker: cannot use ${stateDir} as the state folder (${(error as Error).message}); pass --state-dir with a folder on this machine's disk that you can write`,
+      2,
+    );
+  }
 }
 
 async function placementWarnings(

@@ -6,10 +6,10 @@
  * worker dies and the call is repeated, a file that already has that hash means the edit
  * happened; anything else runs the edit again against the file as it is now.
  */
-import { nodeCrypto } from "./light-crypto.ts";
 import { promises as fs } from "node:fs";
 import type { EditInput, EditOutput } from "../protocol/index.ts";
 import { writeFileAtomic } from "./fs-atomic.ts";
+import { nodeCrypto } from "./light-crypto.ts";
 import { resolveToolPath, toToolFailure, ToolFailure } from "./tool-context.ts";
 import type { ToolContext } from "./tool-context.ts";
 import { isBinary } from "./read-tool.ts";

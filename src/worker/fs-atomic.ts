@@ -61,15 +61,15 @@ export function isErrno(error: unknown, code: string): boolean {
 export async function makeDirectories(dir: string, mode?: number): Promise<void> {
   const target = path.resolve(dir);
   const options = mode === undefined ? {} : { mode };
+  const parent = path.dirname(target);
   try {
     await fs.mkdir(target, options);
     return;
   } catch (error) {
     if (isErrno(error, "EEXIST")) return expectDirectory(target, error);
-    const parent = path.dirname(target);
     if (!isErrno(error, "ENOENT") || parent === target) throw error;
   }
-  await makeDirectories(path.dirname(target), mode);
+  await makeDirectories(parent, mode);
   try {
     await fs.mkdir(target, options);
   } catch (error) {

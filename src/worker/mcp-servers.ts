@@ -22,7 +22,6 @@
  *   MCPW6 the SDK is imported when the first server starts, so a worker whose computer has no
  *         MCP server never loads it.
  */
-import { nodeCrypto } from "./light-crypto.ts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   mcpLimits,
@@ -34,6 +33,7 @@ import {
   type McpToolsOutput,
 } from "../protocol/index.ts";
 import { ToolFailure } from "./tool-context.ts";
+import { nodeCrypto } from "./light-crypto.ts";
 
 export interface McpServersOptions {
   /** Servers start here. */
