@@ -84,6 +84,25 @@ describe("results end to end (demo model)", () => {
     await hooks?.close();
   });
 
+  /**
+   * A conversation's sidebar state once its turn has ended: the reply step is stored a moment
+   * before the turn finishes, and the sidebar says `working` until then.
+   */
+  const settledActivity = (botId: string, conversationId: string) =>
+    waitFor(
+      async () => {
+        const { conversations } = await api.call<Api.ConversationList>(
+          "GET",
+          `/v1/conversations?botId=${botId}`,
+        );
+        const activity = conversations.find(
+          (conversation) => conversation.id === conversationId,
+        )?.activity;
+        return activity !== undefined && activity !== "working" && activity;
+      },
+      { what: `conversation ${conversationId}'s turn to end` },
+    );
+
   it("two bots ping-pong until the hop limit; every hop is visible in both conversations, and nothing is sent twice", async () => {
     const a = await api.createBot("alpha", "demo");
     const b = await api.createBot("beta", "demo");
@@ -149,10 +168,7 @@ describe("results end to end (demo model)", () => {
       true,
     ]);
     // The unread thread shows as such in the sidebar until the owner reads it.
-    const listed = await api.call<Api.ConversationList>("GET", `/v1/conversations?botId=${b.id}`);
-    expect(
-      listed.conversations.find((conversation) => conversation.id === thread!.id)?.activity,
-    ).toBe("unread");
+    expect(await settledActivity(b.id, thread!.id)).toBe("unread");
     await api.call("POST", `/v1/conversations/${thread!.id}/seen`, { seq: thread!.lastSeq + 1000 });
     const read = await api.call<Api.ConversationList>("GET", `/v1/conversations?botId=${b.id}`);
     const after = read.conversations.find((conversation) => conversation.id === thread!.id);
@@ -194,8 +210,7 @@ describe("results end to end (demo model)", () => {
     });
     expect(draft.text).toBe("Dear Ada, lunch on Friday?");
     // It is a needs-attention conversation while the draft waits.
-    const list = await api.call<Api.ConversationList>("GET", `/v1/conversations?botId=${bot.id}`);
-    expect(list.conversations[0]?.activity).toBe("needs_attention");
+    expect(await settledActivity(bot.id, chat.id)).toBe("needs_attention");
 
     // No channel: a clear error on the draft, which stays sendable.
     const unsent = await api.call<Api.Draft>("POST", `/v1/drafts/${draft.id}/send`);
