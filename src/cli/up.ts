@@ -198,6 +198,14 @@ export const options: Record<string, OptionSpec> = {
     env: "ROOST_COMPUTER_DISK_BYTES",
     default: "10737418240",
   },
+  "computer-spares": {
+    type: "string",
+    value: "N",
+    description:
+      "spare sandboxes kept ready with the worker started, so a wake skips Node's start (as root; 0 turns them off)",
+    env: "ROOST_COMPUTER_SPARES",
+    default: "1",
+  },
   "screens-max": {
     type: "string",
     value: "N",

@@ -311,6 +311,11 @@ export interface ComputersConfig {
    * next wake. @default 10737418240 (10 GiB)
    */
   diskBytes: number;
+  /**
+   * Spare sandboxes kept ready, with Node and the worker already started, so that a wake skips
+   * both (docs/computers.md, "Spare sandboxes"); only as root. 0 turns them off. @default 1
+   */
+  spares: number;
   /** Screens (one per bot: a display, its VNC server, its browser) a computer runs at most. @default 4 */
   screensMax: number;
   /** A computer sleeps this long after its last activity (never while a turn holds it). @default 300000 */
@@ -501,6 +506,7 @@ function resolveComputers(source: Source, dataDir: string): ComputersConfig {
       min: 32 * 1024 ** 2,
       max: 16 * 1024 ** 4,
     }),
+    spares: integer(source, "computer-spares", "ROOST_COMPUTER_SPARES", 1, { min: 0, max: 4 }),
     screensMax: integer(source, "screens-max", "ROOST_SCREENS_MAX", 4, { min: 1, max: 32 }),
     idleSleepMs: integer(source, "idle-sleep-ms", "ROOST_IDLE_SLEEP_MS", 300_000, {
       min: 1000,

@@ -143,6 +143,7 @@ export async function startComputerRuntime(
   const provider = await createLocalProvider({
     dataDir: config.computers.root,
     limits: { diskBytes: config.computers.diskBytes },
+    spares: config.computers.spares,
     ...(searchPath === undefined ? {} : { searchPath }),
     log,
     ...(workerBuild === undefined

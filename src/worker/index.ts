@@ -10,6 +10,8 @@ export { resolveWorkerConfig, WorkerConfigError } from "./config.ts";
 export type { WorkerConfig } from "./config.ts";
 export { createBackoff } from "./backoff.ts";
 export { makeDirectories } from "./fs-atomic.ts";
+export { spareClaimVariable, spareReadyLine } from "./spare-claim.ts";
+export type { SpareClaim } from "./spare-claim.ts";
 export { proxyFor, describeProxy, ProxyConfigError } from "./proxy.ts";
 export {
   defaultMetricsPort,

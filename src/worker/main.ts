@@ -4,15 +4,24 @@
  */
 import { CommandEnvError, commandOnlyEnv } from "../protocol/index.ts";
 import { resolveWorkerConfig, WorkerConfigError } from "./config.ts";
+import { awaitSpareClaim, spareClaimVariable, SpareClaimError } from "./spare-claim.ts";
 import { startWorker } from "./worker.ts";
 
 let config;
 let commandOnly;
 try {
+  // A spare (spare-claim.ts): every module above is loaded; wait to become a computer's worker.
+  const claimFifo = process.env[spareClaimVariable];
+  if (claimFifo !== undefined) awaitSpareClaim(claimFifo);
   config = resolveWorkerConfig(process.argv.slice(2), process.env);
   commandOnly = commandOnlyEnv(process.env);
 } catch (error) {
-  if (!(error instanceof WorkerConfigError) && !(error instanceof CommandEnvError)) throw error;
+  if (
+    !(error instanceof WorkerConfigError) &&
+    !(error instanceof CommandEnvError) &&
+    !(error instanceof SpareClaimError)
+  )
+    throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(2);
 }

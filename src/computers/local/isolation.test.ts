@@ -2,6 +2,9 @@
  * Isolation between computers and from the host, with real namespaces and cgroups: two computers
  * A and B on one provider, a host service on 0.0.0.0, and a stand-in gateway on each computer's
  * socket. What a computer can reach on the network is in network.test.ts.
+ *
+ * A's wake claims a spare sandbox (spares.ts) and B's starts its own, so every test here holds
+ * for both kinds of wake.
  */
 import { readdir, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
@@ -41,7 +44,10 @@ describe.skipIf(skip !== undefined)("local provider isolation", () => {
     provider = await createLocalProvider({
       dataDir: dataDir.path,
       sockets: { gateway: (id, socketPath) => gateway.listenComputer(id, socketPath) },
+      spares: 1,
+      spareDelayMs: 600_000, // no second spare: B starts its own sandbox
     });
+    expect(await provider.spareReady()).toBe(true);
     for (const id of [a, b]) {
       await provider.create(id);
       await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
@@ -56,6 +62,11 @@ describe.skipIf(skip !== undefined)("local provider isolation", () => {
       await Promise.all([gateway?.close(), hostService?.close()]);
       await dataDir?.remove();
     }
+  });
+
+  test("A's wake claimed a spare sandbox and B's started its own", () => {
+    expect(provider.info(a)!.fromSpare).toBe(true);
+    expect(provider.info(b)!.fromSpare).toBe(false);
   });
 
   test("each computer runs as its own host uid", async () => {

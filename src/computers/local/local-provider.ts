@@ -90,18 +90,35 @@ import {
   type RuntimeState,
 } from "./runtime-state.ts";
 import {
+  adoptScript,
   bwrapArguments,
   compileCacheWarmUp,
   forwarderPorts,
+  identityFiles,
   insidePaths,
   insideUserName,
   launcherScript,
   readHostLayout,
   readyLine,
+  spareOnlyEnv,
   writeRuntimeFiles,
   writeToken,
   type HostLayout,
+  type SandboxSpec,
 } from "./sandbox.ts";
+import {
+  bindClaim,
+  makeSpareFolder,
+  moveIntoCgroups,
+  processTree,
+  removeSpareFolder,
+  shareSparesDir,
+  sweepSpares,
+  writeClaim,
+  type SpareFolder,
+  type SpareTools,
+} from "./spares.ts";
+import { spareReadyLine } from "../../worker/index.ts";
 import { createSlotRegistry, type SlotRegistry } from "./slots.ts";
 import {
   delay,
@@ -135,6 +152,8 @@ export interface LocalComputerInfo {
   sandboxPid: number;
   /** The computer's cgroup folder in each hierarchy (`worker/` and `user/` below each). */
   cgroups: ComputerCgroup[];
+  /** Whether its sandbox was a spare the wake claimed (spares.ts), not one of its own. */
+  fromSpare: boolean;
 }
 
 export interface ExecOptions {
@@ -168,6 +187,11 @@ export interface LocalProvider extends ComputerProvider {
   exec(computerId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** The disk of a sleeping computer, attached for `use` and detached after (L6). */
   withDisk<T>(computerId: string, use: (paths: ComputerPaths) => Promise<T>): Promise<T>;
+  /**
+   * Benchmarks and tests: resolves true once a spare waits for a wake (spares.ts), false when
+   * the provider keeps none (`spares` is 0, no root, closed, or spares keep failing).
+   */
+  spareReady(): Promise<boolean>;
   /** Host pids of the computer's processes and the memory charged to its cgroups. */
   usage(
     computerId: string,
@@ -193,6 +217,63 @@ interface Awake {
   stopping: boolean;
   /** The last few KiB of the sandbox's stdout and stderr (the supervisor's and worker's logs). */
   output: { text: string };
+  /** The spare's folder when this sandbox was a spare (spares.ts): its binds go at sleep (SP2). */
+  spareDir?: string | undefined;
+}
+
+type Started = Pick<Awake, "child" | "exited" | "sandboxPid" | "sandboxStart" | "output">;
+
+/** A spare sandbox in the pool (spares.ts). */
+interface Spare {
+  name: string;
+  folder: SpareFolder | undefined;
+  /** Set once its worker waits for a claim. */
+  sandbox: Started | undefined;
+  /** Taken by a wake, or discarded: no longer the pool's. */
+  taken: boolean;
+  /** #startSpare, which never throws. */
+  starting: Promise<void>;
+}
+
+/** The environment every sandbox starts with (a computer's adds to it: #sandboxEnv). */
+function baseEnv(): Record<string, string> {
+  return {
+    HOME: insidePaths.home,
+    USER: insideUserName,
+    LOGNAME: insideUserName,
+    SHELL: "/bin/bash",
+    PATH: "/opt/node/bin:/usr/local/bin:/usr/bin:/bin",
+    LANG: "C.UTF-8",
+    // Read-only, filled for the worker at start (sandbox.ts): other Node programs only read it.
+    NODE_COMPILE_CACHE: insidePaths.compileCache,
+  };
+}
+
+/** Resolves once `text` is in the sandbox's output; rejects when it ends or after `timeoutMs`. */
+function untilOutput(sandbox: Started, text: string, timeoutMs: number): Promise<void> {
+  const stdout = sandbox.child.stdout!;
+  return new Promise((resolve, reject) => {
+    const finish = (error?: Error) => {
+      clearTimeout(timer);
+      stdout.off("data", check);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const check = () => {
+      if (sandbox.output.text.includes(text)) finish();
+    };
+    const timer = setTimeout(
+      () => finish(new Error(`the sandbox did not become ready within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    stdout.on("data", check);
+    void sandbox.exited.then(() =>
+      finish(
+        new Error(`the sandbox exited: ${lastLines(sandbox.output.text, 8) || "(no output)"}`),
+      ),
+    );
+    check();
+  });
 }
 
 const outputTailBytes = 16 * 1024;
@@ -245,6 +326,7 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   });
   const compileCacheDir = path.join(config.runDir, "node-compile-cache");
   const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
+  const spareTools = config.spares > 0 ? await resolveSpareTools(config) : undefined;
   const provider = new LocalComputerProvider(
     config,
     tools,
@@ -256,9 +338,27 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
     warmUp,
     disks,
     seccomp,
+    spareTools,
   );
   await provider.sweep();
+  if (spareTools !== undefined) {
+    await shareSparesDir(config.runDir, spareTools);
+    provider.fillSpares();
+  }
   return provider;
+}
+
+async function resolveSpareTools(config: ResolvedLocalProviderOptions): Promise<SpareTools> {
+  const found: Partial<SpareTools> = {};
+  for (const name of ["mount", "umount", "mkfifo"] as const) {
+    const located = await findExecutable(name, config.searchPath);
+    if (located === undefined)
+      throw new ConfigError(
+        `local provider: spares need ${name} (Debian package ${name === "mkfifo" ? "coreutils" : "mount"}); install it or set ROOST_COMPUTER_SPARES=0`,
+      );
+    found[name] = located;
+  }
+  return found as SpareTools;
 }
 
 /**
@@ -368,6 +468,12 @@ class LocalComputerProvider implements LocalProvider {
   readonly #warmUp: Promise<void>;
   readonly #disks: DiskImages;
   readonly #seccomp: SeccompChoice;
+  readonly #spareTools: SpareTools | undefined;
+  readonly #spares: Spare[] = [];
+  #spareCount = 0;
+  /** Spares that ended before their claim, one after another; at 3 the pool stops refilling. */
+  #spareFailures = 0;
+  #spareTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(
@@ -381,6 +487,7 @@ class LocalComputerProvider implements LocalProvider {
     warmUp: Promise<void>,
     disks: DiskImages,
     seccomp: SeccompChoice,
+    spareTools: SpareTools | undefined,
   ) {
     this.#config = config;
     this.#tools = tools;
@@ -392,6 +499,7 @@ class LocalComputerProvider implements LocalProvider {
     this.#warmUp = warmUp.catch(() => undefined);
     this.#disks = disks;
     this.#seccomp = seccomp;
+    this.#spareTools = spareTools;
     this.isolation = config.isolation;
   }
 
@@ -474,6 +582,8 @@ class LocalComputerProvider implements LocalProvider {
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#spareTimer);
+    await Promise.allSettled(this.#spares.splice(0).map((spare) => this.#discardSpare(spare)));
     const results = await Promise.allSettled(
       [...this.#awake.keys()].map((computerId) =>
         this.#serial(computerId, async () => {
@@ -507,7 +617,18 @@ class LocalComputerProvider implements LocalProvider {
       sockets: { ...awake.sockets },
       sandboxPid: awake.sandboxPid,
       cgroups: awake.cgroups.map((cgroup) => ({ ...cgroup, controllers: [...cgroup.controllers] })),
+      fromSpare: awake.spareDir !== undefined,
     };
+  }
+
+  async spareReady(): Promise<boolean> {
+    for (;;) {
+      if (this.#spareTools === undefined || this.#closed || this.#spareFailures >= 3) return false;
+      if (this.#spares.some((spare) => spare.sandbox !== undefined && !spare.taken)) return true;
+      const starting = this.#spares.find((spare) => !spare.taken && spare.sandbox === undefined);
+      // Starting, or its refill timer is due.
+      await (starting?.starting ?? delay(20));
+    }
   }
 
   async usage(computerId: string) {
@@ -648,6 +769,8 @@ class LocalComputerProvider implements LocalProvider {
         await this.#state.removeRecord(slot);
       });
     }
+    // Spares of a server that is gone, with any claim binds they held (SP2), before the disks.
+    if (this.#spareTools !== undefined) await sweepSpares(this.#config.runDir, this.#spareTools);
     // L6: disks a killed server left mounted (their sandboxes are gone with it: X2).
     await this.#disks.detachAll();
   }
@@ -755,8 +878,7 @@ class LocalComputerProvider implements LocalProvider {
             createComputerCgroups(cgroups, this.#cgroups, this.#config.limits, owner),
             rm(runtimeDir, { recursive: true, force: true }),
           ]);
-          const spec = {
-            isolation: this.isolation,
+          const spec = await this.#sandboxSpec({
             uid: owner.uid,
             gid: owner.gid,
             home: paths.home,
@@ -765,18 +887,8 @@ class LocalComputerProvider implements LocalProvider {
             runtimeDir,
             userProcs: procs.userProcs,
             env,
-            tmpBytes: this.#config.limits.tmpBytes,
-            roostRoot: this.#config.roostRoot,
-            nodePath: this.#config.nodePath,
-            compileCacheDir: this.#compileCacheDir,
-            compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
-            compileCacheUid: this.isolation === "full" ? 0 : owner.uid,
-            setprivPath: this.#tools.setpriv,
             socatPath: egress ? this.#tools.socat : undefined,
-            insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
-            layout: this.#layout,
-            workerArgv: this.#config.workerArgv,
-          };
+          });
           await writeRuntimeFiles(spec, request.workerToken);
           // LNET1: served before the sandbox starts, then handed to the computer's uid alone.
           listeners.push(await this.#config.sockets.gateway(computerId, sockets.gateway));
@@ -796,10 +908,22 @@ class LocalComputerProvider implements LocalProvider {
             await chmod(file, 0o600);
           }
           await diskReady();
-          const started = await this.#startSandbox(
-            procs.workerProcs,
-            bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
-          );
+          const spare = this.#takeSpare();
+          const claimed =
+            spare === undefined
+              ? undefined
+              : await this.#claim(spare, spec, procs.workerProcs).catch((error: unknown) => {
+                  this.#config.log(
+                    `computer ${computerId}: its spare sandbox could not be claimed (${(error as Error).message}); starting one of its own`,
+                  );
+                  return undefined;
+                });
+          const started =
+            claimed ??
+            (await this.#startSandbox(
+              procs.workerProcs,
+              bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
+            ));
           return {
             computerId,
             paths,
@@ -813,6 +937,7 @@ class LocalComputerProvider implements LocalProvider {
             runtimeDir,
             env,
             ...started,
+            spareDir: claimed === undefined ? undefined : spare?.folder?.dir,
             stopping: false,
           } satisfies Awake;
         } catch (error) {
@@ -846,16 +971,7 @@ class LocalComputerProvider implements LocalProvider {
   }
 
   #sandboxEnv(request: WakeRequest, egress: boolean): Record<string, string> {
-    const env: Record<string, string> = {
-      HOME: insidePaths.home,
-      USER: insideUserName,
-      LOGNAME: insideUserName,
-      SHELL: "/bin/bash",
-      PATH: "/opt/node/bin:/usr/local/bin:/usr/bin:/bin",
-      LANG: "C.UTF-8",
-      // Read-only, filled for the worker at start (sandbox.ts): other Node programs only read it.
-      NODE_COMPILE_CACHE: insidePaths.compileCache,
-    };
+    const env = baseEnv();
     for (const [name, value] of Object.entries(request.env ?? {}))
       if (!name.startsWith("ROOST_") || workerSettings.includes(name)) env[name] = value;
     if (egress) {
@@ -893,7 +1009,8 @@ class LocalComputerProvider implements LocalProvider {
   async #startSandbox(
     workerProcs: readonly string[],
     args: { options: readonly string[]; command: readonly string[] },
-  ): Promise<Pick<Awake, "child" | "exited" | "sandboxPid" | "sandboxStart" | "output">> {
+    ready: string = readyLine,
+  ): Promise<Started> {
     const child = spawn(
       "/bin/sh",
       [
@@ -948,7 +1065,7 @@ class LocalComputerProvider implements LocalProvider {
         });
         child.stdout!.on("data", (chunk: Buffer) => {
           append(chunk);
-          if (output.text.includes(readyLine)) done();
+          if (output.text.includes(ready)) done();
         });
         child.stderr!.on("data", append);
         child.once("error", (error) => done(error));
@@ -965,8 +1082,199 @@ class LocalComputerProvider implements LocalProvider {
       await exited;
       throw error;
     }
-    output.text = output.text.replace(`${readyLine}\n`, "");
+    output.text = output.text.replace(`${ready}\n`, "");
     return { child, exited, sandboxPid, sandboxStart: await processStartTicks(sandboxPid), output };
+  }
+
+  /** Starts spares until the pool holds `spares`, each in the background (SP1). */
+  fillSpares(): void {
+    if (this.#spareTools === undefined || this.#closed || this.#spareFailures >= 3) return;
+    while (this.#spares.length < this.#config.spares) {
+      const spare: Spare = {
+        name: `${process.pid}-${++this.#spareCount}`,
+        folder: undefined,
+        sandbox: undefined,
+        taken: false,
+        starting: Promise.resolve(),
+      };
+      spare.starting = this.#startSpare(spare);
+      this.#spares.push(spare);
+    }
+  }
+
+  /** Makes a spare's folder and sandbox; never throws (a failure is logged and retried later). */
+  async #startSpare(spare: Spare): Promise<void> {
+    try {
+      await this.#warmUp; // its worker loads its modules from the compile cache
+      if (spare.taken) return;
+      const hierarchies = computerCgroupsFor(this.#cgroups, this.#config.cgroupName, 0).length;
+      spare.folder = await makeSpareFolder(
+        this.#config.runDir,
+        spare.name,
+        hierarchies,
+        this.#spareTools!,
+      );
+      const spec = await this.#sandboxSpec({
+        uid: 0,
+        gid: 0,
+        home: spare.folder.stage.home,
+        workspace: spare.folder.stage.workspace,
+        workerState: spare.folder.stage.state,
+        runtimeDir: spare.folder.dir,
+        userProcs: spare.folder.stageProcs,
+        env: { ...baseEnv(), ...spareOnlyEnv() },
+        socatPath: undefined,
+        spare: { runStaging: spare.folder.stage.run, controlDir: spare.folder.controlDir },
+      });
+      await writeRuntimeFiles(spec, "");
+      if (spare.taken) return;
+      spare.sandbox = await this.#startSandbox(
+        [],
+        bwrapArguments(spec, 3, this.#seccomp.kind === "filter" ? 5 : undefined),
+        spareReadyLine,
+      );
+      this.#spareFailures = 0;
+      const sandbox = spare.sandbox;
+      void sandbox.exited.then(() => {
+        if (spare.taken) return; // claimed: the computer's own L3 sees it end
+        this.#config.log(
+          `spare sandbox ${spare.name} ended before a wake claimed it: ${lastLines(sandbox.output.text, 5)}`,
+        );
+        this.#spareFailed(spare);
+      });
+    } catch (error) {
+      this.#config.log(`spare sandbox ${spare.name} did not start: ${(error as Error).message}`);
+      this.#spareFailed(spare);
+    }
+  }
+
+  #spareFailed(spare: Spare): void {
+    this.#spareFailures++;
+    const index = this.#spares.indexOf(spare);
+    if (index >= 0) this.#spares.splice(index, 1);
+    if (!spare.taken)
+      void this.#discardSpare(spare).catch((error: unknown) =>
+        this.#config.log(`spare sandbox ${spare.name}: ${(error as Error).message}`),
+      );
+    this.#refillSpares();
+  }
+
+  /** A spare whose worker waits for its claim, out of the pool; its replacement starts later. */
+  #takeSpare(): Spare | undefined {
+    const index = this.#spares.findIndex((spare) => spare.sandbox !== undefined && !spare.taken);
+    if (index < 0) return undefined;
+    const [spare] = this.#spares.splice(index, 1);
+    spare!.taken = true;
+    this.#refillSpares();
+    return spare;
+  }
+
+  #refillSpares(): void {
+    if (this.#closed || this.#spareTools === undefined) return;
+    clearTimeout(this.#spareTimer);
+    this.#spareTimer = setTimeout(
+      () => this.fillSpares(),
+      this.#config.spareDelayMs * (1 + this.#spareFailures),
+    );
+    this.#spareTimer.unref();
+  }
+
+  /** Kills a spare's sandbox and removes its folder with any claim binds (SP2). */
+  async #discardSpare(spare: Spare): Promise<void> {
+    spare.taken = true;
+    await spare.starting;
+    const sandbox = spare.sandbox;
+    if (sandbox !== undefined) {
+      if ((await processStartTicks(sandbox.sandboxPid)) === sandbox.sandboxStart)
+        signalProcess(sandbox.sandboxPid, "SIGKILL");
+      sandbox.child.kill("SIGKILL");
+      await sandbox.exited;
+    }
+    if (spare.folder !== undefined) await removeSpareFolder(spare.folder.dir, this.#spareTools!);
+  }
+
+  /**
+   * SP3: makes a waiting spare the computer's sandbox: the computer's folders, runtime folder and
+   * `user` cgroup.procs files bound onto its stage, its passwd and group, its processes moved into
+   * the computer's `worker` cgroups; then the claim to its worker (which becomes the computer's
+   * uid) and SIGUSR1 to its supervisor (which runs the computer's supervise.sh, adopting the
+   * worker). Resolves once the supervisor is ready (L2); on any failure the spare is discarded.
+   */
+  async #claim(spare: Spare, spec: SandboxSpec, workerProcs: readonly string[]): Promise<Started> {
+    const sandbox = spare.sandbox!;
+    const folder = spare.folder!;
+    try {
+      await writeFile(path.join(spec.runtimeDir, "roost", "adopt.sh"), adoptScript(spec), {
+        mode: 0o600,
+      });
+      const identity = identityFiles(spec.uid, spec.gid);
+      await Promise.all([
+        bindClaim(
+          folder,
+          {
+            home: spec.home,
+            workspace: spec.workspace,
+            workerState: spec.workerState,
+            runtime: path.join(spec.runtimeDir, "roost"),
+            userProcs: spec.userProcs,
+          },
+          this.#spareTools!,
+        ),
+        // In place: bubblewrap bound these files (their inodes) at /etc/passwd and /etc/group.
+        writeFile(path.join(folder.etcDir, "passwd"), identity.passwd),
+        writeFile(path.join(folder.etcDir, "group"), identity.group),
+        processTree(sandbox.child.pid!).then((pids) => moveIntoCgroups(pids, workerProcs)),
+      ]);
+      await writeClaim(folder.claimFifo, { uid: spec.uid, gid: spec.gid, env: spec.env });
+      const [supervisor] = (
+        await readFile(`/proc/${sandbox.sandboxPid}/task/${sandbox.sandboxPid}/children`, "utf8")
+      )
+        .trim()
+        .split(/\s+/);
+      if (supervisor === undefined || supervisor === "")
+        throw new Error("the spare's supervisor is gone");
+      process.kill(Number(supervisor), "SIGUSR1");
+      await untilOutput(sandbox, readyLine, 20_000);
+      sandbox.output.text = sandbox.output.text.replace(`${readyLine}\n`, "");
+      return sandbox;
+    } catch (error) {
+      await this.#discardSpare(spare).catch((discardError: unknown) =>
+        this.#config.log(`spare sandbox ${spare.name}: ${(discardError as Error).message}`),
+      );
+      throw error;
+    }
+  }
+
+  /** What every sandbox of this provider shares, with a computer's (or a spare's) own parts. */
+  async #sandboxSpec(
+    own: Pick<
+      SandboxSpec,
+      | "uid"
+      | "gid"
+      | "home"
+      | "workspace"
+      | "workerState"
+      | "runtimeDir"
+      | "userProcs"
+      | "env"
+      | "socatPath"
+      | "spare"
+    >,
+  ): Promise<SandboxSpec> {
+    return {
+      isolation: this.isolation,
+      tmpBytes: this.#config.limits.tmpBytes,
+      roostRoot: this.#config.roostRoot,
+      nodePath: this.#config.nodePath,
+      compileCacheDir: this.#compileCacheDir,
+      compileCacheFolders: await readdir(this.#compileCacheDir).catch(() => [] as string[]),
+      compileCacheUid: this.isolation === "full" ? 0 : own.uid,
+      setprivPath: this.#tools.setpriv,
+      insideTools: [this.#tools.setpriv, this.#tools.socat, this.#tools.bwrap],
+      layout: this.#layout,
+      workerArgv: this.#config.workerArgv,
+      ...own,
+    };
   }
 
   /** L3 */
@@ -987,6 +1295,11 @@ class LocalComputerProvider implements LocalProvider {
         await this.#removeSlotResources(awake.slot, awake.cgroups, awake.exited);
         await this.#state.removeRecord(awake.slot);
       });
+      // SP2: a claimed spare's binds hold the disk; they go before it is detached.
+      if (awake.spareDir !== undefined) {
+        await awake.exited;
+        await removeSpareFolder(awake.spareDir, this.#spareTools!);
+      }
     } finally {
       this.#awake.delete(awake.computerId);
     }

@@ -97,6 +97,13 @@ export interface LocalProviderOptions {
   runDir?: string;
   /** Name of Roost's folder in each cgroup hierarchy. @default "roost" */
   cgroupName?: string;
+  /**
+   * Spare sandboxes kept ready for wakes (spares.ts; `full` isolation only: without root there
+   * are none), 0 to 4. A wake that finds one claims it instead of starting Node. @default 0
+   */
+  spares?: number;
+  /** How long after a claim its replacement starts (it would share the CPU with the wake). @default 1000 */
+  spareDelayMs?: number;
   /** The Roost checkout whose src/, node_modules/ and package.json are mounted at /opt/roost. @default this checkout */
   roostRoot?: string;
   /** The Node binary mounted at /opt/node/bin/node. @default process.execPath */
@@ -127,6 +134,8 @@ export interface ResolvedLocalProviderOptions {
   registryDir: string;
   runDir: string;
   cgroupName: string;
+  spares: number;
+  spareDelayMs: number;
   roostRoot: string;
   nodePath: string;
   workerArgv: readonly string[];
@@ -142,6 +151,14 @@ function positive(name: string, value: number, integer: boolean): number {
       `local provider: ${name} must be a positive ${integer ? "integer" : "number"} (got ${value})`,
     );
   }
+  return value;
+}
+
+function spareCount(value: number): number {
+  if (!Number.isInteger(value) || value < 0 || value > 4)
+    throw new ConfigError(
+      `local provider: spares must be a whole number from 0 to 4 (ROOST_COMPUTER_SPARES), got ${value}`,
+    );
   return value;
 }
 
@@ -202,6 +219,8 @@ export function resolveLocalProviderOptions(
         (privateDir === undefined ? "/run/roost/local" : path.join(privateDir, "local")),
     ),
     cgroupName: options.cgroupName ?? "roost",
+    spares: isolation === "full" ? spareCount(options.spares ?? 0) : 0,
+    spareDelayMs: Math.max(0, options.spareDelayMs ?? 1000),
     roostRoot: path.resolve(options.roostRoot ?? thisCheckout),
     nodePath: path.resolve(options.nodePath ?? process.execPath),
     workerArgv: options.workerArgv ?? [

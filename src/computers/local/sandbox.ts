@@ -45,6 +45,7 @@
 import { chown, lstat, mkdir, readlink, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { LocalIsolation } from "../provider.ts";
+import { spareClaimVariable } from "../../worker/index.ts";
 import { isErrno } from "./system.ts";
 
 /** Paths as seen from inside a computer. */
@@ -66,6 +67,12 @@ export const insidePaths = {
   cgroupProcs: "/run/roost-cgroup",
   /** Node's compile cache for Roost's worker, read-only (see compileCacheWarmUp). */
   compileCache: "/opt/node/compile-cache",
+  /** A spare sandbox's own folder (spares.ts): its supervisor and the claim FIFO, root's alone. */
+  spare: "/run/roost-spare",
+  spareSupervisor: "/run/roost-spare/spare.sh",
+  spareClaim: "/run/roost-spare/claim",
+  /** Written into a claimed spare's /run/roost: the computer's environment and worker command. */
+  adopt: "/run/roost/adopt.sh",
 } as const;
 
 /** Where the forwarders listen inside a computer (loopback of its own network namespace). */
@@ -173,6 +180,12 @@ export interface SandboxSpec {
   layout: HostLayout;
   /** The worker's command line inside the sandbox. */
   workerArgv: readonly string[];
+  /**
+   * A spare sandbox (spares.ts): its /run/roost is bound from `runStaging` (the claim binds the
+   * computer's runtime folder there), `controlDir` is its /run/roost-spare, and its worker starts
+   * as uid 0 with only CAP_SETUID and CAP_SETGID to wait for a claim (worker/spare-claim.ts).
+   */
+  spare?: { runStaging: string; controlDir: string } | undefined;
 }
 
 /** The generated files of a computer's runtime folder. */
@@ -184,19 +197,7 @@ export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promi
     mkdir(roost, { recursive: true, mode: 0o755 }),
   ]);
   const files: Record<(typeof generatedEtcFiles)[number], string> = {
-    // Without root the computer's uid is the server's, which may be one of these (X6).
-    passwd: [
-      ...(spec.uid === 0 ? [] : ["root:x:0:0:root:/root:/usr/sbin/nologin"]),
-      `${insideUserName}:x:${spec.uid}:${spec.gid}:Roost computer:${insidePaths.home}:/bin/bash`,
-      ...(spec.uid === 65534 ? [] : ["nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"]),
-      "",
-    ].join("\n"),
-    group: [
-      ...(spec.gid === 0 ? [] : ["root:x:0:"]),
-      `${insideUserName}:x:${spec.gid}:`,
-      ...(spec.gid === 65534 ? [] : ["nogroup:x:65534:"]),
-      "",
-    ].join("\n"),
+    ...identityFiles(spec.uid, spec.gid),
     hosts: [
       "127.0.0.1\tlocalhost",
       `127.0.1.1\t${insideHostname}`,
@@ -212,14 +213,85 @@ export async function writeRuntimeFiles(spec: SandboxSpec, token: string): Promi
     ...Object.entries(files).map(([name, text]) =>
       writeFile(path.join(etc, name), text, { mode: 0o644 }),
     ),
-    writeFile(path.join(roost, "supervise.sh"), supervisorScript(forwarders(spec)), {
-      mode: 0o755,
-    }),
-    writeFile(path.join(roost, path.basename(insidePaths.jobPrelude)), jobPrelude, {
-      mode: 0o644,
-    }),
-    writeToken(spec.runtimeDir, token, spec.uid, spec.gid),
+    ...(spec.spare === undefined
+      ? [
+          writeFile(path.join(roost, "supervise.sh"), supervisorScript(forwarders(spec)), {
+            mode: 0o755,
+          }),
+          writeFile(path.join(roost, path.basename(insidePaths.jobPrelude)), jobPrelude, {
+            mode: 0o644,
+          }),
+          writeToken(spec.runtimeDir, token, spec.uid, spec.gid),
+        ]
+      : [
+          writeFile(path.join(spec.spare.controlDir, "spare.sh"), spareSupervisorScript, {
+            mode: 0o755,
+          }),
+        ]),
   ]);
+}
+
+/** The computer's /etc/passwd and /etc/group: `user` with its uid and gid. */
+export function identityFiles(uid: number, gid: number): { passwd: string; group: string } {
+  return {
+    // Without root the computer's uid is the server's, which may be one of these (X6).
+    passwd: [
+      ...(uid === 0 ? [] : ["root:x:0:0:root:/root:/usr/sbin/nologin"]),
+      `${insideUserName}:x:${uid}:${gid}:Roost computer:${insidePaths.home}:/bin/bash`,
+      ...(uid === 65534 ? [] : ["nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"]),
+      "",
+    ].join("\n"),
+    group: [
+      ...(gid === 0 ? [] : ["root:x:0:"]),
+      `${insideUserName}:x:${gid}:`,
+      ...(gid === 65534 ? [] : ["nogroup:x:65534:"]),
+      "",
+    ].join("\n"),
+  };
+}
+
+/**
+ * A spare's supervisor (spares.ts), run by bubblewrap as uid 0 with CAP_SETUID, CAP_SETGID and
+ * CAP_SETPCAP like any supervisor. Its arguments are the spare worker's command (setpriv … node
+ * worker). It starts the worker and waits. The host claims the spare by writing the worker's
+ * claim and then sending this script SIGUSR1; the script then reads the computer's adopt.sh from
+ * /run/roost (now the computer's runtime folder), which sets the computer's environment and
+ * worker command and runs the computer's own supervise.sh with the running worker adopted. A
+ * worker that exits before its claim ends the spare (the host makes another).
+ */
+const spareSupervisorScript = `#!/bin/sh
+# Supervisor of a spare Roost sandbox (generated by the local provider).
+trap 'roost_claimed=1' USR1
+"$@" &
+roost_adopted=$!
+wait "$roost_adopted"
+if [ -z "\${roost_claimed-}" ]; then
+  echo "supervisor: the spare worker exited before its claim" >&2
+  exit 1
+fi
+trap - USR1
+. ${insidePaths.adopt}
+`;
+
+/**
+ * The computer's adopt.sh for a claimed spare: its environment (what bubblewrap would have set)
+ * and worker command, then its supervise.sh, which waits for the adopted worker first.
+ */
+export function adoptScript(spec: SandboxSpec): string {
+  const exports = Object.entries(spec.env).map(
+    ([name, value]) => `export ${name}=${shellQuote(value)}`,
+  );
+  return `# The claimed computer's environment and worker (generated by the local provider).
+unset ${Object.keys(spareOnlyEnv()).join(" ")}
+${exports.join("\n")}
+set -- ${[...asComputerUser(spec), ...spec.workerArgv].map(shellQuote).join(" ")}
+. ${insidePaths.supervisor}
+`;
+}
+
+/** Variables only a spare's sandbox has, which its adopt.sh removes. */
+export function spareOnlyEnv(): Record<string, string> {
+  return { [spareClaimVariable]: insidePaths.spareClaim };
 }
 
 /** Writes the worker token atomically (the worker re-reads the file before every connection). */
@@ -295,6 +367,25 @@ function asComputerUser(
   ];
 }
 
+/**
+ * setpriv's arguments for a spare's worker (spares.ts; worker/spare-claim.ts): uid 0 keeping only
+ * CAP_SETUID and CAP_SETGID, as ambient capabilities so that they survive the exec of Node, then
+ * an empty bounding set and no_new_privs. The claim's setuid takes both away.
+ */
+function asSpareWorker(spec: Pick<SandboxSpec, "setprivPath">): string[] {
+  const keep = "-all,+setuid,+setgid";
+  return [
+    spec.setprivPath,
+    `--inh-caps=${keep}`,
+    `--ambient-caps=${keep}`,
+    "--",
+    spec.setprivPath,
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+  ];
+}
+
 interface Forwarder {
   port: number;
   argv: string[];
@@ -361,8 +452,12 @@ seconds() { read -r seconds_up _ < /proc/uptime; seconds=\${seconds_up%.*}; }
 delay_ms=200
 while :; do
   seconds; started=$seconds
-  "$@"
-  status=$?
+  # A claimed spare's worker is running already (spareSupervisorScript): wait for it first.
+  if [ -n "\${roost_adopted-}" ]; then
+    wait "$roost_adopted"; status=$?; roost_adopted=
+  else
+    "$@"; status=$?
+  fi
   if [ "$status" -eq 2 ]; then
     echo "supervisor: the worker refused its configuration (exit 2); not restarting" >&2
     exit 2
@@ -537,7 +632,12 @@ export function bwrapArguments(
     args.push("--ro-bind", path.join(spec.runtimeDir, "etc", override.name), override.dest);
   }
   args.push(...parentDirs(insidePaths.tokenFile, made));
-  args.push("--ro-bind", path.join(spec.runtimeDir, "roost"), insidePaths.runtime);
+  args.push(
+    "--ro-bind",
+    spec.spare?.runStaging ?? path.join(spec.runtimeDir, "roost"),
+    insidePaths.runtime,
+  );
+  if (spec.spare !== undefined) args.push("--ro-bind", spec.spare.controlDir, insidePaths.spare);
   args.push("--perms", "0755", "--dir", insidePaths.cgroupProcs);
   spec.userProcs.forEach((file, index) => {
     args.push("--bind", file, `${insidePaths.cgroupProcs}/${index}.procs`);
@@ -578,7 +678,10 @@ export function bwrapArguments(
   // X1: the supervisor keeps uid 0 (so user processes cannot signal it) with nothing but the
   // capabilities setpriv needs; the worker it starts has the computer's uid and no capabilities.
   // X6: without root both are the server's uid, without capabilities (asComputerUser is empty).
-  const command = ["/bin/sh", insidePaths.supervisor, ...asComputerUser(spec), ...spec.workerArgv];
+  const command =
+    spec.spare === undefined
+      ? ["/bin/sh", insidePaths.supervisor, ...asComputerUser(spec), ...spec.workerArgv]
+      : ["/bin/sh", insidePaths.spareSupervisor, ...asSpareWorker(spec), ...spec.workerArgv];
   return { options: args, command };
 }
 
