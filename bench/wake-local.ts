@@ -19,6 +19,10 @@
  *
  * `--node-options ''` starts workers without the production Node options (workerNodeOptions in
  * src/computers/worker-build.ts), which gives the figures before decision 0021.
+ *
+ * `--spares 1` (the default, as the platform runs): every timed wake first waits until a spare
+ * sandbox is ready (src/computers/local/spares.ts), so it measures a wake that claims one, and
+ * the memory of the waiting spare is reported; `--spares 0`: every wake starts its own sandbox.
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -34,6 +38,7 @@ import {
   isolationUnavailableReason,
   makeTempDir,
   shellStdout,
+  spareSandboxPids,
   startTestGateway,
   type TestGateway,
 } from "../src/computers/local/testing/index.ts";
@@ -55,8 +60,10 @@ const { values } = parseArgs({
     // How long the idle memory figure waits after the first one (3 s after a call): longer than
     // the worker keeps the next call's shell (30 s, warm-shell.ts). 0: no idle figure.
     "idle-wait-ms": { type: "string", default: "28000" },
+    spares: { type: "string", default: "1" },
   },
 });
+const spares = Number(values.spares);
 const wakes = Number(values.wakes);
 const levels = values.levels.split(",").map(Number);
 const callsPerProbe = Number(values.calls);
@@ -88,6 +95,7 @@ const cgroupName = `roost-bench-${process.pid}`;
 const provider: LocalProvider = await createLocalProvider({
   dataDir: dataDir.path,
   cgroupName,
+  spares,
   ...(workerBuild === undefined
     ? {}
     : {
@@ -122,6 +130,7 @@ async function createComputer(id: string): Promise<void> {
 async function timedWake(id: string): Promise<{ wakeMs: number; execMs: number; toolMs: number }> {
   const gateway = await gatewayFor(id);
   const hellos = gateway.hellos;
+  await provider.spareReady();
   const start = performance.now();
   await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "bench" });
   const wakeMs = performance.now() - start;
@@ -140,8 +149,10 @@ const helloSamples: number[] = [];
 async function timedToolWake(id: string): Promise<number> {
   const gateway = await gatewayFor(id);
   const hellos = gateway.hellos;
+  await provider.spareReady();
   const start = performance.now();
   await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "bench" });
+  if (spares > 0 && !provider.info(id)!.fromSpare) throw new Error(`${id} did not claim a spare`);
   await gateway.waitForHello(hellos + 1, 30_000);
   helloSamples.push(performance.now() - start);
   shellStdout(await gateway.call("shell", { command: "true" }));
@@ -166,6 +177,16 @@ async function reportMemory(when: string): Promise<void> {
   }
   console.log(
     `  PSS by process: ${[...byName].map(([name, bytes]) => `${name} ${mib(bytes)}`).join(", ")}`,
+  );
+}
+
+/** Memory of the waiting spare sandboxes: processes whose mounts come from the spares folder. */
+async function reportSpareMemory(): Promise<void> {
+  await provider.spareReady();
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const pids = await spareSandboxPids("/run/roost/local/spares");
+  console.log(
+    `the waiting spare sandbox (${spares}), a host cost while it waits: ${pids.length} processes, PSS ${mib(await memoryBytes(pids, "Pss"))}, RSS ${mib(await memoryBytes(pids, "Rss"))}`,
   );
 }
 
@@ -242,7 +263,9 @@ try {
     toolOnly.push(await timedToolWake("bench-wake"));
     await provider.sleep("bench-wake");
   }
-  console.log(`wake latency, ${wakes} wakes (local copy present, nothing else awake):`);
+  console.log(
+    `wake latency, ${wakes} wakes (local copy present, nothing else awake; ${spares > 0 ? "each claims a waiting spare sandbox" : "no spares: each starts its own sandbox"}):`,
+  );
   console.log(`  ${summarize("wake() resolved (sandbox up)", wake)}`);
   console.log(`  ${summarize("first exec result (sandbox)", exec)}`);
   console.log(`  ${summarize("first tool result (worker hello + shell call, after exec)", tool)}`);
@@ -259,6 +282,7 @@ try {
     await reportMemory(`idle ${Math.round((idleWaitMs + 3000) / 1000)} s`);
   }
   await provider.sleep("bench-wake");
+  if (spares > 0) await reportSpareMemory();
 
   // 3. Wake latency and tool round trip with 1, 10 and 50 computers awake.
   console.log(`node options of the workers: ${nodeOptions.join(" ") || "(none)"}`);

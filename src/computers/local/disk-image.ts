@@ -151,7 +151,7 @@ interface MountEntry {
 }
 
 /** mountinfo escapes space, tab, newline and backslash as \ooo. */
-const unescapeMountPath = (value: string) =>
+export const unescapeMountPath = (value: string) =>
   value.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
 
 export async function readMounts(): Promise<MountEntry[]> {

@@ -29,6 +29,7 @@ const exists = (file: string) =>
   );
 
 type Info = {
+  fromSpare: boolean;
   slot: number;
   sandboxPid: number;
   sockets: { gateway: string };
@@ -43,7 +44,7 @@ type Info = {
 async function startServer(
   dataDir: string,
   id: string,
-  options: { zombieParent?: boolean } = {},
+  options: { zombieParent?: boolean; spares?: boolean } = {},
 ): Promise<{ child: ChildProcess; info: Info; pid: number }> {
   const providerModule = fileURLToPath(new URL("./local-provider.ts", import.meta.url));
   const testingModule = fileURLToPath(new URL("./testing/index.ts", import.meta.url));
@@ -56,8 +57,10 @@ const gateway = await startTestGateway();
 const provider = await createLocalProvider({
   dataDir: ${JSON.stringify(path.join(dataDir, "data"))},
   sockets: { gateway: (id, socketPath) => gateway.listenComputer(id, socketPath) },
+  spares: ${options.spares === true ? 1 : 0},
 });
 await provider.create(${JSON.stringify(id)});
+if (${options.spares === true} && !(await provider.spareReady())) throw new Error("no spare");
 await provider.wake(${JSON.stringify(id)}, { gatewayUrl: gateway.url, workerToken: "t" });
 const written = await provider.exec(${JSON.stringify(id)}, ["sh", "-c", "echo kept > /workspace/kept.txt && sync"]);
 if (written.exitCode !== 0) throw new Error(written.stderr);
@@ -96,61 +99,79 @@ describe.skipIf(skip !== undefined)("local provider leftovers", () => {
     gateway: (id: string, socketPath: string) => gateway.listenComputer(id, socketPath),
   });
 
-  test("server killed while a computer is awake: the next start removes what it left", async () => {
-    const dataDir = await makeTempDir();
-    gateway = await startTestGateway();
-    const id = uniqueId("crash");
-    const { child: server, info } = await startServer(dataDir.path, id);
-    try {
-      const slot = info.slot;
-      expect(await exists(info.sockets.gateway)).toBe(true);
-      const mountPoint = path.join(await realpath(dataDir.path), "data", id, "mount");
-      const isMounted = async () =>
-        (await readMounts()).some((entry) => entry.mountPoint === mountPoint);
-      expect(await isMounted()).toBe(true);
-
-      server.kill("SIGKILL");
-      await new Promise((resolve) => server.once("exit", resolve));
-      // X2: the sandbox died with its server.
-      const deadline = Date.now() + 5000;
-      while ((await processStartTicks(info.sandboxPid)) !== undefined && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      expect(await processStartTicks(info.sandboxPid)).toBeUndefined();
-      // It leaves its cgroups, sockets and awake record behind. (Not asserted here: another
-      // server starting meanwhile, e.g. a parallel test file, may already sweep them.)
-
-      const provider = await createLocalProvider({
-        dataDir: path.join(dataDir.path, "data"),
-        sockets: sockets(),
-      });
+  test.each([
+    ["started its own sandbox", false],
+    ["claimed a spare sandbox (its binds hold the disk; the next start has spares off)", true],
+  ])(
+    "server killed while a computer is awake (it %s): the next start removes what it left",
+    async (_, spares) => {
+      const dataDir = await makeTempDir();
+      gateway = await startTestGateway();
+      const id = uniqueId("crash");
+      const { child: server, info, pid } = await startServer(dataDir.path, id, { spares });
+      const spareDirs = async () =>
+        (await readdir("/run/roost/local/spares").catch(() => [] as string[])).filter((name) =>
+          name.startsWith(`${pid}-`),
+        );
       try {
-        for (const cgroup of info.cgroups) expect(await exists(cgroup.dir)).toBe(false);
-        expect(await exists(`/run/roost/local/awake/${slot}.json`)).toBe(false);
-        expect(await exists(`/run/roost/local/c${slot}`)).toBe(false);
-        expect(await exists(info.sockets.gateway)).toBe(false);
-        expect(await isMounted()).toBe(false);
-        // The computer itself is intact and wakes again on the same slot.
-        expect(await provider.status(id)).toBe("stopped");
-        await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
-        expect(provider.info(id)!.slot).toBe(slot);
-        const kept = await provider.exec(id, ["cat", "/workspace/kept.txt"]);
-        expect(kept.stdout).toBe("kept\n");
-        expect(
-          JSON.parse(await readFile(path.join(dataDir.path, "data", id, "local.json"), "utf8")),
-        ).toMatchObject({ slot });
-        await provider.destroy(id);
-        expect(await readdir(path.join(dataDir.path, "data"))).toEqual([]);
+        expect(info.fromSpare).toBe(spares);
+        if (spares) expect((await spareDirs()).length).toBeGreaterThan(0);
+        const slot = info.slot;
+        expect(await exists(info.sockets.gateway)).toBe(true);
+        const mountPoint = path.join(await realpath(dataDir.path), "data", id, "mount");
+        const isMounted = async () =>
+          (await readMounts()).some((entry) => entry.mountPoint === mountPoint);
+        expect(await isMounted()).toBe(true);
+
+        server.kill("SIGKILL");
+        await new Promise((resolve) => server.once("exit", resolve));
+        // X2: the sandbox died with its server.
+        const deadline = Date.now() + 5000;
+        while ((await processStartTicks(info.sandboxPid)) !== undefined && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(await processStartTicks(info.sandboxPid)).toBeUndefined();
+        // It leaves its cgroups, sockets and awake record behind. (Not asserted here: another
+        // server starting meanwhile, e.g. a parallel test file, may already sweep them.)
+
+        const provider = await createLocalProvider({
+          dataDir: path.join(dataDir.path, "data"),
+          sockets: sockets(),
+        });
+        try {
+          for (const cgroup of info.cgroups) expect(await exists(cgroup.dir)).toBe(false);
+          expect(await exists(`/run/roost/local/awake/${slot}.json`)).toBe(false);
+          expect(await exists(`/run/roost/local/c${slot}`)).toBe(false);
+          expect(await exists(info.sockets.gateway)).toBe(false);
+          expect(await isMounted()).toBe(false);
+          expect(await spareDirs()).toEqual([]);
+          expect(
+            (await readMounts()).filter((entry) =>
+              entry.mountPoint.startsWith(`/run/roost/local/spares/${pid}-`),
+            ),
+          ).toEqual([]);
+          // The computer itself is intact and wakes again on the same slot.
+          expect(await provider.status(id)).toBe("stopped");
+          await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
+          expect(provider.info(id)!.slot).toBe(slot);
+          const kept = await provider.exec(id, ["cat", "/workspace/kept.txt"]);
+          expect(kept.stdout).toBe("kept\n");
+          expect(
+            JSON.parse(await readFile(path.join(dataDir.path, "data", id, "local.json"), "utf8")),
+          ).toMatchObject({ slot });
+          await provider.destroy(id);
+          expect(await readdir(path.join(dataDir.path, "data"))).toEqual([]);
+        } finally {
+          await provider.close();
+        }
       } finally {
-        await provider.close();
+        server.kill("SIGKILL");
+        await cleanUp(dataDir, id, sockets);
+        await gateway.close();
+        await dataDir.remove();
       }
-    } finally {
-      server.kill("SIGKILL");
-      await cleanUp(dataDir, id, sockets);
-      await gateway.close();
-      await dataDir.remove();
-    }
-  });
+    },
+  );
 
   test("right after a crash, the first wake can fail (slot in use by a server that is still a zombie): zombies count as dead", async () => {
     const dataDir = await makeTempDir();

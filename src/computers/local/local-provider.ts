@@ -235,6 +235,9 @@ interface Spare {
   starting: Promise<void>;
 }
 
+/** Spares this process has started, in every provider (a spare's folder is named `<pid>-<n>`). */
+let sparesStarted = 0;
+
 /** The environment every sandbox starts with (a computer's adds to it: #sandboxEnv). */
 function baseEnv(): Record<string, string> {
   return {
@@ -326,7 +329,8 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   });
   const compileCacheDir = path.join(config.runDir, "node-compile-cache");
   const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
-  const spareTools = config.spares > 0 ? await resolveSpareTools(config) : undefined;
+  // As root, even with spares off: a server that had them may have left binds that hold disks.
+  const spareTools = full ? await resolveSpareTools(config) : undefined;
   const provider = new LocalComputerProvider(
     config,
     tools,
@@ -341,8 +345,8 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
     spareTools,
   );
   await provider.sweep();
-  if (spareTools !== undefined) {
-    await shareSparesDir(config.runDir, spareTools);
+  if (spareTools !== undefined && config.spares > 0) {
+    await state.withLock("spares", () => shareSparesDir(config.runDir, spareTools));
     provider.fillSpares();
   }
   return provider;
@@ -470,7 +474,6 @@ class LocalComputerProvider implements LocalProvider {
   readonly #seccomp: SeccompChoice;
   readonly #spareTools: SpareTools | undefined;
   readonly #spares: Spare[] = [];
-  #spareCount = 0;
   /** Spares that ended before their claim, one after another; at 3 the pool stops refilling. */
   #spareFailures = 0;
   #spareTimer: NodeJS.Timeout | undefined;
@@ -623,7 +626,7 @@ class LocalComputerProvider implements LocalProvider {
 
   async spareReady(): Promise<boolean> {
     for (;;) {
-      if (this.#spareTools === undefined || this.#closed || this.#spareFailures >= 3) return false;
+      if (this.#config.spares === 0 || this.#closed || this.#spareFailures >= 3) return false;
       if (this.#spares.some((spare) => spare.sandbox !== undefined && !spare.taken)) return true;
       const starting = this.#spares.find((spare) => !spare.taken && spare.sandbox === undefined);
       // Starting, or its refill timer is due.
@@ -1088,10 +1091,11 @@ class LocalComputerProvider implements LocalProvider {
 
   /** Starts spares until the pool holds `spares`, each in the background (SP1). */
   fillSpares(): void {
-    if (this.#spareTools === undefined || this.#closed || this.#spareFailures >= 3) return;
+    if (this.#spareTools === undefined || this.#config.spares === 0) return;
+    if (this.#closed || this.#spareFailures >= 3) return;
     while (this.#spares.length < this.#config.spares) {
       const spare: Spare = {
-        name: `${process.pid}-${++this.#spareCount}`,
+        name: `${process.pid}-${++sparesStarted}`,
         folder: undefined,
         sandbox: undefined,
         taken: false,
@@ -1170,7 +1174,7 @@ class LocalComputerProvider implements LocalProvider {
   }
 
   #refillSpares(): void {
-    if (this.#closed || this.#spareTools === undefined) return;
+    if (this.#closed || this.#config.spares === 0) return;
     clearTimeout(this.#spareTimer);
     this.#spareTimer = setTimeout(
       () => this.fillSpares(),

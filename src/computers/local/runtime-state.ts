@@ -55,6 +55,8 @@ export interface RuntimeState {
   listRuntimeSlots(): Promise<number[]>;
   /** R2 */
   withSlotLock<T>(slot: number, run: () => Promise<T>): Promise<T>;
+  /** The same lock by name, for what servers share besides slots (the spares folder's mount). */
+  withLock<T>(name: string, run: () => Promise<T>): Promise<T>;
 }
 
 export async function createRuntimeState(dir: string, owner: ProcessOwner): Promise<RuntimeState> {
@@ -150,23 +152,24 @@ export async function createRuntimeState(dir: string, owner: ProcessOwner): Prom
       });
     },
 
-    async withSlotLock(slot, run) {
-      const file = path.join(locksDir, String(slot));
-      const deadline = Date.now() + 30_000;
-      while (!(await tryLock(file))) {
-        if (Date.now() > deadline) {
-          throw new Error(
-            `slot ${slot} stayed locked for 30 s (${file}); is another Roost server stuck?`,
-          );
-        }
-        await breakIfStale(file);
-        await delay(15);
-      }
-      try {
-        return await run();
-      } finally {
-        await rm(file, { force: true });
-      }
-    },
+    withSlotLock: (slot, run) => withLock(String(slot), run, `slot ${slot}`),
+    withLock: (name, run) => withLock(name, run),
   };
+
+  async function withLock<T>(name: string, run: () => Promise<T>, what = name): Promise<T> {
+    const file = path.join(locksDir, name);
+    const deadline = Date.now() + 30_000;
+    while (!(await tryLock(file))) {
+      if (Date.now() > deadline) {
+        throw new Error(`${what} stayed locked for 30 s (${file}); is another Roost server stuck?`);
+      }
+      await breakIfStale(file);
+      await delay(15);
+    }
+    try {
+      return await run();
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
 }

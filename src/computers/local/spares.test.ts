@@ -13,6 +13,7 @@ import { runChecked, signalProcess } from "./system.ts";
 import {
   makeTempDir,
   skipReason,
+  spareSandboxPids,
   startTestGateway,
   uniqueId,
   type TestGateway,
@@ -20,19 +21,13 @@ import {
 
 const skip = await skipReason("spares.test.ts");
 
+// Each provider here has a runtime folder of its own, so a cgroup folder of its own too: a server
+// sweeps the cgroups of its folder's slots that it finds no record for (L4), and another test
+// file's server, with the default folders, would otherwise take these for leftovers.
+const cgroupName = `roost-spares-test-${process.pid}`;
+
 const mountsUnder = async (dir: string) =>
   (await readMounts()).filter((mount) => mount.mountPoint.startsWith(`${dir}/`));
-
-/** Host pids of the processes whose mount namespace holds a mount from below `dir`. */
-async function pidsMounting(dir: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    const mounts = await readFile(`/proc/${name}/mountinfo`, "utf8").catch(() => "");
-    if (mounts.includes(` ${dir}/`)) found.push(Number(name));
-  }
-  return found;
-}
 
 describe.skipIf(skip !== undefined)("spare sandboxes", () => {
   let temp: { path: string; remove: () => Promise<void> };
@@ -48,9 +43,11 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
     provider = await createLocalProvider({
       dataDir: path.join(temp.path, "data"),
       runDir,
+      cgroupName,
       spares: 1,
-      // Refilled only when a test asks (spareReady waits for the timer).
-      spareDelayMs: 200,
+      // Long enough that no spare is refilled while a test wakes (a loaded CI machine included);
+      // spareReady waits for it.
+      spareDelayMs: 2000,
       log: (message) => logs.push(message),
       sockets: { gateway: (id, socketPath) => gateway.listenComputer(id, socketPath) },
     });
@@ -128,11 +125,11 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
     expect(optionsAt("/run/roost-cgroup/0.procs")).toMatch(/nosuid,nodev,noexec/);
     expect(await sh(id, "touch /run/roost/x 2>&1; echo $?")).toMatch(/Read-only file system/);
 
-    // The file is on the computer's disk: it is there after a cold wake.
+    // The file is on the computer's disk.
     await provider.sleep(id);
     expect(await mountsUnder(path.join(runDir, "spares"))).toEqual([]);
+    // The next wake (a spare's or its own sandbox, whichever is ready) finds the file.
     await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
-    expect(provider.info(id)!.fromSpare).toBe(false);
     expect(await sh(id, "cat ~/note")).toBe("kept\n");
     await provider.sleep(id);
   }, 60_000);
@@ -185,7 +182,7 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
     expect(await provider.spareReady()).toBe(true);
     // Its worker (and, in the same namespace, the rest of it): only this provider's spare
     // mounts from below this runDir.
-    const spareProcesses = await pidsMounting(path.join(runDir, "spares"));
+    const spareProcesses = await spareSandboxPids(path.join(runDir, "spares"));
     expect(spareProcesses.length).toBeGreaterThan(0);
     for (const pid of spareProcesses) signalProcess(pid, "SIGKILL");
     const hellos = gateway.hellos;
@@ -215,6 +212,51 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
   }, 60_000);
 });
 
+describe.skipIf(skip !== undefined)("two servers on one host", () => {
+  test("a second server's start keeps the first one's spares claimable (the shared mount is made once, under a lock)", async () => {
+    const temp = await makeTempDir();
+    const runDir = path.join(temp.path, "run");
+    const gateway = await startTestGateway();
+    const providers: LocalProvider[] = [];
+    try {
+      const start = async () => {
+        const provider = await createLocalProvider({
+          dataDir: path.join(temp.path, `data-${providers.length}`),
+          runDir,
+          cgroupName,
+          spares: 1,
+          spareDelayMs: 600_000,
+          sockets: { gateway: (id, socketPath) => gateway.listenComputer(id, socketPath) },
+        });
+        providers.push(provider);
+        return provider;
+      };
+      // Both start at once, as parallel servers (or test files) on a fresh host do.
+      const [first, second] = await Promise.all([start(), start()]);
+      expect(await first.spareReady()).toBe(true);
+      expect(await second.spareReady()).toBe(true);
+      const third = await start();
+      expect(await third.spareReady()).toBe(true);
+      for (const provider of [first, second, third]) {
+        const id = uniqueId("spare-two");
+        await provider.create(id);
+        const hellos = gateway.hellos;
+        await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
+        expect(provider.info(id)!.fromSpare).toBe(true);
+        await gateway.waitForHello(hellos + 1);
+        const result = await provider.exec(id, ["id", "-u"]);
+        expect(result.stdout).toBe(`${provider.info(id)!.uid}\n`);
+        await provider.destroy(id);
+      }
+    } finally {
+      for (const provider of providers) await provider.close();
+      await gateway.close();
+      await runChecked("umount", [path.join(runDir, "spares")]).catch(() => undefined);
+      await rm(temp.path, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
 describe.skipIf(skip !== undefined)("spares left by a dead server", () => {
   test("are removed at start, their binds undone first, without touching what was bound", async () => {
     const temp = await makeTempDir();
@@ -232,6 +274,7 @@ describe.skipIf(skip !== undefined)("spares left by a dead server", () => {
       provider = await createLocalProvider({
         dataDir: path.join(temp.path, "data"),
         runDir,
+        cgroupName,
         spares: 1,
         sockets: { gateway: async () => ({ close: async () => undefined }) },
       });

@@ -40,7 +40,7 @@ import { constants } from "node:fs";
 import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { SpareClaim } from "../../worker/index.ts";
-import { readMounts } from "./disk-image.ts";
+import { readMounts, unescapeMountPath } from "./disk-image.ts";
 import { currentOwner, isOwnerAlive, type ProcessOwner } from "./runtime-state.ts";
 import { isErrno, runChecked } from "./system.ts";
 
@@ -70,15 +70,33 @@ export function sparesDir(runDir: string): string {
   return path.join(runDir, "spares");
 }
 
-/** Makes `<runDir>/spares` a shared mount of its own (once; at the provider's start). */
+/**
+ * Makes `<runDir>/spares` a shared mount in a peer group of its own, unless it is one already
+ * (another server on this host made it: its spares rely on it staying so). Call under a lock.
+ */
 export async function shareSparesDir(runDir: string, tools: SpareTools): Promise<void> {
   const dir = sparesDir(runDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const mounted = (await readMounts()).some((mount) => mount.mountPoint === dir);
-  if (!mounted) await runChecked(tools.mount, ["--bind", dir, dir]);
-  // A peer group of its own: what is mounted below it propagates to spares' sandboxes, nowhere else.
-  await runChecked(tools.mount, ["--make-private", dir]);
+  const propagation = await mountPropagation(dir);
+  if (propagation?.includes("shared:") === true) return;
+  if (propagation === undefined) {
+    await runChecked(tools.mount, ["--bind", dir, dir]);
+    // A peer group of its own: what is mounted below it propagates to spares, nowhere else.
+    await runChecked(tools.mount, ["--make-private", dir]);
+  }
   await runChecked(tools.mount, ["--make-shared", dir]);
+}
+
+/** The optional fields of the topmost mount at `dir` (`shared:N`, `master:N`…), or undefined. */
+async function mountPropagation(dir: string): Promise<string | undefined> {
+  let found: string | undefined;
+  for (const line of (await readFile("/proc/self/mountinfo", "utf8")).split("\n")) {
+    const fields = line.split(" ");
+    const separator = fields.indexOf("-");
+    if (separator < 6 || unescapeMountPath(fields[4]!) !== dir) continue;
+    found = fields.slice(6, separator).join(" "); // later lines are mounted on top
+  }
+  return found;
 }
 
 /** Makes a spare's folder (SP1: nothing of a computer in it). */

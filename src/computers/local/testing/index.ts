@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, readlink, rm } from "node:fs/promises";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -346,3 +346,25 @@ export {
   unprivilegedUid,
   type UnprivilegedHarness,
 } from "./unprivileged.ts";
+
+/**
+ * Host pids of the processes of this provider's spare sandboxes: in a mount namespace other than
+ * the host's, with /run/roost-spare bound from below `dir`. (Never by a plain match on mountinfo:
+ * while a claim's binds are mounted, every host process lists them.)
+ */
+export async function spareSandboxPids(dir: string): Promise<number[]> {
+  const hostNamespace = await readlink("/proc/self/ns/mnt");
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const namespace = await readlink(`/proc/${name}/ns/mnt`).catch(() => hostNamespace);
+    if (namespace === hostNamespace) continue;
+    const mounts = await readFile(`/proc/${name}/mountinfo`, "utf8").catch(() => "");
+    const isSpare = mounts.split("\n").some((line) => {
+      const fields = line.split(" ");
+      return fields[4] === "/run/roost-spare" && fields[3]!.startsWith(`${dir}/`);
+    });
+    if (isSpare) found.push(Number(name));
+  }
+  return found;
+}
