@@ -301,6 +301,21 @@ export class BrowserSession {
     });
     return {
       stop: async () => {
+        if (lines.length === 0) {
+          // A short action can end before the screencast's first frame (a busy machine): the
+          // recording keeps at least how the page ended.
+          const shot = await session
+            .send("Page.captureScreenshot", { format: "jpeg", quality: 50 })
+            .catch(() => undefined);
+          if (shot !== undefined && shot.data.length <= browserLimits.recordingMaxBytes)
+            lines.push(
+              JSON.stringify({
+                atMs: Date.now() - startedAt,
+                mimeType: "image/jpeg",
+                data: shot.data,
+              }),
+            );
+        }
         await session.send("Page.stopScreencast").catch(() => undefined);
         await session.detach().catch(() => undefined);
         await writeFile(file, lines.length === 0 ? "" : `${lines.join("\n")}\n`, { mode: 0o600 });

@@ -108,8 +108,12 @@ export async function browserTool(
   });
 }
 
-/** Chromium's own navigation to its error page, which may commit after goto has already failed. */
-const errorPageInterruption = /interrupted by another navigation to "chrome-error:/;
+/**
+ * Chromium's own navigation to its error page, which may commit after goto has already failed; or,
+ * in the same race on a busy machine, the interrupted navigation to the same URL committing after
+ * goto has given up on it.
+ */
+const interruption = /interrupted by another navigation to "([^"]*)"/;
 
 /**
  * A failed navigation's error page commits a moment after goto rejects; a goto started in that
@@ -119,15 +123,18 @@ async function settleErrorPage(session: BrowserSession): Promise<void> {
   await session.page.waitForLoadState("load", { timeout: 2_000 }).catch(() => undefined);
 }
 
-/** goto, once more if the last failed navigation's error page interrupted it. */
+/** goto, again (at most twice) while the last failed navigation's error page interrupts it. */
 async function gotoPastErrorPage(session: BrowserSession, url: string) {
   const go = () => session.page.goto(url, { waitUntil: "domcontentloaded", timeout: 30_000 });
-  try {
-    return await go();
-  } catch (error) {
-    if (!errorPageInterruption.test((error as Error).message)) throw error;
-    await settleErrorPage(session);
-    return go();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await go();
+    } catch (error) {
+      const by = interruption.exec((error as Error).message)?.[1];
+      const ours = by !== undefined && (by.startsWith("chrome-error:") || by === url);
+      if (!ours || attempt >= 2) throw error;
+      await settleErrorPage(session);
+    }
   }
 }
 

@@ -48,6 +48,7 @@ const hostTools = [
   "mount",
   "umount",
   "fstrim",
+  "mkfifo",
 ];
 const standardFolders = [
   "/usr/local/sbin",

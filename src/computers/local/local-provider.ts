@@ -330,7 +330,9 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   const compileCacheDir = path.join(config.runDir, "node-compile-cache");
   const warmUp = warmCompileCache(tools, layout, config, compileCacheDir);
   // As root, even with spares off: a server that had them may have left binds that hold disks.
-  const spareTools = full ? await resolveSpareTools(config) : undefined;
+  const spare = full ? await resolveSpareTools(config) : undefined;
+  if (spare?.mkfifo === false) config.spares = 0;
+  const spareTools = spare?.tools;
   const provider = new LocalComputerProvider(
     config,
     tools,
@@ -352,17 +354,23 @@ export async function createLocalProvider(options: LocalProviderOptions): Promis
   return provider;
 }
 
-async function resolveSpareTools(config: ResolvedLocalProviderOptions): Promise<SpareTools> {
-  const found: Partial<SpareTools> = {};
-  for (const name of ["mount", "umount", "mkfifo"] as const) {
-    const located = await findExecutable(name, config.searchPath);
-    if (located === undefined)
-      throw new ConfigError(
-        `local provider: spares need ${name} (Debian package ${name === "mkfifo" ? "coreutils" : "mount"}); install it or set ROOST_COMPUTER_SPARES=0`,
-      );
-    found[name] = located;
-  }
-  return found as SpareTools;
+/**
+ * mount and umount (the disk images need them: always there as root) and mkfifo (coreutils). Without
+ * mkfifo the provider makes no spares (logged); it still sweeps those a server left.
+ */
+async function resolveSpareTools(
+  config: ResolvedLocalProviderOptions,
+): Promise<{ tools: SpareTools; mkfifo: boolean }> {
+  const disk = await resolveDiskTools({}, config.searchPath);
+  const mkfifo = await findExecutable("mkfifo", config.searchPath);
+  if (mkfifo === undefined && config.spares > 0)
+    config.log(
+      "spare sandboxes are off: mkfifo (Debian package coreutils) was not found; every wake starts its own sandbox",
+    );
+  return {
+    tools: { mount: disk.mount, umount: disk.umount, mkfifo: mkfifo ?? "mkfifo" },
+    mkfifo: mkfifo !== undefined,
+  };
 }
 
 /**

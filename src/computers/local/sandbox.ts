@@ -254,7 +254,8 @@ export function identityFiles(uid: number, gid: number): { passwd: string; group
  * A spare's supervisor (spares.ts), run by bubblewrap as uid 0 with CAP_SETUID, CAP_SETGID and
  * CAP_SETPCAP like any supervisor. Its arguments are the spare worker's command (setpriv … node
  * worker). It starts the worker and waits. The host claims the spare by writing the worker's
- * claim and then sending this script SIGUSR1; the script then reads the computer's adopt.sh from
+ * claim and then sending this script SIGUSR1 (only once the worker has said it is ready, so long
+ * after this script is in its `wait`, which the signal interrupts); the script then reads the computer's adopt.sh from
  * /run/roost (now the computer's runtime folder), which sets the computer's environment and
  * worker command and runs the computer's own supervise.sh with the running worker adopted. A
  * worker that exits before its claim ends the spare (the host makes another).

@@ -33,8 +33,8 @@
  *   SP3 the host writes the claim only after the binds, /etc and the cgroup move are done, so the
  *       worker's first step as the computer's uid already sees the computer; a spare whose claim
  *       fails at any step is killed and the wake starts a sandbox of its own (a cold wake).
- *   SP4 the claim FIFO is opened without blocking: a spare whose worker is not waiting (still
- *       loading, or gone) fails its claim at once instead of holding the wake.
+ *   SP4 the claim FIFO is opened without blocking: a spare whose worker is not waiting (gone)
+ *       fails its claim within 0.1 s instead of holding the wake.
  */
 import { constants } from "node:fs";
 import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
@@ -42,7 +42,7 @@ import path from "node:path";
 import type { SpareClaim } from "../../worker/index.ts";
 import { readMounts, unescapeMountPath } from "./disk-image.ts";
 import { currentOwner, isOwnerAlive, type ProcessOwner } from "./runtime-state.ts";
-import { isErrno, runChecked } from "./system.ts";
+import { delay, isErrno, runChecked } from "./system.ts";
 
 /** The host tools spares use (util-linux's mount and umount, coreutils' mkfifo). */
 export interface SpareTools {
@@ -286,12 +286,16 @@ export async function writeClaim(fifo: string, claim: SpareClaim): Promise<void>
   // Less than a pipe's buffer: one write, whole, without blocking (SC1).
   if (text.length > 60 * 1024) throw new Error("the claim is too large for one write");
   let handle;
-  try {
-    handle = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-  } catch (error) {
-    if (isErrno(error, "ENXIO"))
-      throw new Error("the spare's worker is not waiting for a claim", { cause: error });
-    throw error;
+  // The worker says it is ready just before it opens the FIFO: give it a moment to get there.
+  for (let attempt = 0; handle === undefined; attempt++) {
+    try {
+      handle = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (error) {
+      if (!isErrno(error, "ENXIO")) throw error;
+      if (attempt >= 20)
+        throw new Error("the spare's worker is not waiting for a claim", { cause: error });
+      await delay(5);
+    }
   }
   try {
     const { bytesWritten } = await handle.write(text);
