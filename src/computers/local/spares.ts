@@ -268,16 +268,13 @@ export async function processTree(pid: number): Promise<number[]> {
 }
 
 /**
- * Moves the spare's processes into the computer's `worker` cgroups (on cgroup v1 with the memory
- * they already use: memory.move_charge_at_immigrate).
+ * Moves the spare's processes into the computer's `worker` cgroups. What they use from then on is
+ * the computer's; the memory the worker took before its claim stays charged where the spare ran
+ * (the server's cgroup): kernels no longer move charges (cgroup v1's move_charge_at_immigrate
+ * answers EINVAL on Linux 6.18; v2 never had it).
  */
 export async function moveIntoCgroups(pids: readonly number[], workerProcs: readonly string[]) {
-  for (const procs of workerProcs) {
-    await writeFile(path.join(path.dirname(procs), "memory.move_charge_at_immigrate"), "3").catch(
-      () => undefined,
-    );
-    for (const pid of pids) await writeFile(procs, String(pid));
-  }
+  for (const procs of workerProcs) for (const pid of pids) await writeFile(procs, String(pid));
 }
 
 /** SP4: writes the claim to a worker that is waiting for it, or throws. */
