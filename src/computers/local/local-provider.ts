@@ -100,6 +100,7 @@ import {
   launcherScript,
   readHostLayout,
   readyLine,
+  shellSafeEnv,
   spareOnlyEnv,
   writeRuntimeFiles,
   writeToken,
@@ -919,7 +920,7 @@ class LocalComputerProvider implements LocalProvider {
             await chmod(file, 0o600);
           }
           await diskReady();
-          const spare = this.#takeSpare();
+          const spare = shellSafeEnv(env) ? this.#takeSpare() : undefined;
           const claimed =
             spare === undefined
               ? undefined

@@ -279,6 +279,8 @@ trap - USR1
  * and worker command, then its supervise.sh, which waits for the adopted worker first.
  */
 export function adoptScript(spec: SandboxSpec): string {
+  if (!shellSafeEnv(spec.env))
+    throw new Error("an environment variable's name is not one the supervisor's shell can export");
   const exports = Object.entries(spec.env).map(
     ([name, value]) => `export ${name}=${shellQuote(value)}`,
   );
@@ -288,6 +290,15 @@ ${exports.join("\n")}
 set -- ${[...asComputerUser(spec), ...spec.workerArgv].map(shellQuote).join(" ")}
 . ${insidePaths.supervisor}
 `;
+}
+
+/**
+ * Whether a claimed spare can take this environment: adopt.sh exports it from a shell, which
+ * takes only names of letters, digits and `_` (values are quoted). Anything else (bubblewrap sets
+ * any name) means a sandbox of the computer's own.
+ */
+export function shellSafeEnv(env: Readonly<Record<string, string>>): boolean {
+  return Object.keys(env).every((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name));
 }
 
 /** Variables only a spare's sandbox has, which its adopt.sh removes. */

@@ -152,6 +152,44 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
     await provider.sleep(id);
   }, 60_000);
 
+  test("attack: environment values reach a claimed computer as they are, through the worker and its restart; a name the shell cannot export gets a sandbox of its own", async () => {
+    const tricky = `a'b"c $(touch /tmp/roost-pwned-${process.pid}) \`id\` \\ ; end`;
+    const id = uniqueId("spare-env");
+    await provider.create(id);
+    expect(await provider.spareReady()).toBe(true);
+    let hellos = gateway.hellos;
+    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t", env: { TRICKY: tricky } });
+    expect(provider.info(id)!.fromSpare).toBe(true);
+    await gateway.waitForHello(hellos + 1);
+    const read = async () =>
+      (
+        (await gateway.call("shell", { command: 'printf %s "$TRICKY"' })).output as {
+          stdout: string;
+        }
+      ).stdout;
+    expect(await read()).toBe(tricky);
+    // After a restart the worker's environment comes from adopt.sh's exports.
+    hellos = gateway.hellos;
+    await sh(id, `kill -9 $(pgrep -f '^/opt/node/bin/node ' | head -1)`);
+    await gateway.waitForHello(hellos + 1);
+    expect(await read()).toBe(tricky);
+    // Nothing in it ran: not in the computer's /tmp (the supervisor's), not in the host's.
+    expect(await sh(id, "ls /tmp")).not.toContain("roost-pwned");
+    await provider.sleep(id);
+    expect(await readdir("/tmp")).not.toContain(`roost-pwned-${process.pid}`);
+
+    // A name no shell can export: not through adopt.sh, so not through a spare.
+    expect(await provider.spareReady()).toBe(true);
+    await provider.wake(id, {
+      gatewayUrl: gateway.url,
+      workerToken: "t",
+      env: { [`X;touch /tmp/roost-pwned-${process.pid};Y`]: "1" },
+    });
+    expect(provider.info(id)!.fromSpare).toBe(false);
+    await provider.sleep(id);
+    expect(await readdir("/tmp")).not.toContain(`roost-pwned-${process.pid}`);
+  }, 60_000);
+
   test("attack: a process in a claimed computer cannot read or write the claim, nor regain root", async () => {
     const id = uniqueId("spare-attack");
     await provider.create(id);
