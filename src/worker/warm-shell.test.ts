@@ -108,10 +108,12 @@ describe("warm shell", () => {
     ].join("\n");
     mkdirSync(path.join(workspace, "sub"));
     const cold = await run({ command: probe, cwd: "sub" }, context(undefined));
-    const shell = await warmShell();
+    // Read before the warm wrapper starts: its subshell may source the prelude at any moment
+    // after (it did before this line under CI load, and the file then looked unchanged).
     const before = readFileSync(path.join(home, "prelude-pids"), "utf8");
+    const shell = await warmShell();
     const warm = await run({ command: probe, cwd: "sub" }, context(shell));
-    // The warm wrapper's subshell sourced the prelude before the job came (one more line).
+    // The warm wrapper's subshell sourced the prelude (one more line).
     expect(readFileSync(path.join(home, "prelude-pids"), "utf8").length).toBeGreaterThan(
       before.length,
     );
