@@ -67,20 +67,26 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
     }
   });
 
+  /** A new computer woken from the waiting spare, its worker's hello received. */
+  const wakeFromSpare = async (prefix: string, env?: Record<string, string>) => {
+    const id = uniqueId(prefix);
+    await provider.create(id);
+    expect(await provider.spareReady()).toBe(true);
+    const hellos = gateway.hellos;
+    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t", ...(env && { env }) });
+    expect(provider.info(id)!.fromSpare).toBe(true);
+    await gateway.waitForHello(hellos + 1);
+    return id;
+  };
+
   const sh = async (id: string, command: string) => {
     const result = await provider.exec(id, ["bash", "-c", command], { timeoutMs: 15_000 });
     return result.stdout + result.stderr;
   };
 
   test("a wake claims the waiting spare: the computer's uid, files, passwd, cgroups and mounts, no capability", async () => {
-    const id = uniqueId("spare-a");
-    await provider.create(id);
-    expect(await provider.spareReady()).toBe(true);
-    const hellos = gateway.hellos;
-    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
+    const id = await wakeFromSpare("spare-a");
     const info = provider.info(id)!;
-    expect(info.fromSpare).toBe(true);
-    await gateway.waitForHello(hellos + 1);
 
     // Through the worker: it is the computer's user, in its home, with its passwd entry.
     const result = await gateway.call("shell", {
@@ -135,16 +141,11 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
   }, 60_000);
 
   test("a claimed spare's worker, killed, is started again by its supervisor as the computer's user", async () => {
-    const id = uniqueId("spare-restart");
-    await provider.create(id);
-    expect(await provider.spareReady()).toBe(true);
+    const id = await wakeFromSpare("spare-restart");
     const hellos = gateway.hellos;
-    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
-    expect(provider.info(id)!.fromSpare).toBe(true);
-    await gateway.waitForHello(hellos + 1);
     const worker = await sh(id, "pgrep -f '^/opt/node/bin/node '");
     await sh(id, `kill -9 ${worker.trim().split("\n")[0]}`);
-    await gateway.waitForHello(hellos + 2);
+    await gateway.waitForHello(hellos + 1);
     const result = await gateway.call("shell", { command: "id -u; env | grep -c ROOST_ || true" });
     expect((result.output as { stdout: string }).stdout).toBe(`${provider.info(id)!.uid}\n0\n`);
     const supervisor = await sh(id, "cat /proc/2/cmdline | tr '\\0' ' '");
@@ -154,13 +155,7 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
 
   test("attack: environment values reach a claimed computer as they are, through the worker and its restart; a name the shell cannot export gets a sandbox of its own", async () => {
     const tricky = `a'b"c $(touch /tmp/roost-pwned-${process.pid}) \`id\` \\ ; end`;
-    const id = uniqueId("spare-env");
-    await provider.create(id);
-    expect(await provider.spareReady()).toBe(true);
-    let hellos = gateway.hellos;
-    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t", env: { TRICKY: tricky } });
-    expect(provider.info(id)!.fromSpare).toBe(true);
-    await gateway.waitForHello(hellos + 1);
+    const id = await wakeFromSpare("spare-env", { TRICKY: tricky });
     const read = async () =>
       (
         (await gateway.call("shell", { command: 'printf %s "$TRICKY"' })).output as {
@@ -169,7 +164,7 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
       ).stdout;
     expect(await read()).toBe(tricky);
     // After a restart the worker's environment comes from adopt.sh's exports.
-    hellos = gateway.hellos;
+    const hellos = gateway.hellos;
     await sh(id, `kill -9 $(pgrep -f '^/opt/node/bin/node ' | head -1)`);
     await gateway.waitForHello(hellos + 1);
     expect(await read()).toBe(tricky);
@@ -191,11 +186,7 @@ describe.skipIf(skip !== undefined)("spare sandboxes", () => {
   }, 60_000);
 
   test("attack: a process in a claimed computer cannot read or write the claim, nor regain root", async () => {
-    const id = uniqueId("spare-attack");
-    await provider.create(id);
-    expect(await provider.spareReady()).toBe(true);
-    await provider.wake(id, { gatewayUrl: gateway.url, workerToken: "t" });
-    expect(provider.info(id)!.fromSpare).toBe(true);
+    const id = await wakeFromSpare("spare-attack");
     const output = await sh(
       id,
       [
